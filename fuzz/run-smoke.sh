@@ -8,7 +8,7 @@ seconds="${FUZZ_SECONDS:-30}"
 export RUSTC_BOOTSTRAP=1
 targets=$(cargo fuzz list)
 [ -n "$targets" ] || { echo "no fuzz targets"; exit 1; }
-cargo fuzz build $targets >/dev/null 2>&1 || cargo fuzz build
+cargo fuzz build -O
 failed=0
 ran=0
 for t in $targets; do
@@ -18,7 +18,7 @@ for t in $targets; do
   args=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=0)
   [ -f "dict/$t.dict" ] && args+=(-dict="dict/$t.dict")
   echo "fuzz: $t for ${seconds}s"
-  if ! cargo fuzz run "$t" "$work" "corpus/$t" -- "${args[@]}" > "corpus-work/$t.log" 2>&1; then
+  if ! cargo fuzz run -O "$t" "$work" "corpus/$t" -- "${args[@]}" > "corpus-work/$t.log" 2>&1; then
     failed=$((failed + 1))
     echo "fuzz: $t FAILED"; tail -n 60 "corpus-work/$t.log"
     for f in artifacts/"$t"/*; do

@@ -1,0 +1,243 @@
+//! Base64url without padding (RFC 4648 §5): a table-driven scalar encoder and a strict decoder.
+//!
+//! The encoder turns each 3 input bytes into 4 characters with two lookups in a 4096-entry
+//! table of character pairs. The decoder accepts only the canonical encoding: the URL-safe
+//! alphabet, no padding, no whitespace, no length ≡ 1 (mod 4) and zero unused trailing bits.
+
+const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// `PAIRS[i]` is the two characters for the 12-bit value `i`.
+static PAIRS: [[u8; 2]; 4096] = pairs();
+
+/// `DECODE[b]` is the 6-bit value of character `b`, or `INVALID`.
+static DECODE: [u8; 256] = decode_table();
+
+const INVALID: u8 = 0xff;
+
+// Evaluated at compile time over constant bounds: an out-of-range index would fail the build.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+const fn pairs() -> [[u8; 2]; 4096] {
+    let mut table = [[0u8; 2]; 4096];
+    let mut i = 0;
+    while i < 4096 {
+        table[i] = [ALPHABET[i >> 6], ALPHABET[i & 63]];
+        i += 1;
+    }
+    table
+}
+
+// Evaluated at compile time over constant bounds: an out-of-range index would fail the build.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+const fn decode_table() -> [u8; 256] {
+    let mut table = [INVALID; 256];
+    let mut i = 0;
+    while i < 64 {
+        table[ALPHABET[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+}
+
+/// The encoded length of `n` input bytes, or `None` on overflow.
+pub(crate) const fn encoded_len(n: usize) -> Option<usize> {
+    let Some(full) = (n / 3).checked_mul(4) else {
+        return None;
+    };
+    let tail = match n % 3 {
+        0 => 0,
+        1 => 2,
+        _ => 3,
+    };
+    full.checked_add(tail)
+}
+
+#[inline(always)]
+fn pair(i: usize) -> [u8; 2] {
+    PAIRS.get(i & 0xfff).copied().unwrap_or([0; 2])
+}
+
+/// Encodes `input` into the front of `out` and returns the number of characters written.
+///
+/// Callers size `out` with [`encoded_len`]; if `out` is shorter, the output is truncated at a
+/// 4-character boundary (or before the tail) and the shorter count is returned.
+pub(crate) fn encode(input: &[u8], out: &mut [u8]) -> usize {
+    let mut ins = input.chunks_exact(3);
+    let mut outs = out.chunks_exact_mut(4);
+    let mut written = 0usize;
+    for (i, o) in (&mut ins).zip(&mut outs) {
+        if let ([a, b, c], [o0, o1, o2, o3]) = (i, o) {
+            let n = (usize::from(*a) << 16) | (usize::from(*b) << 8) | usize::from(*c);
+            let [h0, h1] = pair(n >> 12);
+            let [l0, l1] = pair(n);
+            *o0 = h0;
+            *o1 = h1;
+            *o2 = l0;
+            *o3 = l1;
+        }
+        written = written.wrapping_add(4);
+    }
+    let Some(rest) = out.get_mut(written..) else {
+        return written;
+    };
+    match (ins.remainder(), rest) {
+        ([a], [o0, o1, ..]) => {
+            let [h0, h1] = pair(usize::from(*a) << 4);
+            *o0 = h0;
+            *o1 = h1;
+            written.wrapping_add(2)
+        }
+        ([a, b], [o0, o1, o2, ..]) => {
+            let n = (usize::from(*a) << 10) | (usize::from(*b) << 2);
+            let [h0, h1] = pair(n >> 6);
+            let [l0, _] = pair(n << 6);
+            *o0 = h0;
+            *o1 = h1;
+            *o2 = l0;
+            written.wrapping_add(3)
+        }
+        _ => written,
+    }
+}
+
+#[inline(always)]
+fn value(c: u8) -> u32 {
+    u32::from(DECODE.get(usize::from(c)).copied().unwrap_or(INVALID))
+}
+
+/// The decoded length of a canonical encoding of `n` characters, or `None` if no canonical
+/// encoding has that length (`n` ≡ 1 mod 4).
+pub(crate) const fn decoded_len(n: usize) -> Option<usize> {
+    let tail = match n % 4 {
+        0 => 0,
+        2 => 1,
+        3 => 2,
+        _ => return None,
+    };
+    let Some(full) = (n / 4).checked_mul(3) else {
+        return None;
+    };
+    full.checked_add(tail)
+}
+
+/// Checks that `input` is canonical unpadded base64url and returns its decoded length.
+pub(crate) fn validate(input: &[u8]) -> Result<usize, ()> {
+    let len = decoded_len(input.len()).ok_or(())?;
+    let mut acc = 0u32;
+    for &c in input {
+        acc |= value(c);
+    }
+    if acc > 63 {
+        return Err(());
+    }
+    check_tail(input)?;
+    Ok(len)
+}
+
+fn check_tail(input: &[u8]) -> Result<(), ()> {
+    let tail = input.len() % 4;
+    let last = input.last().copied().map_or(0, value);
+    // The unused low bits of the last character must be zero.
+    let ok = match tail {
+        2 => last & 0x0f == 0,
+        3 => last & 0x03 == 0,
+        _ => true,
+    };
+    if ok { Ok(()) } else { Err(()) }
+}
+
+/// Decodes canonical unpadded base64url `input` into the front of `out`, returning the number
+/// of bytes written.
+pub(crate) fn decode(input: &[u8], out: &mut [u8]) -> Result<usize, ()> {
+    let len = decoded_len(input.len()).ok_or(())?;
+    let out = out.get_mut(..len).ok_or(())?;
+    let mut ins = input.chunks_exact(4);
+    let mut outs = out.chunks_exact_mut(3);
+    let mut acc = 0u32;
+    for (i, o) in (&mut ins).zip(&mut outs) {
+        if let ([a, b, c, d], [o0, o1, o2]) = (i, o) {
+            let (a, b, c, d) = (value(*a), value(*b), value(*c), value(*d));
+            acc |= a | b | c | d;
+            let n = (a << 18) | (b << 12) | (c << 6) | d;
+            let [_, x, y, z] = n.to_be_bytes();
+            *o0 = x;
+            *o1 = y;
+            *o2 = z;
+        }
+    }
+    match (ins.remainder(), outs.into_remainder()) {
+        ([a, b], [o0]) => {
+            let (a, b) = (value(*a), value(*b));
+            acc |= a | b;
+            let [_, x, _, _] = ((a << 18) | (b << 12)).to_be_bytes();
+            *o0 = x;
+        }
+        ([a, b, c], [o0, o1]) => {
+            let (a, b, c) = (value(*a), value(*b), value(*c));
+            acc |= a | b | c;
+            let [_, x, y, _] = ((a << 18) | (b << 12) | (c << 6)).to_be_bytes();
+            *o0 = x;
+            *o1 = y;
+        }
+        ([], []) => {}
+        _ => return Err(()),
+    }
+    if acc > 63 {
+        return Err(());
+    }
+    check_tail(input)?;
+    Ok(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(input: &[u8]) -> String {
+        let mut out = vec![0; encoded_len(input.len()).unwrap()];
+        let n = encode(input, &mut out);
+        assert_eq!(n, out.len());
+        String::from_utf8(out).unwrap()
+    }
+
+    fn dec(input: &str) -> Result<Vec<u8>, ()> {
+        let mut out = vec![0; input.len()];
+        let n = decode(input.as_bytes(), &mut out)?;
+        assert_eq!(validate(input.as_bytes()), Ok(n));
+        out.truncate(n);
+        Ok(out)
+    }
+
+    #[test]
+    fn rfc4648_test_vectors() {
+        // RFC 4648 §10, without padding.
+        for (plain, encoded) in [
+            ("", ""),
+            ("f", "Zg"),
+            ("fo", "Zm8"),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg"),
+            ("fooba", "Zm9vYmE"),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(enc(plain.as_bytes()), encoded);
+            assert_eq!(dec(encoded).unwrap(), plain.as_bytes());
+        }
+    }
+
+    #[test]
+    fn url_safe_alphabet() {
+        assert_eq!(enc(&[0xfb, 0xff, 0xbf]), "-_-_");
+        assert_eq!(dec("-_-_").unwrap(), [0xfb, 0xff, 0xbf]);
+        assert!(dec("+/+/").is_err());
+    }
+
+    #[test]
+    fn strict_decoding() {
+        assert!(dec("Zg==").is_err(), "padding");
+        assert!(dec("Zh").is_err(), "non-zero trailing bits");
+        assert!(dec("Zm9").is_err(), "non-zero trailing bits");
+        assert!(dec("Z").is_err(), "length 1 mod 4");
+        assert!(dec("Zm9v Yg").is_err(), "whitespace");
+        assert!(dec("Zm9v\nYg").is_err(), "newline");
+    }
+}

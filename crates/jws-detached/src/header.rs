@@ -1,0 +1,149 @@
+//! The canonical protected header Kubernetes writes: `{"alg":"HS256","kid":"<kid>"}`.
+//!
+//! go-jose serialises the header as a Go map with its fork of `encoding/json`: keys sorted, no
+//! whitespace, and strings escaped as that encoder does (`"` and `\` with a backslash, `\n`, `\r`,
+//! `\t`, other control bytes and `<`, `>`, `&` as `\u00XX`, U+2028 and U+2029 as `\u2028` and
+//! `\u2029`). Kubernetes token ids are `[a-z0-9]{6}`, for which nothing is escaped.
+
+use crate::limits::{MAX_CANONICAL_HEADER_B64_LEN, MAX_CANONICAL_HEADER_JSON_LEN};
+use crate::{Error, MAX_KID_LEN, b64};
+
+/// The base64url encoding of the canonical header for one kid, on the stack.
+pub(crate) struct CanonicalHeader {
+    b64: [u8; MAX_CANONICAL_HEADER_B64_LEN],
+    len: usize,
+}
+
+impl CanonicalHeader {
+    /// Builds the canonical header for `kid`.
+    pub(crate) fn new(kid: &str) -> Result<CanonicalHeader, Error> {
+        check_kid(kid)?;
+        let mut json = Writer {
+            buf: [0; MAX_CANONICAL_HEADER_JSON_LEN],
+            len: 0,
+        };
+        // The buffer holds the worst case, so this only fails if that sizing is wrong.
+        let built = json
+            .push(br#"{"alg":"HS256","kid":""#)
+            .and_then(|()| escape_into(kid, &mut json))
+            .and_then(|()| json.push(br#""}"#));
+        if built.is_none() {
+            return Err(Error::KidTooLong {
+                len: kid.len(),
+                max: MAX_KID_LEN,
+            });
+        }
+        let mut b64 = [0; MAX_CANONICAL_HEADER_B64_LEN];
+        let len = b64::encode(json.as_bytes(), &mut b64);
+        Ok(CanonicalHeader { b64, len })
+    }
+
+    /// The encoded header segment.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        self.b64.get(..self.len).unwrap_or_default()
+    }
+}
+
+/// Checks the kid limits shared by signing and both verification modes.
+pub(crate) fn check_kid(kid: &str) -> Result<(), Error> {
+    if kid.is_empty() {
+        return Err(Error::EmptyKid);
+    }
+    if kid.len() > MAX_KID_LEN {
+        return Err(Error::KidTooLong {
+            len: kid.len(),
+            max: MAX_KID_LEN,
+        });
+    }
+    Ok(())
+}
+
+struct Writer {
+    buf: [u8; MAX_CANONICAL_HEADER_JSON_LEN],
+    len: usize,
+}
+
+impl Writer {
+    fn push(&mut self, bytes: &[u8]) -> Option<()> {
+        let end = self.len.checked_add(bytes.len())?;
+        self.buf.get_mut(self.len..end)?.copy_from_slice(bytes);
+        self.len = end;
+        Some(())
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or_default()
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+fn hex(nibble: u8) -> u8 {
+    HEX.get(usize::from(nibble & 0x0f)).copied().unwrap_or(b'0')
+}
+
+/// Escapes `s` as go-jose's JSON encoder does.
+fn escape_into(s: &str, out: &mut Writer) -> Option<()> {
+    let mut utf8 = [0u8; 4];
+    for c in s.chars() {
+        match c {
+            '"' => out.push(br#"\""#)?,
+            '\\' => out.push(br"\\")?,
+            '\n' => out.push(br"\n")?,
+            '\r' => out.push(br"\r")?,
+            '\t' => out.push(br"\t")?,
+            '\u{2028}' => out.push(br"\u2028")?,
+            '\u{2029}' => out.push(br"\u2029")?,
+            '<' | '>' | '&' | '\u{0}'..='\u{1f}' => {
+                let b = u8::try_from(u32::from(c)).unwrap_or(0);
+                out.push(&[b'\\', b'u', b'0', b'0', hex(b >> 4), hex(b)])?;
+            }
+            c => out.push(c.encode_utf8(&mut utf8).as_bytes())?,
+        }
+    }
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(kid: &str) -> String {
+        let mut w = Writer {
+            buf: [0; MAX_CANONICAL_HEADER_JSON_LEN],
+            len: 0,
+        };
+        escape_into(kid, &mut w).unwrap();
+        String::from_utf8(w.as_bytes().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn token_ids_are_not_escaped() {
+        assert_eq!(json("abcdef"), "abcdef");
+        assert_eq!(json("0a1b2c"), "0a1b2c");
+    }
+
+    #[test]
+    fn go_jose_escaping() {
+        assert_eq!(json("a\"b\\c"), r#"a\"b\\c"#);
+        assert_eq!(json("\n\r\t"), r"\n\r\t");
+        assert_eq!(json("<>&"), r"\u003c\u003e\u0026");
+        assert_eq!(json("\u{0}\u{1f}\u{8}\u{c}"), r"\u0000\u001f\u0008\u000c");
+        assert_eq!(json("\u{2028}\u{2029}"), r"\u2028\u2029");
+        assert_eq!(json("é/日本"), "é/日本");
+    }
+
+    #[test]
+    fn worst_case_kid_fits() {
+        let kid = "\u{1}".repeat(MAX_KID_LEN);
+        let h = CanonicalHeader::new(&kid).unwrap();
+        assert_eq!(h.as_bytes().len(), MAX_CANONICAL_HEADER_B64_LEN);
+    }
+
+    #[test]
+    fn reference_example_header() {
+        // kubernetes-reference §5.3: id `abcdef`.
+        let h = CanonicalHeader::new("abcdef").unwrap();
+        assert_eq!(h.as_bytes(), b"eyJhbGciOiJIUzI1NiIsImtpZCI6ImFiY2RlZiJ9");
+    }
+}

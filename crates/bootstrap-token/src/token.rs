@@ -1,0 +1,173 @@
+//! The full bootstrap token `<id>.<secret>` and its generation.
+
+use std::fmt;
+use std::str::FromStr;
+
+use rand::{CryptoRng, TryRngCore};
+
+use crate::constants::{TOKEN_ID_LEN, TOKEN_SECRET_LEN};
+use crate::{Error, TokenId, TokenSecret};
+
+/// A bootstrap token `<id>.<secret>`, accepted exactly when Kubernetes accepts it
+/// (`\A([a-z0-9]{6})\.([a-z0-9]{16})\z`: ASCII only, no trimming, no trailing newline).
+///
+/// `Display` deliberately prints the **whole token**, secret included: a token is shown once to
+/// the person who created it, as `kubeadm token create` does. `Debug` redacts the secret.
+/// Parsing never allocates; the secret is zeroed on drop.
+///
+/// ```
+/// use bootstrap_token::BootstrapToken;
+/// let token: BootstrapToken = "abcdef.0123456789abcdef".parse()?;
+/// assert_eq!(token.id().as_str(), "abcdef");
+/// assert_eq!(token.secret().expose_secret(), "0123456789abcdef");
+/// assert_eq!(token.to_string(), "abcdef.0123456789abcdef");
+/// assert!(!format!("{token:?}").contains("0123456789abcdef"));
+/// assert!("abcdef.0123456789abcdef\n".parse::<BootstrapToken>().is_err());
+/// # Ok::<(), bootstrap_token::Error>(())
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct BootstrapToken {
+    id: TokenId,
+    secret: TokenSecret,
+}
+
+impl BootstrapToken {
+    /// A token from its halves.
+    #[must_use]
+    pub fn new(id: TokenId, secret: TokenSecret) -> Self {
+        Self { id, secret }
+    }
+
+    /// Parses a token from bytes. The length is checked first, so huge input is rejected in
+    /// constant time.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidToken`] unless the input matches `\A([a-z0-9]{6})\.([a-z0-9]{16})\z`.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        let (id, secret) = split_token(bytes).ok_or(Error::InvalidToken)?;
+        let id = TokenId::from_bytes(id).map_err(|_| Error::InvalidToken)?;
+        let secret = TokenSecret::from_bytes(secret).map_err(|_| Error::InvalidToken)?;
+        Ok(Self { id, secret })
+    }
+
+    /// The public ID half.
+    #[must_use]
+    pub fn id(&self) -> &TokenId {
+        &self.id
+    }
+
+    /// The secret half.
+    #[must_use]
+    pub fn secret(&self) -> &TokenSecret {
+        &self.secret
+    }
+
+    /// Generates a token from a cryptographically secure RNG. Each of the 22 characters is drawn
+    /// uniformly from the 36-character alphabet (bytes ≥ 252 are rejected and redrawn, so there
+    /// is no modulo bias).
+    #[must_use]
+    pub fn generate<R: CryptoRng + ?Sized>(rng: &mut R) -> Self {
+        let mut id = [0u8; TOKEN_ID_LEN];
+        let mut secret = zeroize::Zeroizing::new([0u8; TOKEN_SECRET_LEN]);
+        let infallible = fill_token_chars(&mut id, |buf| {
+            rng.fill_bytes(buf);
+            Ok::<(), std::convert::Infallible>(())
+        })
+        .and_then(|()| {
+            fill_token_chars(&mut secret[..], |buf| {
+                rng.fill_bytes(buf);
+                Ok(())
+            })
+        });
+        match infallible {
+            Ok(()) => {}
+            Err(never) => match never {},
+        }
+        Self {
+            id: TokenId::from_array(id),
+            secret: TokenSecret::from_array(*secret),
+        }
+    }
+
+    /// Generates a token from the operating system's RNG (`getrandom`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Rng`] if the operating system's RNG fails.
+    pub fn generate_with_os_rng() -> Result<Self, Error> {
+        let mut rng = rand::rngs::OsRng;
+        let mut id = [0u8; TOKEN_ID_LEN];
+        let mut secret = zeroize::Zeroizing::new([0u8; TOKEN_SECRET_LEN]);
+        fill_token_chars(&mut id, |buf| rng.try_fill_bytes(buf)).map_err(|_| Error::Rng)?;
+        fill_token_chars(&mut secret[..], |buf| rng.try_fill_bytes(buf)).map_err(|_| Error::Rng)?;
+        Ok(Self {
+            id: TokenId::from_array(id),
+            secret: TokenSecret::from_array(*secret),
+        })
+    }
+}
+
+impl FromStr for BootstrapToken {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        Self::from_bytes(s.as_bytes())
+    }
+}
+
+/// Prints the whole token, secret included. This is deliberate: use it only to show a new token
+/// to its owner once.
+impl fmt::Display for BootstrapToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id.as_str())?;
+        f.write_str(".")?;
+        f.write_str(self.secret.expose_secret())
+    }
+}
+
+impl fmt::Debug for BootstrapToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BootstrapToken")
+            .field("id", &self.id.as_str())
+            .field("secret", &self.secret)
+            .finish()
+    }
+}
+
+/// Splits `<6 bytes>.<16 bytes>` after checking the total length; no character checks.
+pub(crate) fn split_token(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    if bytes.len() != TOKEN_ID_LEN + 1 + TOKEN_SECRET_LEN {
+        return None;
+    }
+    let (id, rest) = bytes.split_at_checked(TOKEN_ID_LEN)?;
+    let (dot, secret) = rest.split_first()?;
+    (*dot == b'.').then_some((id, secret))
+}
+
+/// Fills `out` with uniformly drawn token characters, rejecting random bytes ≥ 252 (= 7 × 36).
+fn fill_token_chars<E>(
+    out: &mut [u8],
+    mut fill: impl FnMut(&mut [u8]) -> Result<(), E>,
+) -> Result<(), E> {
+    const CHARSET: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut pool = zeroize::Zeroizing::new([0u8; 32]);
+    let mut used = pool.len();
+    for slot in out.iter_mut() {
+        loop {
+            if used >= pool.len() {
+                fill(&mut pool[..])?;
+                used = 0;
+            }
+            let b = pool.get(used).copied().unwrap_or(u8::MAX);
+            used = used.saturating_add(1);
+            if b < 252 {
+                if let Some(&c) = CHARSET.get(usize::from(b % 36)) {
+                    *slot = c;
+                    break;
+                }
+            }
+        }
+    }
+    Ok(())
+}

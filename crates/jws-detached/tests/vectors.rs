@@ -1,6 +1,13 @@
 //! Every line of `vectors/jws.jsonl` (go-jose, as Kubernetes' bootstrap signer) and the worked
 //! examples of Kubernetes' `cluster-bootstrap` `token/jws/jws_test.go`.
 
+// Test helpers outside `#[test]` functions may unwrap and index as the tests do.
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use jws_detached::{Error, PreparedPayload, sign, verify, verify_kubernetes};

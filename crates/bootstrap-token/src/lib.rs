@@ -34,7 +34,7 @@ pub use group::{ExtraGroup, parse_groups};
 pub use id::{TokenId, parse_secret_name};
 pub use kubeadm::{FieldError, KubeadmToken, LIST_HEADER, parse_delete_argument, validate_usages};
 pub use model::BootstrapTokenSecret;
-pub use rfc3339::parse_expiration;
+pub use rfc3339::{parse_expiration, parse_expiration_with_offset};
 pub use secret::TokenSecret;
 pub use secret_object::SecretObject;
 pub use token::BootstrapToken;

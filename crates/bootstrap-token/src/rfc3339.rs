@@ -33,6 +33,24 @@ pub fn parse_expiration(value: &str) -> Result<SystemTime, Error> {
     parse(value.as_bytes())?.to_system_time()
 }
 
+/// Like [`parse_expiration`], also returning the offset the time was written in (seconds east of
+/// UTC), which `kubeadm token list` keeps when printing.
+///
+/// ```
+/// use bootstrap_token::parse_expiration_with_offset;
+/// let (_, offset) = parse_expiration_with_offset("2024-01-02T03:04:05-01:30")?;
+/// assert_eq!(offset, -5400);
+/// # Ok::<(), bootstrap_token::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// As [`parse_expiration`].
+pub fn parse_expiration_with_offset(value: &str) -> Result<(SystemTime, i32), Error> {
+    let t = parse(value.as_bytes())?;
+    Ok((t.to_system_time()?, t.offset))
+}
+
 /// A parsed instant with the offset it was written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct GoTime {

@@ -241,3 +241,39 @@ mod tests {
         assert!(dec("Zm9v\nYg").is_err(), "newline");
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn encode_matches_base64_crate(input in proptest::collection::vec(any::<u8>(), 0..2048)) {
+            let mut out = vec![0; encoded_len(input.len()).unwrap()];
+            prop_assert_eq!(encode(&input, &mut out), out.len());
+            prop_assert_eq!(String::from_utf8(out).unwrap(), URL_SAFE_NO_PAD.encode(&input));
+        }
+
+        #[test]
+        fn decode_inverts_encode(input in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let encoded = URL_SAFE_NO_PAD.encode(&input);
+            let mut out = vec![0; input.len()];
+            prop_assert_eq!(decode(encoded.as_bytes(), &mut out), Ok(input.len()));
+            prop_assert_eq!(out, input);
+        }
+
+        /// Strictness agrees with the `base64` crate's canonical no-padding decoder.
+        #[test]
+        fn decode_accepts_exactly_what_base64_crate_accepts(s in "[A-Za-z0-9_=+/ .-]{0,64}") {
+            let mut out = vec![0; s.len()];
+            let ours = decode(s.as_bytes(), &mut out).map(|n| out[..n].to_vec());
+            let theirs = URL_SAFE_NO_PAD.decode(&s).map_err(|_| ());
+            prop_assert_eq!(&ours, &theirs);
+            prop_assert_eq!(validate(s.as_bytes()), theirs.map(|v| v.len()));
+        }
+    }
+}

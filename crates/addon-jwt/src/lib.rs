@@ -1,3 +1,36 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+mod algorithm;
+mod b64;
+mod claims;
+mod error;
+mod json;
+mod key;
+mod serviceaccount;
+mod sidecar;
+mod sign;
+mod token;
+mod validation;
+mod verify;
+
+pub use algorithm::Algorithm;
+pub use claims::{Claims, MAX_AUDIENCES, MAX_SUBJECT_BYTES};
+pub use error::{Error, JsonProblem, KeyProblem};
+pub use json::{MAX_JSON_DEPTH, MAX_JSON_MEMBERS};
+pub use key::{
+    KeySet, MAX_JWKS_BYTES, MAX_KEYS, MAX_KID_BYTES, MAX_PEM_BYTES, MAX_RSA_BITS, MIN_RSA_BITS,
+};
+pub use serviceaccount::{
+    KubernetesClaims, ObjectRef, SERVICE_ACCOUNT_LEEWAY, ServiceAccountToken,
+    ServiceAccountVerifier,
+};
+pub use sidecar::{
+    AUTHENTICATED_USER_HEADER, DEFAULT_VERIFIED_CACHE, Decision, Forward, MAX_REQUEST_HEADER_BYTES,
+    MAX_REQUEST_HEADERS, RejectReason, Rejection, Sidecar,
+};
+pub use sign::{DEFAULT_MINT_CACHE, DEFAULT_TTL, Minter, SigningKey};
+pub use token::BearerToken;
+pub use validation::Validation;
+pub use verify::{MAX_HEADER_BYTES, MAX_TOKEN_BYTES, verify};

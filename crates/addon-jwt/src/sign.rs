@@ -1,0 +1,353 @@
+//! Minting tokens (the API server side).
+
+use core::fmt;
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime};
+
+use p256::pkcs8::{DecodePrivateKey as _, EncodePublicKey as _};
+use zeroize::Zeroizing;
+
+use crate::claims::{MAX_SUBJECT_BYTES, unix_seconds};
+use crate::error::KeyProblem;
+use crate::key::kubernetes_kid;
+use crate::{Algorithm, BearerToken, Error, KeySet, b64};
+
+/// Default token lifetime: 60 seconds.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(60);
+/// Default number of cached tokens in a [`Minter`].
+pub const DEFAULT_MINT_CACHE: usize = 1024;
+
+/// A private signing key: ECDSA P-256 (`ES256`), ECDSA P-384 (`ES384`) or Ed25519 (`EdDSA`).
+///
+/// RSA private keys are refused: the pure-Rust `rsa` crate's private-key operations are not
+/// constant time (RUSTSEC-2023-0071), so this build only verifies RSA. The key id is the one
+/// Kubernetes uses: base64url(SHA-256(SubjectPublicKeyInfo DER)).
+pub struct SigningKey {
+    alg: Algorithm,
+    kid: String,
+    spki_der: Vec<u8>,
+    inner: Inner,
+}
+
+enum Inner {
+    P256(p256::ecdsa::SigningKey),
+    P384(p384::ecdsa::SigningKey),
+    Ed25519(ed25519_dalek::SigningKey),
+}
+
+impl SigningKey {
+    /// Loads a PKCS#8 `PRIVATE KEY` PEM document.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidKey`] with [`KeyProblem::PrivateKey`] when the text is not a PKCS#8
+    /// P-256, P-384 or Ed25519 key; [`Error::UnsupportedKey`] for an RSA key.
+    pub fn from_pkcs8_pem(pem: &str) -> Result<SigningKey, Error> {
+        let bad = Error::InvalidKey(KeyProblem::PrivateKey);
+        let (label, der) =
+            pem_rfc7468::decode_vec(pem.trim().as_bytes()).map_err(|_| bad.clone())?;
+        let der = Zeroizing::new(der);
+        if label != "PRIVATE KEY" {
+            return Err(bad);
+        }
+        SigningKey::from_pkcs8_der(&der)
+    }
+
+    /// Loads a PKCS#8 DER private key.
+    ///
+    /// # Errors
+    ///
+    /// As [`SigningKey::from_pkcs8_pem`].
+    pub fn from_pkcs8_der(der: &[u8]) -> Result<SigningKey, Error> {
+        let bad = Error::InvalidKey(KeyProblem::PrivateKey);
+        let info = p256::pkcs8::PrivateKeyInfo::try_from(der).map_err(|_| bad.clone())?;
+        let oid = info.algorithm.oid.to_string();
+        let (alg, inner) = match oid.as_str() {
+            "1.2.840.113549.1.1.1" | "1.2.840.113549.1.1.10" => return Err(Error::UnsupportedKey),
+            "1.3.101.112" => (
+                Algorithm::EdDsa,
+                Inner::Ed25519(
+                    ed25519_dalek::SigningKey::from_pkcs8_der(der).map_err(|_| bad.clone())?,
+                ),
+            ),
+            "1.2.840.10045.2.1" => {
+                if let Ok(k) = p256::ecdsa::SigningKey::from_pkcs8_der(der) {
+                    (Algorithm::Es256, Inner::P256(k))
+                } else if let Ok(k) = p384::ecdsa::SigningKey::from_pkcs8_der(der) {
+                    (Algorithm::Es384, Inner::P384(k))
+                } else {
+                    return Err(Error::UnsupportedKey);
+                }
+            }
+            _ => return Err(bad),
+        };
+        let spki_der = match &inner {
+            Inner::P256(k) => k.verifying_key().to_public_key_der(),
+            Inner::P384(k) => k.verifying_key().to_public_key_der(),
+            Inner::Ed25519(k) => k.verifying_key().to_public_key_der(),
+        }
+        .map_err(|_| bad)?
+        .into_vec();
+        Ok(SigningKey {
+            alg,
+            kid: kubernetes_kid(&spki_der),
+            spki_der,
+            inner,
+        })
+    }
+
+    /// The algorithm this key signs with.
+    #[must_use]
+    pub fn algorithm(&self) -> Algorithm {
+        self.alg
+    }
+
+    /// The key id placed in the header: base64url(SHA-256(SubjectPublicKeyInfo DER)).
+    #[must_use]
+    pub fn key_id(&self) -> &str {
+        &self.kid
+    }
+
+    /// The public half as a `PUBLIC KEY` PEM document (what a sidecar is configured with).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Signing`] if the encoding fails (it does not for valid keys).
+    pub fn public_key_pem(&self) -> Result<String, Error> {
+        pem_rfc7468::encode_string("PUBLIC KEY", pem_rfc7468::LineEnding::LF, &self.spki_der)
+            .map_err(|_| Error::Signing)
+    }
+
+    /// The public half as a [`KeySet`] entry named by [`SigningKey::key_id`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidKey`] if the public key cannot be loaded (it can for valid keys).
+    pub fn public_key_set(&self) -> Result<KeySet, Error> {
+        KeySet::from_spki_der(&self.spki_der, self.alg)?.with_key_id(&self.kid)
+    }
+
+    /// Signs a token for `user` (`sub`) and `audience` (`aud`, e.g. `<namespace>/<service>`) from
+    /// `issuer`, valid from `now` for `ttl`.
+    ///
+    /// The header is `{"alg":..,"kid":..}` (no `typ`, as Kubernetes), the payload
+    /// `{"aud":[..],"exp":..,"iat":..,"iss":..,"nbf":..,"sub":..}` with keys sorted as go-jose
+    /// writes them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for an empty user, audience or issuer, a user longer than
+    /// [`MAX_SUBJECT_BYTES`](crate::MAX_SUBJECT_BYTES) or one with control characters;
+    /// [`Error::Signing`] if signing fails.
+    pub fn sign(
+        &self,
+        issuer: &str,
+        user: &str,
+        audience: &str,
+        now: SystemTime,
+        ttl: Duration,
+    ) -> Result<BearerToken, Error> {
+        check_input(user, "user")?;
+        check_input(audience, "audience")?;
+        check_input(issuer, "issuer")?;
+        let iat = clamp(unix_seconds(now));
+        let exp = clamp(unix_seconds(now).saturating_add(i128::from(ttl.as_secs())));
+        let header = format!(
+            "{{\"alg\":\"{}\",\"kid\":{}}}",
+            self.alg.as_str(),
+            json_string(&self.kid)?
+        );
+        let payload = format!(
+            "{{\"aud\":[{}],\"exp\":{exp},\"iat\":{iat},\"iss\":{},\"nbf\":{iat},\"sub\":{}}}",
+            json_string(audience)?,
+            json_string(issuer)?,
+            json_string(user)?
+        );
+        let mut token = String::with_capacity(256);
+        token.push_str(&b64::encode(header.as_bytes()));
+        token.push('.');
+        token.push_str(&b64::encode(payload.as_bytes()));
+        let signature = self.sign_bytes(token.as_bytes())?;
+        token.push('.');
+        token.push_str(&b64::encode(&signature));
+        Ok(BearerToken::new(token))
+    }
+
+    fn sign_bytes(&self, message: &[u8]) -> Result<Vec<u8>, Error> {
+        use signature::Signer as _;
+        Ok(match &self.inner {
+            Inner::P256(k) => {
+                let sig: p256::ecdsa::Signature =
+                    k.try_sign(message).map_err(|_| Error::Signing)?;
+                sig.to_bytes().to_vec()
+            }
+            Inner::P384(k) => {
+                let sig: p384::ecdsa::Signature =
+                    k.try_sign(message).map_err(|_| Error::Signing)?;
+                sig.to_bytes().to_vec()
+            }
+            Inner::Ed25519(k) => k
+                .try_sign(message)
+                .map_err(|_| Error::Signing)?
+                .to_bytes()
+                .to_vec(),
+        })
+    }
+}
+
+impl fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SigningKey")
+            .field("alg", &self.alg)
+            .field("kid", &self.kid)
+            .field("private", &"<redacted>")
+            .finish()
+    }
+}
+
+/// Mints add-on tokens and caches them per (user, audience), as the API server's proxy does
+/// ("check for a cached token first").
+///
+/// A cached token is handed back while less than half its lifetime has passed, so a caller
+/// always receives a token with at least `ttl / 2` left. The cache holds at most
+/// `capacity` tokens; when full, expired entries are dropped first, then the oldest.
+///
+/// ```
+/// use std::time::{Duration, UNIX_EPOCH};
+/// use addon_jwt::{Minter, SigningKey, Validation, verify};
+/// let pem = "-----BEGIN PRIVATE KEY-----\n\
+/// MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
+/// -----END PRIVATE KEY-----\n";
+/// let key = SigningKey::from_pkcs8_pem(pem)?;
+/// let keys = key.public_key_set()?;
+/// let mut minter = Minter::new(key, "https://apiserver.example");
+/// let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+/// let token = minter.mint("jane", "kube-system/dashboard", now)?;
+/// let again = minter.mint("jane", "kube-system/dashboard", now + Duration::from_secs(5))?;
+/// assert_eq!(token, again); // served from the cache
+///
+/// let validation = Validation::new("kube-system/dashboard", "https://apiserver.example");
+/// let claims = verify(token.expose_secret(), &keys, &validation, now)?;
+/// assert_eq!(claims.subject(), "jane");
+/// # Ok::<(), addon_jwt::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Minter {
+    key: SigningKey,
+    issuer: String,
+    ttl: Duration,
+    capacity: usize,
+    cache: HashMap<String, Cached>,
+}
+
+#[derive(Debug)]
+struct Cached {
+    token: BearerToken,
+    issued: i128,
+}
+
+impl Minter {
+    /// A minter signing with `key` as `issuer`, TTL [`DEFAULT_TTL`], cache [`DEFAULT_MINT_CACHE`].
+    #[must_use]
+    pub fn new(key: SigningKey, issuer: &str) -> Minter {
+        Minter {
+            key,
+            issuer: issuer.to_owned(),
+            ttl: DEFAULT_TTL,
+            capacity: DEFAULT_MINT_CACHE,
+            cache: HashMap::new(),
+        }
+    }
+
+    /// Sets the token lifetime.
+    #[must_use]
+    pub fn ttl(mut self, ttl: Duration) -> Minter {
+        self.ttl = ttl;
+        self
+    }
+
+    /// Sets the cache capacity (0 disables caching).
+    #[must_use]
+    pub fn cache_capacity(mut self, capacity: usize) -> Minter {
+        self.capacity = capacity;
+        self
+    }
+
+    /// The signing key.
+    #[must_use]
+    pub fn signing_key(&self) -> &SigningKey {
+        &self.key
+    }
+
+    /// Number of cached tokens.
+    #[must_use]
+    pub fn cached(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// A token for `user` and `audience` at `now`: the cached one while fresh, else a new one.
+    ///
+    /// # Errors
+    ///
+    /// As [`SigningKey::sign`].
+    pub fn mint(
+        &mut self,
+        user: &str,
+        audience: &str,
+        now: SystemTime,
+    ) -> Result<BearerToken, Error> {
+        let now_s = unix_seconds(now);
+        let half = i128::from(self.ttl.as_secs() / 2);
+        // User and audience contain no control characters (checked when signing), so NUL
+        // separates them unambiguously.
+        let cache_key = format!("{user}\u{0}{audience}");
+        if let Some(hit) = self
+            .cache
+            .get(&cache_key)
+            .filter(|c| now_s >= c.issued && now_s < c.issued.saturating_add(half))
+        {
+            return Ok(hit.token.clone());
+        }
+        let token = self.key.sign(&self.issuer, user, audience, now, self.ttl)?;
+        if self.capacity > 0 {
+            if self.cache.len() >= self.capacity {
+                let ttl = i128::from(self.ttl.as_secs());
+                self.cache
+                    .retain(|_, c| now_s >= c.issued && now_s < c.issued.saturating_add(ttl));
+            }
+            if self.cache.len() >= self.capacity {
+                if let Some(oldest) = self
+                    .cache
+                    .iter()
+                    .min_by_key(|(_, c)| c.issued)
+                    .map(|(k, _)| k.clone())
+                {
+                    self.cache.remove(&oldest);
+                }
+            }
+            self.cache.insert(
+                cache_key,
+                Cached {
+                    token: token.clone(),
+                    issued: now_s,
+                },
+            );
+        }
+        Ok(token)
+    }
+}
+
+fn check_input(value: &str, what: &'static str) -> Result<(), Error> {
+    if value.is_empty() || value.len() > MAX_SUBJECT_BYTES || value.chars().any(char::is_control) {
+        return Err(Error::InvalidInput(what));
+    }
+    Ok(())
+}
+
+fn clamp(v: i128) -> i64 {
+    i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+}
+
+fn json_string(s: &str) -> Result<String, Error> {
+    serde_json::to_string(s).map_err(|_| Error::Signing)
+}

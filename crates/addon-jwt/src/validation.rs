@@ -1,0 +1,97 @@
+//! What a token must satisfy besides its signature.
+
+use std::time::Duration;
+
+use crate::Algorithm;
+
+/// The claim policy for [`verify`](crate::verify).
+///
+/// Defaults: `exp`, `iat`, `nbf`, `iss`, `sub` and `aud` are all required; leeway 0; the
+/// asymmetric algorithms ([`Algorithm::ASYMMETRIC`]) are allowed (`HS256` only when listed with
+/// [`Validation::algorithms`]); a `typ` header, when present, must be `JWT`.
+///
+/// ```
+/// use std::time::Duration;
+/// use addon_jwt::{Algorithm, Validation};
+/// let v = Validation::new("kube-system/dashboard", "https://kubernetes.default.svc")
+///     .algorithms(&[Algorithm::Es256, Algorithm::EdDsa])
+///     .leeway(Duration::from_secs(30));
+/// assert!(v.allows(Algorithm::Es256));
+/// assert!(!v.allows(Algorithm::Rs256));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Validation {
+    audiences: Vec<String>,
+    issuers: Vec<String>,
+    algorithms: u8,
+    leeway: Duration,
+}
+
+impl Validation {
+    /// A policy accepting tokens for `audience` from `issuer`.
+    #[must_use]
+    pub fn new(audience: &str, issuer: &str) -> Validation {
+        let mut algorithms = 0;
+        for alg in Algorithm::ASYMMETRIC {
+            algorithms |= alg.bit();
+        }
+        Validation {
+            audiences: vec![audience.to_owned()],
+            issuers: vec![issuer.to_owned()],
+            algorithms,
+            leeway: Duration::ZERO,
+        }
+    }
+
+    /// Replaces the allowed algorithms. A key still only verifies its own algorithm.
+    #[must_use]
+    pub fn algorithms(mut self, algorithms: &[Algorithm]) -> Validation {
+        self.algorithms = algorithms.iter().fold(0, |acc, a| acc | a.bit());
+        self
+    }
+
+    /// Sets the clock-skew leeway applied to `exp`, `nbf` and `iat`.
+    #[must_use]
+    pub fn leeway(mut self, leeway: Duration) -> Validation {
+        self.leeway = leeway;
+        self
+    }
+
+    /// Also accepts `audience` (a token needs one `aud` value among the accepted audiences).
+    #[must_use]
+    pub fn audience(mut self, audience: &str) -> Validation {
+        self.audiences.push(audience.to_owned());
+        self
+    }
+
+    /// Also accepts tokens from `issuer`.
+    #[must_use]
+    pub fn issuer(mut self, issuer: &str) -> Validation {
+        self.issuers.push(issuer.to_owned());
+        self
+    }
+
+    /// Whether `alg` is allowed.
+    #[must_use]
+    pub fn allows(&self, alg: Algorithm) -> bool {
+        self.algorithms & alg.bit() != 0
+    }
+
+    /// The accepted audiences.
+    #[must_use]
+    pub fn audiences(&self) -> &[String] {
+        &self.audiences
+    }
+
+    /// The accepted issuers.
+    #[must_use]
+    pub fn issuers(&self) -> &[String] {
+        &self.issuers
+    }
+
+    /// The leeway.
+    #[must_use]
+    pub fn leeway_duration(&self) -> Duration {
+        self.leeway
+    }
+}

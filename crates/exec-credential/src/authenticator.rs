@@ -1,0 +1,379 @@
+//! The client side: a sans-IO state machine reproducing client-go's exec authenticator.
+
+use std::collections::VecDeque;
+use std::time::{Duration, SystemTime};
+
+use crate::api_version::ApiVersion;
+use crate::cluster::Cluster;
+use crate::credential::{ExecCredential, ExecCredentialSpec};
+use crate::error::{Error, bounded};
+use crate::exec_config::ExecConfig;
+use crate::hint::{NOT_FOUND_HELP, sanitize_install_hint};
+use crate::issued::{Credential, CredentialId};
+use crate::policy::PluginPolicy;
+use crate::run::{PluginRun, RunId, RunResult, Stdin};
+use crate::stderr::StderrSummary;
+
+/// Default time a non-interactive plugin run may take.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Default time an interactive plugin run (one that may prompt the user) may take.
+pub const DEFAULT_INTERACTIVE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The install hint is appended to "not found" errors at most this many times per hour.
+pub const INSTALL_HINT_PER_HOUR: usize = 10;
+
+/// Something the caller must do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Action {
+    /// Run the plugin as described and report with
+    /// [`ExecAuthenticator::handle_run_result`].
+    RunPlugin(PluginRun),
+    /// The plugin returned a different TLS client certificate than the previous credential
+    /// (or dropped it): close pooled connections so that new handshakes present the new one,
+    /// as client-go does. A token-only change does not produce this action.
+    RotateTlsIdentity {
+        /// The credential whose certificate was in use.
+        previous: CredentialId,
+        /// The new credential.
+        current: CredentialId,
+        /// The previous leaf's `notBefore` (client-go records `now - notBefore` as the rotation
+        /// age).
+        previous_not_before: Option<SystemTime>,
+    },
+}
+
+/// The answer to [`ExecAuthenticator::credential`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CredentialState<'a> {
+    /// A valid cached credential: use it.
+    Ready(&'a Credential),
+    /// A plugin run is needed or already in flight; wait for it to finish
+    /// ([`ExecAuthenticator::poll_action`] yields the run when it is new) and ask again.
+    Pending(RunId),
+}
+
+/// client-go's exec authenticator as a sans-IO state machine.
+///
+/// One instance per `(exec configuration, cluster)` pair, shared by every request of the
+/// program (client-go keeps one per pair in a global cache): it caches the credential until
+/// its expiry (valid up to and including the expiry instant; no expiry means valid for the
+/// life of the instance), runs the plugin once for any number of concurrent callers (single
+/// flight), re-runs it at most once per credential after an HTTP 401, and signals TLS identity
+/// rotation.
+///
+/// The caller owns all I/O: it spawns the plugin described by [`Action::RunPlugin`] and
+/// enforces its timeout and stdout limit (client-go has neither), and it decides which
+/// requests need a credential (one that already carries an `Authorization` header bypasses the
+/// plugin entirely, as in client-go).
+#[derive(Debug)]
+pub struct ExecAuthenticator {
+    config: ExecConfig,
+    api_version: ApiVersion,
+    cluster: Cluster,
+    stdin: Stdin,
+    policy: PluginPolicy,
+    timeout: Duration,
+    interactive_timeout: Duration,
+    max_stdout: usize,
+    cached: Option<Credential>,
+    next_credential: u64,
+    next_run: u64,
+    in_flight: Option<(RunId, Duration)>,
+    actions: VecDeque<Action>,
+    hints_shown: VecDeque<SystemTime>,
+}
+
+impl ExecAuthenticator {
+    /// An authenticator for `config` talking to `cluster`. `cluster.config` should hold the
+    /// kubeconfig cluster's [`CLUSTER_EXTENSION_KEY`](crate::CLUSTER_EXTENSION_KEY) extension;
+    /// the cluster is sent to the plugin only when `provideClusterInfo` is set.
+    ///
+    /// Stdin defaults to [`Stdin::not_terminal`], the policy to [`PluginPolicy::AllowAll`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidApiVersion`] unless `apiVersion` is `client.authentication.k8s.io/v1`
+    /// or `…/v1beta1` (client-go's `exec plugin: invalid apiVersion "<v>"`).
+    pub fn new(config: ExecConfig, cluster: Cluster) -> Result<ExecAuthenticator, Error> {
+        let api_version = match config.api_version.parse::<ApiVersion>() {
+            Ok(v @ (ApiVersion::V1 | ApiVersion::V1Beta1)) => v,
+            _ => return Err(Error::InvalidApiVersion(bounded(&config.api_version, 100))),
+        };
+        Ok(ExecAuthenticator {
+            config,
+            api_version,
+            cluster,
+            stdin: Stdin::not_terminal(),
+            policy: PluginPolicy::AllowAll,
+            timeout: DEFAULT_TIMEOUT,
+            interactive_timeout: DEFAULT_INTERACTIVE_TIMEOUT,
+            max_stdout: crate::credential::MAX_PLUGIN_OUTPUT_BYTES,
+            cached: None,
+            next_credential: 1,
+            next_run: 1,
+            in_flight: None,
+            actions: VecDeque::new(),
+            hints_shown: VecDeque::new(),
+        })
+    }
+
+    /// Sets what stdin is (decided again on every run, as client-go does).
+    pub fn set_stdin(&mut self, stdin: Stdin) {
+        self.stdin = stdin;
+    }
+
+    /// Sets the plugin policy, checked before every run.
+    pub fn set_policy(&mut self, policy: PluginPolicy) {
+        self.policy = policy;
+    }
+
+    /// Sets the run timeouts for non-interactive and interactive runs.
+    pub fn set_timeouts(&mut self, non_interactive: Duration, interactive: Duration) {
+        self.timeout = non_interactive;
+        self.interactive_timeout = interactive;
+    }
+
+    /// Sets the stdout limit for plugin runs.
+    pub fn set_max_stdout(&mut self, bytes: usize) {
+        self.max_stdout = bytes;
+    }
+
+    /// The configured `ExecCredential` version.
+    #[must_use]
+    pub fn api_version(&self) -> ApiVersion {
+        self.api_version
+    }
+
+    /// The credential to use now, or [`CredentialState::Pending`] after scheduling a plugin
+    /// run (unless one is already in flight, which every caller then shares). While a run is
+    /// in flight every caller waits for it, as client-go's lock makes them do.
+    ///
+    /// The cache-hit path neither allocates nor copies.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Interactive`] when the interactive mode cannot be honoured with the current
+    /// stdin; [`Error::PolicyDenied`] when the policy refuses the command.
+    pub fn credential(&mut self, now: SystemTime) -> Result<CredentialState<'_>, Error> {
+        if let Some((id, _)) = self.in_flight {
+            return Ok(CredentialState::Pending(id));
+        }
+        let fresh = self.cached.as_ref().is_some_and(|c| !c.is_expired(now));
+        if !fresh {
+            let id = self.schedule_run()?;
+            return Ok(CredentialState::Pending(id));
+        }
+        match &self.cached {
+            Some(c) => Ok(CredentialState::Ready(c)),
+            None => Err(Error::UnknownRun),
+        }
+    }
+
+    /// The cached credential if it is still valid at `now`, without scheduling anything.
+    #[must_use]
+    pub fn cached(&self, now: SystemTime) -> Option<&Credential> {
+        self.cached.as_ref().filter(|c| !c.is_expired(now))
+    }
+
+    /// The next thing to do, if any.
+    #[must_use]
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// The server answered HTTP 401 to a request made with credential `used`.
+    ///
+    /// As client-go's `maybeRefreshCreds`: if `used` is still the cached credential and no run
+    /// is in flight, a run is scheduled (the old credential stays cached until a new one
+    /// arrives, and is kept if the run fails); otherwise someone already refreshed and nothing
+    /// happens. The failed request itself is not retried. Returns the scheduled run, if any.
+    ///
+    /// # Errors
+    ///
+    /// As [`credential`](Self::credential), when the run cannot be scheduled.
+    pub fn handle_unauthorized(
+        &mut self,
+        _now: SystemTime,
+        used: CredentialId,
+    ) -> Result<Option<RunId>, Error> {
+        if self.in_flight.is_some() {
+            return Ok(None);
+        }
+        match &self.cached {
+            Some(c) if c.id() == used => self.schedule_run().map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// Reports how run `run` ended. On success the credential is validated as client-go does,
+    /// cached, and returned; [`Action::RotateTlsIdentity`] is queued when the client
+    /// certificate changed. On failure the previous credential (if any) stays cached.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownRun`] for a run that is not in flight; otherwise the run's failure:
+    /// [`Error::PluginNotFound`] (with the sanitised install hint, at most
+    /// [`INSTALL_HINT_PER_HOUR`] times per hour), [`Error::PluginFailed`],
+    /// [`Error::PluginKilled`], [`Error::PluginTimedOut`], [`Error::OutputTooLarge`],
+    /// [`Error::SpawnFailed`], or any output-validation error of
+    /// [`ExecCredential::from_plugin_output`] and [`ExecCredential::into_credential`].
+    pub fn handle_run_result(
+        &mut self,
+        now: SystemTime,
+        run: RunId,
+        result: RunResult<'_>,
+    ) -> Result<&Credential, Error> {
+        let timeout = match self.in_flight {
+            Some((id, timeout)) if id == run => timeout,
+            _ => return Err(Error::UnknownRun),
+        };
+        self.in_flight = None;
+        let command_text = self.config.command.clone();
+        let command = || command_text.clone();
+        let stdout = match result {
+            RunResult::Exited {
+                code: 0, stdout, ..
+            } => stdout,
+            RunResult::Exited { code, stderr, .. } => {
+                return Err(Error::PluginFailed {
+                    command: command(),
+                    code,
+                    stderr: StderrSummary::new(stderr),
+                });
+            }
+            RunResult::Signaled { signal, stderr } => {
+                return Err(Error::PluginKilled {
+                    command: command(),
+                    signal,
+                    stderr: StderrSummary::new(stderr),
+                });
+            }
+            RunResult::NotFound => {
+                let install_hint = self.install_hint(now);
+                return Err(Error::PluginNotFound {
+                    command: command(),
+                    install_hint,
+                });
+            }
+            RunResult::SpawnFailed { message } => {
+                return Err(Error::SpawnFailed {
+                    command: command(),
+                    message: sanitize_install_hint(&bounded(message, 512)),
+                });
+            }
+            RunResult::TimedOut => {
+                return Err(Error::PluginTimedOut {
+                    command: command(),
+                    timeout,
+                });
+            }
+            RunResult::StdoutLimitExceeded => {
+                return Err(Error::OutputTooLarge {
+                    limit: self.max_stdout,
+                });
+            }
+        };
+        let credential = ExecCredential::from_plugin_output_with_limit(stdout, self.max_stdout)?
+            .into_credential(self.api_version, now)?;
+        let id = CredentialId(self.next_credential);
+        self.next_credential = self.next_credential.saturating_add(1);
+        let credential = credential.with_id(id);
+        if let Some(old) = &self.cached {
+            if old.client_identity() != credential.client_identity() {
+                self.actions.push_back(Action::RotateTlsIdentity {
+                    previous: old.id(),
+                    current: id,
+                    previous_not_before: old.client_identity().and_then(|i| i.not_before()),
+                });
+            }
+        }
+        Ok(self.cached.insert(credential))
+    }
+
+    fn schedule_run(&mut self) -> Result<RunId, Error> {
+        let interactive = self.interactive()?;
+        self.policy.check(&self.config.command)?;
+        let spec = ExecCredentialSpec::new(
+            self.config
+                .provide_cluster_info
+                .then(|| self.cluster.clone()),
+            interactive,
+        );
+        let exec_info = ExecCredential::request(self.api_version, spec).to_exec_info();
+        let mut env: Vec<(String, String)> = self
+            .config
+            .env
+            .iter()
+            .map(|v| (v.name.clone(), v.value.clone()))
+            .collect();
+        env.push(("KUBERNETES_EXEC_INFO".to_owned(), exec_info));
+        let id = RunId(self.next_run);
+        self.next_run = self.next_run.saturating_add(1);
+        let timeout = if interactive {
+            self.interactive_timeout
+        } else {
+            self.timeout
+        };
+        self.in_flight = Some((id, timeout));
+        self.actions.push_back(Action::RunPlugin(PluginRun {
+            id,
+            command: self.config.command.clone(),
+            args: self.config.args.clone(),
+            env,
+            interactive,
+            timeout,
+            max_stdout: self.max_stdout,
+        }));
+        Ok(id)
+    }
+
+    /// client-go's per-run interactivity decision.
+    fn interactive(&self) -> Result<bool, Error> {
+        let reason = match self.config.interactive_mode.as_str() {
+            "Never" => return Ok(false),
+            "IfAvailable" => return Ok(self.stdin.unavailable.is_none() && self.stdin.terminal),
+            "Always" => {
+                if !self.stdin.terminal {
+                    "standard input is not a terminal".to_owned()
+                } else if let Some(msg) = &self.stdin.unavailable {
+                    if msg.is_empty() {
+                        "standard input is unavailable".to_owned()
+                    } else {
+                        format!("standard input is unavailable: {}", bounded(msg, 256))
+                    }
+                } else {
+                    return Ok(true);
+                }
+            }
+            other => format!("unknown interactiveMode: {:?}", bounded(other, 64)),
+        };
+        Err(Error::Interactive { reason })
+    }
+
+    /// Whether to show the install hint now (10 per hour), and the text to append.
+    fn install_hint(&mut self, now: SystemTime) -> Option<String> {
+        let hour = Duration::from_secs(3600);
+        while let Some(&first) = self.hints_shown.front() {
+            // Entries from "the future" (the clock went backwards) are kept.
+            match now.duration_since(first) {
+                Ok(age) if age >= hour => {
+                    self.hints_shown.pop_front();
+                }
+                _ => break,
+            }
+        }
+        if self.hints_shown.len() >= INSTALL_HINT_PER_HOUR {
+            return None;
+        }
+        self.hints_shown.push_back(now);
+        let mut text = NOT_FOUND_HELP.to_owned();
+        if !self.config.install_hint.is_empty() {
+            text.push_str("\n\n");
+            text.push_str(&sanitize_install_hint(&self.config.install_hint));
+        }
+        Some(text)
+    }
+}

@@ -1,0 +1,271 @@
+//! The kubeconfig `user.exec` stanza.
+
+use core::fmt;
+use core::str::FromStr;
+use std::path::Path;
+
+use crate::api_version::ApiVersion;
+use crate::error::{Error, bounded};
+
+/// `interactiveMode`: whether and how a plugin may use stdin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum InteractiveMode {
+    /// `Never`: stdin is never attached.
+    Never,
+    /// `IfAvailable`: stdin is attached when it is a terminal and the embedding program has not
+    /// marked it unavailable.
+    IfAvailable,
+    /// `Always`: the plugin needs a terminal; running it without one is an error.
+    Always,
+}
+
+impl InteractiveMode {
+    /// The kubeconfig spelling.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            InteractiveMode::Never => "Never",
+            InteractiveMode::IfAvailable => "IfAvailable",
+            InteractiveMode::Always => "Always",
+        }
+    }
+}
+
+impl fmt::Display for InteractiveMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for InteractiveMode {
+    type Err = Error;
+
+    /// Parses `Never`, `IfAvailable` or `Always` (case-sensitive).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInteractiveMode`] (with an empty user name) for anything else.
+    fn from_str(s: &str) -> Result<InteractiveMode, Error> {
+        match s {
+            "Never" => Ok(InteractiveMode::Never),
+            "IfAvailable" => Ok(InteractiveMode::IfAvailable),
+            "Always" => Ok(InteractiveMode::Always),
+            other => Err(Error::InvalidInteractiveMode {
+                user: String::new(),
+                mode: bounded(other, 64),
+            }),
+        }
+    }
+}
+
+/// One `env` entry of the exec stanza.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ExecEnvVar {
+    /// `name` (required).
+    #[serde(default)]
+    pub name: String,
+    /// `value`.
+    #[serde(default)]
+    pub value: String,
+}
+
+impl ExecEnvVar {
+    /// An entry.
+    #[must_use]
+    pub fn new(name: impl Into<String>, value: impl Into<String>) -> ExecEnvVar {
+        ExecEnvVar {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+}
+
+/// The kubeconfig `users[].user.exec` stanza (client-go's `ExecConfig`).
+///
+/// Deserialise it from the kubeconfig (any serde format), then call
+/// [`ExecConfig::apply_defaults`] and [`ExecConfig::validate`] as client-go's loader does.
+/// `interactiveMode` is kept as written so that validation can report client-go's messages.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ExecConfig {
+    /// `command`: a bare name (looked up in `PATH` by the caller), an absolute path, or a
+    /// relative path (see [`ExecConfig::resolve_relative_to`]).
+    #[serde(default)]
+    pub command: String,
+    /// `args`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// `env`: added to the plugin's environment after the host's, so they override it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<ExecEnvVar>,
+    /// `apiVersion`: the `ExecCredential` version to speak.
+    #[serde(default, rename = "apiVersion")]
+    pub api_version: String,
+    /// `installHint`: shown when the command is not found (sanitised first).
+    #[serde(
+        default,
+        rename = "installHint",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub install_hint: String,
+    /// `provideClusterInfo`: send `spec.cluster` to the plugin.
+    #[serde(default, rename = "provideClusterInfo")]
+    pub provide_cluster_info: bool,
+    /// `interactiveMode`: `Never`, `IfAvailable` or `Always`; empty when not set.
+    #[serde(
+        default,
+        rename = "interactiveMode",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub interactive_mode: String,
+}
+
+impl ExecConfig {
+    /// A configuration running `command` and speaking `api_version`, with `interactiveMode`
+    /// set.
+    #[must_use]
+    pub fn new(
+        command: impl Into<String>,
+        api_version: ApiVersion,
+        interactive_mode: InteractiveMode,
+    ) -> ExecConfig {
+        ExecConfig {
+            command: command.into(),
+            api_version: api_version.as_str().to_owned(),
+            interactive_mode: interactive_mode.as_str().to_owned(),
+            ..ExecConfig::default()
+        }
+    }
+
+    /// Adds an argument.
+    #[must_use]
+    pub fn arg(mut self, arg: impl Into<String>) -> ExecConfig {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Adds an `env` entry.
+    #[must_use]
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> ExecConfig {
+        self.env.push(ExecEnvVar::new(name, value));
+        self
+    }
+
+    /// Sets `provideClusterInfo`.
+    #[must_use]
+    pub fn provide_cluster_info(mut self, provide: bool) -> ExecConfig {
+        self.provide_cluster_info = provide;
+        self
+    }
+
+    /// Sets `installHint`.
+    #[must_use]
+    pub fn install_hint(mut self, hint: impl Into<String>) -> ExecConfig {
+        self.install_hint = hint.into();
+        self
+    }
+
+    /// The defaulting client-go's kubeconfig loader applies: an empty `interactiveMode` becomes
+    /// `IfAvailable` for `…/v1beta1` (and the removed `…/v1alpha1`), and stays empty for `…/v1`,
+    /// where it is required.
+    pub fn apply_defaults(&mut self) {
+        if self.interactive_mode.is_empty()
+            && matches!(
+                self.api_version.as_str(),
+                "client.authentication.k8s.io/v1beta1" | "client.authentication.k8s.io/v1alpha1"
+            )
+        {
+            self.interactive_mode = InteractiveMode::IfAvailable.as_str().to_owned();
+        }
+    }
+
+    /// client-go's kubeconfig validation of the stanza for user `user`, with its messages.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MissingField`] for a missing `command`, `apiVersion`, env variable name, or
+    /// (for `…/v1`) `interactiveMode`; [`Error::InvalidInteractiveMode`] for an unknown mode.
+    pub fn validate(&self, user: &str) -> Result<(), Error> {
+        let user = bounded(user, 256);
+        let missing = |field| Error::MissingField {
+            field,
+            user: user.clone(),
+        };
+        if self.command.is_empty() {
+            return Err(missing("command"));
+        }
+        if self.api_version.is_empty() {
+            return Err(missing("apiVersion"));
+        }
+        if self.env.iter().any(|v| v.name.is_empty()) {
+            return Err(missing("env variable name"));
+        }
+        match self.interactive_mode.as_str() {
+            "" => {
+                if self.api_version == ApiVersion::V1.as_str() {
+                    return Err(missing("interactiveMode"));
+                }
+            }
+            "Never" | "IfAvailable" | "Always" => {}
+            other => {
+                return Err(Error::InvalidInteractiveMode {
+                    user,
+                    mode: bounded(other, 64),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The kubeconfig loader's path resolution: a relative `command` that contains a path
+    /// separator is made absolute against `kubeconfig_dir` (the directory of the kubeconfig
+    /// file it came from). Bare names (looked up in `PATH`) and absolute paths are unchanged.
+    pub fn resolve_relative_to(&mut self, kubeconfig_dir: &Path) {
+        let command = Path::new(&self.command);
+        let has_separator = self.command.contains('/') || self.command.contains('\\');
+        if has_separator && command.is_relative() {
+            self.command = clean_join(kubeconfig_dir, command);
+        }
+    }
+}
+
+/// `filepath.Join(dir, rel)`: joins and removes `.` and `..` components lexically.
+fn clean_join(dir: &Path, rel: &Path) -> String {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for c in dir.join(rel).components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out.to_string_lossy().into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_commands() {
+        let dir = Path::new("/etc/kube");
+        for (cmd, want) in [
+            ("plugin", "plugin"),
+            ("./plugin", "/etc/kube/plugin"),
+            ("../bin/plugin", "/etc/bin/plugin"),
+            ("bin/plugin", "/etc/kube/bin/plugin"),
+            ("/usr/bin/plugin", "/usr/bin/plugin"),
+        ] {
+            let mut c = ExecConfig::new(cmd, ApiVersion::V1, InteractiveMode::Never);
+            c.resolve_relative_to(dir);
+            assert_eq!(c.command, want);
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! A validated credential, as a client uses it.
+
+use std::time::SystemTime;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use der::Decode as _;
+
+use crate::credential::ExecCredentialStatus;
+use crate::error::Error;
+use crate::secret::{ClientKey, Token};
+
+/// Identifies one credential generation of an [`ExecAuthenticator`](crate::ExecAuthenticator):
+/// every successful plugin run gets a new id. Pass it back to
+/// [`ExecAuthenticator::handle_unauthorized`](crate::ExecAuthenticator::handle_unauthorized).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CredentialId(pub(crate) u64);
+
+impl CredentialId {
+    /// The generation number (1 for the first credential).
+    #[must_use]
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// A credential that passed client-go's output rules: a bearer token, a TLS client identity, or
+/// both, and an optional expiry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credential {
+    id: CredentialId,
+    token: Option<Token>,
+    identity: Option<ClientIdentity>,
+    expiration: Option<SystemTime>,
+}
+
+/// A TLS client certificate chain and private key returned by a plugin.
+///
+/// The chain parsed as PEM with an X.509 leaf; the key is a PEM private key block. Whether the
+/// key matches the certificate is checked by the TLS library that loads the pair.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientIdentity {
+    certificate_pem: String,
+    key: ClientKey,
+    not_before: Option<SystemTime>,
+    not_after: Option<SystemTime>,
+}
+
+impl Credential {
+    pub(crate) fn from_status(
+        status: ExecCredentialStatus,
+        now: SystemTime,
+    ) -> Result<Credential, Error> {
+        let (expiration, token, cert, key) = status.into_parts();
+        // client-go's order: nothing at all, then only one half of the pair.
+        if token.is_none() && cert.is_none() && key.is_none() {
+            return Err(Error::NoCredential);
+        }
+        let identity = match (cert, key) {
+            (None, None) => None,
+            (Some(cert), Some(key)) => Some(ClientIdentity::parse(cert, key)?),
+            _ => return Err(Error::PartialKeyPair),
+        };
+        if let Some(exp) = expiration {
+            if now > exp {
+                return Err(Error::ExpiredOnArrival);
+            }
+        }
+        Ok(Credential {
+            id: CredentialId(0),
+            token,
+            identity,
+            expiration,
+        })
+    }
+
+    pub(crate) fn with_id(mut self, id: CredentialId) -> Credential {
+        self.id = id;
+        self
+    }
+
+    /// The generation this credential belongs to.
+    #[must_use]
+    pub fn id(&self) -> CredentialId {
+        self.id
+    }
+
+    /// The bearer token, if the plugin returned one. Send it as `Authorization: Bearer <token>`.
+    #[must_use]
+    pub fn token(&self) -> Option<&Token> {
+        self.token.as_ref()
+    }
+
+    /// The TLS client identity, if the plugin returned one.
+    #[must_use]
+    pub fn client_identity(&self) -> Option<&ClientIdentity> {
+        self.identity.as_ref()
+    }
+
+    /// The expiry; `None` means the credential does not expire.
+    #[must_use]
+    pub fn expiration(&self) -> Option<SystemTime> {
+        self.expiration
+    }
+
+    /// client-go's rule: expired when an expiry is set and `now` is strictly after it. There is
+    /// no early-refresh margin; the credential is valid at its expiry instant.
+    #[must_use]
+    pub fn is_expired(&self, now: SystemTime) -> bool {
+        match self.expiration {
+            Some(exp) => now > exp,
+            None => false,
+        }
+    }
+}
+
+impl ClientIdentity {
+    fn parse(certificate_pem: String, key: ClientKey) -> Result<ClientIdentity, Error> {
+        let certs =
+            pem_blocks(certificate_pem.as_bytes()).map_err(|reason| Error::InvalidKeyPair {
+                reason: format!("certificate: {reason}"),
+            })?;
+        let leaf = certs
+            .iter()
+            .find(|(label, _)| label == "CERTIFICATE")
+            .ok_or_else(|| Error::InvalidKeyPair {
+                reason: "failed to find \"CERTIFICATE\" PEM block in certificate input".to_owned(),
+            })?;
+        let cert = x509_cert::Certificate::from_der(&leaf.1).map_err(|e| {
+            Error::InvalidLeafCertificate {
+                reason: bounded_der_error(&e),
+            }
+        })?;
+        let validity = &cert.tbs_certificate.validity;
+        let not_before = Some(validity.not_before.to_system_time());
+        let not_after = Some(validity.not_after.to_system_time());
+
+        // Key errors never include key bytes: only a fixed reason.
+        let keys =
+            pem_blocks(key.expose_secret().as_bytes()).map_err(|_| Error::InvalidKeyPair {
+                reason: "private key is not valid PEM".to_owned(),
+            })?;
+        let (label, der) = keys
+            .iter()
+            .find(|(label, _)| label == "PRIVATE KEY" || label.ends_with(" PRIVATE KEY"))
+            .ok_or_else(|| Error::InvalidKeyPair {
+                reason: "failed to find PEM block with type ending in \"PRIVATE KEY\" in key input"
+                    .to_owned(),
+            })?;
+        if label == "ENCRYPTED PRIVATE KEY" || label.contains("ENCRYPTED") {
+            return Err(Error::InvalidKeyPair {
+                reason: "encrypted private keys are not supported".to_owned(),
+            });
+        }
+        if der::asn1::Any::from_der(der).is_err() {
+            return Err(Error::InvalidKeyPair {
+                reason: "failed to parse private key".to_owned(),
+            });
+        }
+        Ok(ClientIdentity {
+            certificate_pem,
+            key,
+            not_before,
+            not_after,
+        })
+    }
+
+    /// The certificate chain (PEM), leaf first.
+    #[must_use]
+    pub fn certificate_pem(&self) -> &str {
+        &self.certificate_pem
+    }
+
+    /// The private key (PEM).
+    #[must_use]
+    pub fn key(&self) -> &ClientKey {
+        &self.key
+    }
+
+    /// The leaf certificate's `notBefore`.
+    #[must_use]
+    pub fn not_before(&self) -> Option<SystemTime> {
+        self.not_before
+    }
+
+    /// The leaf certificate's `notAfter`.
+    #[must_use]
+    pub fn not_after(&self) -> Option<SystemTime> {
+        self.not_after
+    }
+}
+
+fn bounded_der_error(e: &der::Error) -> String {
+    crate::error::bounded(&e.kind().to_string(), 120)
+}
+
+/// Splits PEM text into `(label, DER)` blocks, ignoring text between blocks as Go's `pem.Decode`
+/// does. At most 64 blocks.
+fn pem_blocks(input: &[u8]) -> Result<Vec<(String, Vec<u8>)>, &'static str> {
+    const BEGIN: &str = "-----BEGIN ";
+    const DASHES: &str = "-----";
+    let text = core::str::from_utf8(input).map_err(|_| "not UTF-8")?;
+    let mut rest = text;
+    let mut out = Vec::new();
+    while let Some(start) = rest.find(BEGIN) {
+        let after = rest
+            .get(start.saturating_add(BEGIN.len())..)
+            .ok_or("truncated")?;
+        let (label, body) = after.split_once(DASHES).ok_or("malformed BEGIN line")?;
+        if label.contains('\n') || label.len() > 64 {
+            return Err("malformed BEGIN line");
+        }
+        let end_marker = format!("-----END {label}-----");
+        let (body, tail) = body
+            .split_once(end_marker.as_str())
+            .ok_or("missing END line")?;
+        let compact: String = body.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+        if compact.contains(':') {
+            return Err("PEM headers are not supported");
+        }
+        let der = STANDARD
+            .decode(compact.as_bytes())
+            .map_err(|_| "invalid base64")?;
+        out.push((label.to_owned(), der));
+        if out.len() > 64 {
+            return Err("too many PEM blocks");
+        }
+        rest = tail;
+    }
+    if out.is_empty() {
+        return Err("failed to find any PEM data");
+    }
+    Ok(out)
+}

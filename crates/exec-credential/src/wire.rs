@@ -1,0 +1,56 @@
+//! A deserialisation wrapper that accepts only an object and never echoes scalar input.
+
+use core::marker::PhantomData;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+
+/// `T`, read only from a map. Strings, numbers, booleans and sequences are rejected with a
+/// message that names the JSON type but not the value (serde's default echoes strings).
+pub(crate) struct Obj<T>(pub(crate) T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Obj<T>, D::Error> {
+        d.deserialize_any(ObjVisitor(PhantomData))
+    }
+}
+
+struct ObjVisitor<T>(PhantomData<T>);
+
+fn reject<E: de::Error>(what: &str) -> E {
+    E::custom(format_args!("invalid type: {what}, expected an object"))
+}
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjVisitor<T> {
+    type Value = Obj<T>;
+
+    fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Obj<T>, A::Error> {
+        T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Obj)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Obj<T>, E> {
+        Err(reject("string"))
+    }
+    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<Obj<T>, E> {
+        Err(reject("bytes"))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Obj<T>, E> {
+        Err(reject("boolean"))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Obj<T>, E> {
+        Err(reject("integer"))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Obj<T>, E> {
+        Err(reject("integer"))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Obj<T>, E> {
+        Err(reject("number"))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Obj<T>, E> {
+        Err(reject("null"))
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, _: A) -> Result<Obj<T>, A::Error> {
+        Err(reject("sequence"))
+    }
+}

@@ -68,25 +68,14 @@ impl BootstrapToken {
     /// is no modulo bias).
     #[must_use]
     pub fn generate<R: CryptoRng + ?Sized>(rng: &mut R) -> Self {
-        let mut id = [0u8; TOKEN_ID_LEN];
-        let mut secret = zeroize::Zeroizing::new([0u8; TOKEN_SECRET_LEN]);
-        let infallible = fill_token_chars(&mut id, |buf| {
+        let mut chars = zeroize::Zeroizing::new([0u8; TOKEN_ID_LEN + TOKEN_SECRET_LEN]);
+        let filled = fill_token_chars(&mut chars[..], |buf| {
             rng.fill_bytes(buf);
             Ok::<(), std::convert::Infallible>(())
-        })
-        .and_then(|()| {
-            fill_token_chars(&mut secret[..], |buf| {
-                rng.fill_bytes(buf);
-                Ok(())
-            })
         });
-        match infallible {
-            Ok(()) => {}
+        match filled {
+            Ok(()) => Self::from_chars(&chars),
             Err(never) => match never {},
-        }
-        Self {
-            id: TokenId::from_array(id),
-            secret: TokenSecret::from_array(*secret),
         }
     }
 
@@ -97,14 +86,27 @@ impl BootstrapToken {
     /// [`Error::Rng`] if the operating system's RNG fails.
     pub fn generate_with_os_rng() -> Result<Self, Error> {
         let mut rng = rand::rngs::OsRng;
+        let mut chars = zeroize::Zeroizing::new([0u8; TOKEN_ID_LEN + TOKEN_SECRET_LEN]);
+        fill_token_chars(&mut chars[..], |buf| rng.try_fill_bytes(buf)).map_err(|_| Error::Rng)?;
+        Ok(Self::from_chars(&chars))
+    }
+
+    fn from_chars(chars: &[u8; TOKEN_ID_LEN + TOKEN_SECRET_LEN]) -> Self {
         let mut id = [0u8; TOKEN_ID_LEN];
-        let mut secret = zeroize::Zeroizing::new([0u8; TOKEN_SECRET_LEN]);
-        fill_token_chars(&mut id, |buf| rng.try_fill_bytes(buf)).map_err(|_| Error::Rng)?;
-        fill_token_chars(&mut secret[..], |buf| rng.try_fill_bytes(buf)).map_err(|_| Error::Rng)?;
-        Ok(Self {
+        let mut secret = [0u8; TOKEN_SECRET_LEN];
+        for (i, &c) in chars.iter().enumerate() {
+            if let Some(slot) = id.get_mut(i) {
+                *slot = c;
+            } else if let Some(slot) = secret.get_mut(i.saturating_sub(TOKEN_ID_LEN)) {
+                *slot = c;
+            }
+        }
+        let token = Self {
             id: TokenId::from_array(id),
-            secret: TokenSecret::from_array(*secret),
-        })
+            secret: TokenSecret::from_array(secret),
+        };
+        zeroize::Zeroize::zeroize(&mut secret);
+        token
     }
 }
 
@@ -146,25 +148,28 @@ pub(crate) fn split_token(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
 }
 
 /// Fills `out` with uniformly drawn token characters, rejecting random bytes ≥ 252 (= 7 × 36).
+/// Each draw asks for exactly as many bytes as characters are still missing, so the random
+/// stream is consumed without gaps.
 fn fill_token_chars<E>(
     out: &mut [u8],
     mut fill: impl FnMut(&mut [u8]) -> Result<(), E>,
 ) -> Result<(), E> {
     const CHARSET: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-    let mut pool = zeroize::Zeroizing::new([0u8; 32]);
-    let mut used = pool.len();
-    for slot in out.iter_mut() {
-        loop {
-            if used >= pool.len() {
-                fill(&mut pool[..])?;
-                used = 0;
-            }
-            let b = pool.get(used).copied().unwrap_or(u8::MAX);
-            used = used.saturating_add(1);
+    let mut pool = zeroize::Zeroizing::new([0u8; TOKEN_ID_LEN + TOKEN_SECRET_LEN]);
+    let mut filled = 0usize;
+    while filled < out.len() {
+        let missing = out.len().saturating_sub(filled);
+        let Some(buf) = pool.get_mut(..missing) else {
+            return Ok(());
+        };
+        fill(buf)?;
+        for &b in buf.iter() {
             if b < 252 {
-                if let Some(&c) = CHARSET.get(usize::from(b % 36)) {
+                if let (Some(slot), Some(&c)) =
+                    (out.get_mut(filled), CHARSET.get(usize::from(b % 36)))
+                {
                     *slot = c;
-                    break;
+                    filled = filled.saturating_add(1);
                 }
             }
         }

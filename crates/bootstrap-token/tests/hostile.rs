@@ -135,11 +135,19 @@ fn row10_debug_redacts_display_is_deliberate() {
 
 #[test]
 fn row11_wrong_or_missing_type() {
-    for ty in ["Opaque", "", "bootstrap.kubernetes.io/Token", "bootstrap.kubernetes.io/token "] {
+    for ty in [
+        "Opaque",
+        "",
+        "bootstrap.kubernetes.io/Token",
+        "bootstrap.kubernetes.io/token ",
+    ] {
         let good = secret_with(&[]);
         let s = SecretObject::new(good.name(), good.namespace(), ty, good.data_map().cloned());
         assert_eq!(rejected(&s), RejectReason::InvalidType, "{ty:?}");
-        assert_eq!(BootstrapTokenSecret::try_from(&s).unwrap_err(), Error::WrongSecretType);
+        assert_eq!(
+            BootstrapTokenSecret::try_from(&s).unwrap_err(),
+            Error::WrongSecretType
+        );
         assert!(s.signing_key(now()).is_none());
         assert_eq!(cleaner_action(&s, now()), CleanerAction::Ignore);
     }
@@ -149,12 +157,24 @@ fn row11_wrong_or_missing_type() {
 fn row12_name_and_id() {
     let s = secret_with(&[("token-id", "abcdeg")]);
     assert_eq!(rejected(&s), RejectReason::TokenIdMismatch);
-    assert_eq!(BootstrapTokenSecret::try_from(&s).unwrap_err(), Error::TokenIdMismatch);
+    assert_eq!(
+        BootstrapTokenSecret::try_from(&s).unwrap_err(),
+        Error::TokenIdMismatch
+    );
     assert!(s.signing_key(now()).is_none());
 
     let good = secret_with(&[]);
-    for name in ["token-abcdef", "bootstrap-token-ABCDEF", "bootstrap-token-abcdef\n"] {
-        let s = SecretObject::new(name, "kube-system", good.secret_type(), good.data_map().cloned());
+    for name in [
+        "token-abcdef",
+        "bootstrap-token-ABCDEF",
+        "bootstrap-token-abcdef\n",
+    ] {
+        let s = SecretObject::new(
+            name,
+            "kube-system",
+            good.secret_type(),
+            good.data_map().cloned(),
+        );
         assert!(s.signing_key(now()).is_none(), "{name:?}");
         assert!(BootstrapTokenSecret::try_from(&s).is_err(), "{name:?}");
         // A lookup returning another Secret than asked for is refused.
@@ -168,13 +188,19 @@ fn row13_token_secret_missing_empty_wrong_newline() {
     assert_eq!(rejected(&missing), RejectReason::SecretMismatch);
     assert_eq!(
         BootstrapTokenSecret::try_from(&missing).unwrap_err(),
-        Error::MissingData { key: "token-secret" }
+        Error::MissingData {
+            key: "token-secret"
+        }
     );
     let empty = secret_with(&[("token-secret", "")]);
     assert_eq!(rejected(&empty), RejectReason::SecretMismatch);
     assert!(empty.signing_key(now()).is_none());
-    for wrong in ["0123456789abcdeg", "0123456789abcdef\n", " 0123456789abcdef", "0123456789ABCDEF"]
-    {
+    for wrong in [
+        "0123456789abcdeg",
+        "0123456789abcdef\n",
+        " 0123456789abcdef",
+        "0123456789ABCDEF",
+    ] {
         let s = secret_with(&[("token-secret", wrong)]);
         assert_eq!(rejected(&s), RejectReason::SecretMismatch, "{wrong:?}");
     }
@@ -197,8 +223,11 @@ fn json_secret(data: &str) -> Vec<u8> {
 #[test]
 fn row14_bad_base64_and_null_data() {
     for (data, key) in [
-        (r#"{"token-secret":"MDEyMzQ1Njc4OWFiY2RlZg"}"#, "token-secret"), // no padding
-        (r#"{"token-secret":"MDEyMzQ1Njc4OWFiY2RlZg=="}"#, ""),            // fine
+        (
+            r#"{"token-secret":"MDEyMzQ1Njc4OWFiY2RlZg"}"#,
+            "token-secret",
+        ), // no padding
+        (r#"{"token-secret":"MDEyMzQ1Njc4OWFiY2RlZg=="}"#, ""), // fine
         (r#"{"token-id":"YWJj ZGVm"}"#, "token-id"),
         (r#"{"token-id":"YWJjZGVm\n"}"#, "token-id"),
         (r#"{"token-id":"YWJj-GVm"}"#, "token-id"),
@@ -209,7 +238,13 @@ fn row14_bad_base64_and_null_data() {
             assert!(r.is_ok(), "{data}");
         } else {
             let e = r.unwrap_err();
-            assert_eq!(e, Error::InvalidBase64 { key: key.to_owned() }, "{data}");
+            assert_eq!(
+                e,
+                Error::InvalidBase64 {
+                    key: key.to_owned()
+                },
+                "{data}"
+            );
             assert_error_clean(&e);
         }
     }
@@ -228,14 +263,20 @@ fn row15_duplicate_keys_rejected() {
     let dup = json_secret(
         r#"{"token-secret":"MDEyMzQ1Njc4OWFiY2RlZg==","token-secret":"MDEyMzQ1Njc4OWFiY2RlZw=="}"#,
     );
-    assert_eq!(SecretObject::from_json(&dup).unwrap_err(), Error::DuplicateDataKey);
+    assert_eq!(
+        SecretObject::from_json(&dup).unwrap_err(),
+        Error::DuplicateDataKey
+    );
     let yaml = b"metadata: {name: bootstrap-token-abcdef, namespace: kube-system}\ntype: bootstrap.kubernetes.io/token\ndata:\n  token-secret: MDEyMzQ1Njc4OWFiY2RlZg==\n  token-secret: MDEyMzQ1Njc4OWFiY2RlZw==\n";
     assert!(SecretObject::from_yaml(yaml).is_err());
     // Duplicate top-level fields too.
     let top = br#"{"type":"Opaque","type":"bootstrap.kubernetes.io/token","data":{}}"#;
     assert!(SecretObject::from_json(top).is_err());
     let string_data = br#"{"stringData":{"token-id":"abcdef","token-id":"abcdeg"}}"#;
-    assert_eq!(SecretObject::from_json(string_data).unwrap_err(), Error::DuplicateDataKey);
+    assert_eq!(
+        SecretObject::from_json(string_data).unwrap_err(),
+        Error::DuplicateDataKey
+    );
 }
 
 #[test]
@@ -291,11 +332,17 @@ fn row18_past_and_unparseable_expirations() {
         if expired {
             let r = rejected(&s);
             assert!(
-                matches!(r, RejectReason::Expired | RejectReason::UnparseableExpiration),
+                matches!(
+                    r,
+                    RejectReason::Expired | RejectReason::UnparseableExpiration
+                ),
                 "{v:?}"
             );
             assert!(s.signing_key(now()).is_none());
-            assert!(matches!(cleaner_action(&s, now()), CleanerAction::Delete { .. }));
+            assert!(matches!(
+                cleaner_action(&s, now()),
+                CleanerAction::Delete { .. }
+            ));
         } else {
             assert!(matches!(auth(&s, TOKEN), AuthOutcome::Authenticated(_)));
             assert_eq!(cleaner_action(&s, now()), CleanerAction::Keep);
@@ -316,7 +363,10 @@ fn row19_forms_go_rejects_are_expired() {
         assert_eq!(s.expiration(now()), ExpirationStatus::Unparseable, "{v:?}");
         assert_eq!(rejected(&s), RejectReason::UnparseableExpiration, "{v:?}");
         assert!(s.signing_key(now()).is_none());
-        assert!(matches!(cleaner_action(&s, now()), CleanerAction::Delete { .. }));
+        assert!(matches!(
+            cleaner_action(&s, now()),
+            CleanerAction::Delete { .. }
+        ));
         assert!(matches!(
             BootstrapTokenSecret::try_from(&s).unwrap_err(),
             Error::InvalidExpiration { .. }
@@ -333,12 +383,19 @@ fn row20_extreme_years() {
         CleanerAction::RecheckAfter(d) => assert_eq!(d, Duration::from_nanos(i64::MAX as u64)),
         other => panic!("{other:?}"),
     }
-    for v in ["+12009-01-01T00:00:00Z", "12009-01-01T00:00:00Z", "-0001-01-01T00:00:00Z"] {
+    for v in [
+        "+12009-01-01T00:00:00Z",
+        "12009-01-01T00:00:00Z",
+        "-0001-01-01T00:00:00Z",
+    ] {
         let s = secret_with(&[("expiration", v)]);
         assert_eq!(s.expiration(now()), ExpirationStatus::Unparseable, "{v:?}");
     }
     let s = secret_with(&[("expiration", "0000-01-01T00:00:00Z")]);
-    assert!(matches!(s.expiration(now()), ExpirationStatus::Expired { .. }));
+    assert!(matches!(
+        s.expiration(now()),
+        ExpirationStatus::Expired { .. }
+    ));
     assert_eq!(rejected(&s), RejectReason::Expired);
     // Far-away `now` values do not overflow either.
     let far = UNIX_EPOCH + Duration::from_secs(1 << 40);
@@ -349,12 +406,21 @@ fn row20_extreme_years() {
 fn row21_deletion_timestamp() {
     let s = secret_with(&[]).with_deletion_timestamp("2024-01-01T00:00:00Z");
     assert_eq!(rejected(&s), RejectReason::DeletionPending);
-    assert_eq!(BootstrapTokenSecret::try_from(&s).unwrap_err(), Error::DeletionPending);
+    assert_eq!(
+        BootstrapTokenSecret::try_from(&s).unwrap_err(),
+        Error::DeletionPending
+    );
     // The bootstrap signer does not look at the deletion timestamp (as in Kubernetes).
     assert!(s.signing_key(now()).is_some());
     // Rejected before the secret is compared: a wrong secret gives the same answer.
     let out = auth(&s, "abcdef.zzzzzzzzzzzzzzzz");
-    assert!(matches!(out, AuthOutcome::Rejected { reason: RejectReason::DeletionPending, .. }));
+    assert!(matches!(
+        out,
+        AuthOutcome::Rejected {
+            reason: RejectReason::DeletionPending,
+            ..
+        }
+    ));
     let json = br#"{"metadata":{"name":"bootstrap-token-abcdef","namespace":"kube-system","deletionTimestamp":"2024-01-01T00:00:00Z"},"type":"bootstrap.kubernetes.io/token","data":{}}"#;
     assert!(SecretObject::from_json(json).unwrap().is_deletion_pending());
 }
@@ -364,7 +430,9 @@ fn row22_megabyte_of_junk_keys() {
     let mut data = String::from("{");
     let mut i = 0;
     while data.len() < 1024 * 1024 {
-        data.push_str(&format!(r#""junk-{i}":"QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFB","#));
+        data.push_str(&format!(
+            r#""junk-{i}":"QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFB","#
+        ));
         i += 1;
     }
     data.push_str(r#""token-id":"YWJjZGVm","token-secret":"MDEyMzQ1Njc4OWFiY2RlZg==","usage-bootstrap-authentication":"dHJ1ZQ=="}"#);
@@ -402,7 +470,12 @@ fn deep_nesting_and_yaml_bombs_are_bounded() {
 #[test]
 fn secret_not_in_kube_system_is_refused() {
     let good = secret_with(&[]);
-    let s = SecretObject::new(good.name(), "default", good.secret_type(), good.data_map().cloned());
+    let s = SecretObject::new(
+        good.name(),
+        "default",
+        good.secret_type(),
+        good.data_map().cloned(),
+    );
     assert_eq!(rejected(&s), RejectReason::WrongSecret);
     assert!(s.signing_key(now()).is_none());
     assert_eq!(cleaner_action(&s, now()), CleanerAction::Ignore);

@@ -70,7 +70,11 @@ fn regex_vectors_agree_with_go() {
                         Ok::<_, ()>(None::<&bootstrap_token::SecretObject>)
                     })
                     .unwrap();
-                    assert_eq!(outcome != AuthOutcome::NotABootstrapToken, expected, "{ctx}");
+                    assert_eq!(
+                        outcome != AuthOutcome::NotABootstrapToken,
+                        expected,
+                        "{ctx}"
+                    );
                 }
             }
             "token_id" => {
@@ -103,7 +107,10 @@ fn regex_vectors_agree_with_go() {
         }
     }
     for name in ["token", "token_id", "group", "secret_name"] {
-        assert!(seen.get(name).copied().unwrap_or(0) > 10, "{name}: {seen:?}");
+        assert!(
+            seen.get(name).copied().unwrap_or(0) > 10,
+            "{name}: {seen:?}"
+        );
     }
 }
 
@@ -128,8 +135,15 @@ fn rfc3339_vectors_agree_with_go() {
             assert_eq!(parse_expiration(s).unwrap(), at, "{ctx}");
             let (t, offset) = parse_expiration_with_offset(s).unwrap();
             assert_eq!(t, at, "{ctx}");
-            assert_eq!(i64::from(offset), v["offset_seconds"].as_i64().unwrap(), "{ctx}");
-            assert!(matches!(status, ExpirationStatus::Valid { at: a, .. } if a == at), "{ctx}");
+            assert_eq!(
+                i64::from(offset),
+                v["offset_seconds"].as_i64().unwrap(),
+                "{ctx}"
+            );
+            assert!(
+                matches!(status, ExpirationStatus::Valid { at: a, .. } if a == at),
+                "{ctx}"
+            );
             // Expired at exactly the instant, valid one nanosecond before.
             assert!(ExpirationStatus::at(&bytes, at).is_expired(), "{ctx}");
             assert!(!ExpirationStatus::at(&bytes, at - Duration::from_nanos(1)).is_expired());

@@ -69,7 +69,7 @@ impl NamedExtension {
 /// unknown fields tolerated and cluster `extensions` preserved, under documented limits
 /// ([`MAX_KUBECONFIG_BYTES`](crate::MAX_KUBECONFIG_BYTES),
 /// [`MAX_KUBECONFIG_DEPTH`](crate::MAX_KUBECONFIG_DEPTH), one document, bounded aliases,
-/// duplicate keys and merge keys rejected). It rejects, naming the field and never its value:
+/// duplicate keys rejected, merge keys expanded as kubectl does). It rejects, naming the field and never its value:
 ///
 /// * any user credential: `token`, `tokenFile`, `client-certificate[-data]`,
 ///   `client-key[-data]`, `username`, `password`, `exec`, `auth-provider`, impersonation;

@@ -574,7 +574,11 @@ impl Discovery {
         let n_targets = self.targets(poll.stage, &carry).len().max(1);
         poll.last_error = Some(err);
         poll.tried = poll.tried.saturating_add(1);
-        poll.target = poll.target.checked_add(1).and_then(|t| t.checked_rem(n_targets)).unwrap_or(0);
+        poll.target = poll
+            .target
+            .checked_add(1)
+            .and_then(|t| t.checked_rem(n_targets))
+            .unwrap_or(0);
         if now >= poll.deadline {
             let last = poll.last_error.take().unwrap_or(Error::NoCertificates);
             self.fail(Error::TimedOut {

@@ -19,8 +19,8 @@ pub const MAX_KUBECONFIG_ALIASES: usize = 64;
 /// Parse one YAML (or JSON) document into a JSON value under the documented budget.
 ///
 /// Policies: a single document only; duplicate mapping keys are an error (two parsers must
-/// never disagree on which value a signed document holds); merge keys (`<<`) are an error;
-/// anchors and aliases are allowed but bounded.
+/// never disagree on which value a signed document holds); merge keys (`<<`) are expanded as
+/// kubectl's YAML 1.1 parser expands them; anchors, aliases and merges are bounded.
 pub(crate) fn parse_document(input: &[u8]) -> Result<Value, Error> {
     if input.len() > MAX_KUBECONFIG_BYTES {
         return Err(Error::TooLarge {
@@ -44,29 +44,39 @@ pub(crate) fn parse_document(input: &[u8]) -> Result<Value, Error> {
             max_documents: 1,
             max_nodes: MAX_KUBECONFIG_NODES,
             max_total_scalar_bytes: MAX_KUBECONFIG_BYTES,
-            max_merge_keys: 0,
+            max_merge_keys: 16,
         },
         alias_limits: serde_saphyr::alias_limits! {
             max_total_replayed_events: MAX_KUBECONFIG_NODES,
             max_replay_stack_depth: 8,
         },
         duplicate_keys: serde_saphyr::options::DuplicateKeyPolicy::Error,
-        merge_keys: serde_saphyr::options::MergeKeyPolicy::Error,
+        merge_keys: serde_saphyr::options::MergeKeyPolicy::Merge,
         with_snippet: false,
     };
-    serde_saphyr::from_str_with_options::<Value>(text, options).map_err(|e| {
-        let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
-        let reason = match e {
-            serde_saphyr::Error::Budget { .. } => "resource budget exceeded",
-            serde_saphyr::Error::MultipleDocuments { .. } => "more than one document",
-            _ => "malformed YAML or JSON, or a parser limit was exceeded",
-        };
-        Error::KubeconfigSyntax {
-            reason,
-            line,
-            column,
-        }
-    })
+    let mut docs =
+        serde_saphyr::from_multiple_with_options::<Value>(text, options).map_err(|e| {
+            let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
+            let reason = match e {
+                serde_saphyr::Error::Budget { .. } => "resource budget exceeded",
+                serde_saphyr::Error::MultipleDocuments { .. } => "more than one document",
+                _ => "malformed YAML or JSON, or a parser limit was exceeded",
+            };
+            Error::KubeconfigSyntax {
+                reason,
+                line,
+                column,
+            }
+        })?;
+    match (docs.pop(), docs.is_empty()) {
+        (Some(doc), true) => Ok(doc),
+        (None, _) => Ok(Value::Null),
+        (Some(_), false) => Err(Error::KubeconfigSyntax {
+            reason: "more than one document",
+            line: 0,
+            column: 0,
+        }),
+    }
 }
 
 /// Appends YAML in the shape Go's `sigs.k8s.io/yaml` writes (block style, two-space indent,

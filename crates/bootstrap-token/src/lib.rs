@@ -10,6 +10,8 @@ mod error;
 mod expiration;
 mod group;
 mod id;
+#[cfg(feature = "k8s-openapi")]
+mod k8s;
 mod kubeadm;
 mod model;
 mod rfc3339;

@@ -1,5 +1,12 @@
 //! The authenticator, the cleaner, the signer's key selection and the Secret model against the
 //! rules of `kubernetes-reference.md` §1–§4.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
 
 mod common;
 

@@ -1,5 +1,12 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code, unreachable_pub)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -16,6 +23,7 @@ pub fn now() -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(1_704_164_645)
 }
 
+/// A data map from string pairs.
 pub fn data(pairs: &[(&str, &str)]) -> BTreeMap<String, Vec<u8>> {
     pairs
         .iter()
@@ -43,6 +51,7 @@ pub fn secret_with(extra: &[(&str, &str)]) -> SecretObject {
     )
 }
 
+/// `secret` without the data key `key`.
 pub fn without(secret: &SecretObject, key: &str) -> SecretObject {
     let mut d = secret.data_map().cloned().unwrap_or_default();
     d.remove(key);
@@ -62,6 +71,7 @@ pub fn assert_no_canary(debug: &dyn std::fmt::Debug) {
     assert!(!alt.contains(CANARY), "secret leaked in Debug: {alt}");
 }
 
+/// Asserts that an error's `Debug` and `Display` contain no part of the canary secret.
 pub fn assert_error_clean(e: &bootstrap_token::Error) {
     assert_no_canary(e);
     let s = e.to_string();

@@ -3,6 +3,13 @@
 //! and we must read kubectl's JSON and YAML back to the same Secret.
 //!
 //! In CI (`CI=true`) a missing kubectl fails the test; elsewhere it prints a skip notice.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
 
 use std::process::Command;
 use std::time::{Duration, UNIX_EPOCH};

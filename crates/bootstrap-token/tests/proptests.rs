@@ -1,4 +1,11 @@
 //! Property tests (CI re-runs them with `PROPTEST_CASES=10000`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
 
 use std::collections::BTreeMap;
 use std::time::{Duration, UNIX_EPOCH};

@@ -1,5 +1,12 @@
 //! Agreement with the reference vectors produced by Go (`vectors/regex.jsonl`,
 //! `vectors/rfc3339.jsonl`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -33,4 +33,7 @@ pub use sidecar::{
 pub use sign::{DEFAULT_MINT_CACHE, DEFAULT_TTL, Minter, SigningKey};
 pub use token::BearerToken;
 pub use validation::Validation;
-pub use verify::{MAX_HEADER_BYTES, MAX_TOKEN_BYTES, verify};
+pub use verify::{MAX_HEADER_BYTES, MAX_TOKEN_BYTES, verify, verify_jws};
+
+#[cfg(test)]
+mod wycheproof_tests;

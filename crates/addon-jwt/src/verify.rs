@@ -60,9 +60,31 @@ pub fn verify(
     validation: &Validation,
     now: SystemTime,
 ) -> Result<Claims, Error> {
+    let (header, payload) = verify_parts(token, keys, |alg| validation.allows(alg))?;
+    let claims = json::parse_object(&payload, "payload")?;
+    Claims::from_verified(&claims, validation, now, header.alg, header.kid.as_deref())
+}
+
+/// Verifies the signature of a compact JWS whose payload is not a JWT claim set, and returns
+/// the payload bytes. No claim is checked: use [`verify`] for tokens.
+///
+/// The header and key rules of [`verify`] apply; `algorithms` is the allow-list.
+///
+/// # Errors
+///
+/// As [`verify`], up to and including [`Error::BadSignature`].
+pub fn verify_jws(token: &str, keys: &KeySet, algorithms: &[Algorithm]) -> Result<Vec<u8>, Error> {
+    verify_parts(token, keys, |alg| algorithms.contains(&alg)).map(|(_, payload)| payload)
+}
+
+fn verify_parts(
+    token: &str,
+    keys: &KeySet,
+    allows: impl Fn(Algorithm) -> bool,
+) -> Result<(Header, Vec<u8>), Error> {
     let parts = split(token)?;
     let header = parse_header(parts.header)?;
-    if !validation.allows(header.alg) {
+    if !allows(header.alg) {
         return Err(Error::AlgorithmNotAllowed(header.alg));
     }
     if parts.signature.len() > MAX_SIGNATURE_BYTES.saturating_mul(2) {
@@ -77,8 +99,7 @@ pub fn verify(
         &signature,
     )?;
     let payload = b64::decode(parts.payload, "payload")?;
-    let claims = json::parse_object(&payload, "payload")?;
-    Claims::from_verified(&claims, validation, now, header.alg, header.kid.as_deref())
+    Ok((header, payload))
 }
 
 pub(crate) struct Parts<'a> {

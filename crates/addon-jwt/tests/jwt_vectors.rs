@@ -8,7 +8,12 @@
 //!   default, as kube-apiserver does ("service account token is issued in the future").
 
 // Test helpers outside `#[test]` functions unwrap and index freely.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic, clippy::arithmetic_side_effects)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
 
 use std::collections::HashMap;
 use std::time::{Duration, UNIX_EPOCH};

@@ -1,0 +1,330 @@
+//! The sidecar decision (rows 82–85 of the hostile-input catalogue, checklist §1.8 [px], L6).
+
+// Test helpers outside `#[test]` functions unwrap and index freely.
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use addon_jwt::{Decision, Error, Forward, Minter, RejectReason, Sidecar, SigningKey, Validation};
+
+const ED25519_PKCS8: &str = "-----BEGIN PRIVATE KEY-----\n\
+MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
+-----END PRIVATE KEY-----\n";
+const ISSUER: &str = "https://kubernetes.default.svc";
+const AUDIENCE: &str = "kube-system/dashboard";
+
+fn now() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_750_000_000)
+}
+
+fn setup() -> (Sidecar, Minter) {
+    let key = SigningKey::from_pkcs8_pem(ED25519_PKCS8).unwrap();
+    let sidecar = Sidecar::new(
+        key.public_key_set().unwrap(),
+        Validation::new(AUDIENCE, ISSUER),
+    );
+    (sidecar, Minter::new(key, ISSUER))
+}
+
+fn bearer(minter: &mut Minter, user: &str) -> String {
+    format!(
+        "Bearer {}",
+        minter.mint(user, AUDIENCE, now()).unwrap().expose_secret()
+    )
+}
+
+fn forward(d: Decision) -> Forward {
+    match d {
+        Decision::Forward(f) => f,
+        Decision::Reject(r) => panic!("rejected: {r}"),
+        _ => unreachable!(),
+    }
+}
+
+fn reject(d: Decision) -> RejectReason {
+    match d {
+        Decision::Reject(r) => {
+            assert_eq!(r.status(), 403);
+            r.reason().clone()
+        }
+        Decision::Forward(f) => panic!("forwarded as {}", f.user()),
+        _ => unreachable!(),
+    }
+}
+
+fn user_headers(f: &Forward) -> Vec<&[u8]> {
+    f.headers()
+        .iter()
+        .filter(|(n, _)| {
+            n.replace('_', "-")
+                .eq_ignore_ascii_case("x-authenticated-user")
+        })
+        .map(|(_, v)| v.as_slice())
+        .collect()
+}
+
+// Row 82.
+#[test]
+fn spoofed_user_headers_never_reach_upstream() {
+    let (mut sidecar, mut minter) = setup();
+    let auth = bearer(&mut minter, "jane");
+    for spoof in [
+        "X-Authenticated-User",
+        "x-authenticated-user",
+        "X-AUTHENTICATED-USER",
+        "X_Authenticated_User",
+        "x-authenticated_user",
+    ] {
+        let headers = [
+            (spoof, "admin"),
+            ("Authorization", auth.as_str()),
+            (spoof, "root"),
+            ("Accept", "text/html"),
+        ];
+        let f = forward(sidecar.decide(headers, now()));
+        assert_eq!(user_headers(&f), vec![b"jane".as_slice()], "{spoof}");
+        assert_eq!(f.headers().last().unwrap().0, "X-Authenticated-User");
+        assert!(f.headers().iter().any(|(n, _)| n == "Accept"));
+        // Without a token: rejected, nothing forwarded.
+        let r = reject(sidecar.decide([(spoof, "admin")], now()));
+        assert_eq!(r, RejectReason::MissingAuthorization);
+    }
+}
+
+// Row 83.
+#[test]
+fn multiple_authorization_headers_are_rejected() {
+    let (mut sidecar, mut minter) = setup();
+    let auth = bearer(&mut minter, "jane");
+    let r = reject(sidecar.decide(
+        [
+            ("Authorization", auth.as_str()),
+            ("authorization", auth.as_str()),
+        ],
+        now(),
+    ));
+    assert_eq!(r, RejectReason::MultipleAuthorization);
+    let token = auth.trim_start_matches("Bearer ");
+    let combined = format!("Bearer {token}, Bearer {token}");
+    let r = reject(sidecar.decide([("Authorization", combined.as_str())], now()));
+    assert_eq!(r, RejectReason::MalformedAuthorization);
+}
+
+// Row 84.
+#[test]
+fn bearer_scheme_rules() {
+    let (mut sidecar, mut minter) = setup();
+    let auth = bearer(&mut minter, "jane");
+    let token = auth.trim_start_matches("Bearer ").to_owned();
+    for ok in [
+        format!("bearer {token}"),
+        format!("BEARER {token}"),
+        format!("Bearer {token}"),
+    ] {
+        assert_eq!(
+            forward(sidecar.decide([("Authorization", ok.as_str())], now())).user(),
+            "jane"
+        );
+    }
+    for bad in [
+        format!("Bearer  {token}"),
+        format!("Bearer\t{token}"),
+        format!("Bearer {token} extra"),
+        "Bearer".to_owned(),
+        "Bearer ".to_owned(),
+        "Basic amFuZTpzZWNyZXQ=".to_owned(),
+    ] {
+        assert_eq!(
+            reject(sidecar.decide([("Authorization", bad.as_str())], now())),
+            RejectReason::MalformedAuthorization
+        );
+    }
+    // Padding is token68-legal but not a valid JWT: rejected by the verifier.
+    let padded = format!("Bearer {token}=");
+    assert!(matches!(
+        reject(sidecar.decide([("Authorization", padded.as_str())], now())),
+        RejectReason::InvalidToken(Error::Base64 { .. })
+    ));
+}
+
+// Row 85.
+#[test]
+fn connection_cannot_strip_the_injected_header() {
+    let (mut sidecar, mut minter) = setup();
+    let auth = bearer(&mut minter, "jane");
+    for conn in [
+        "X-Authenticated-User",
+        "authorization",
+        "keep-alive, X-Authenticated-User",
+        "x_authenticated_user",
+    ] {
+        let headers = [
+            ("Connection", conn),
+            ("Authorization", auth.as_str()),
+            ("Keep-Alive", "timeout=5"),
+            ("X-Custom", "1"),
+        ];
+        let f = forward(sidecar.decide(headers, now()));
+        assert_eq!(user_headers(&f), vec![b"jane".as_slice()]);
+        assert!(
+            !f.headers()
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("connection"))
+        );
+        assert!(
+            !f.headers()
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("keep-alive"))
+        );
+        assert!(
+            !f.headers()
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("authorization"))
+        );
+        assert!(f.headers().iter().any(|(n, _)| n == "X-Custom"));
+    }
+    // A header named by Connection is dropped (hop-by-hop).
+    let f = forward(sidecar.decide(
+        [
+            ("Connection", "X-Custom"),
+            ("X-Custom", "1"),
+            ("Authorization", auth.as_str()),
+        ],
+        now(),
+    ));
+    assert!(!f.headers().iter().any(|(n, _)| n == "X-Custom"));
+    // Hop-by-hop headers never go upstream.
+    let f = forward(sidecar.decide(
+        [
+            ("Transfer-Encoding", "chunked"),
+            ("Upgrade", "websocket"),
+            ("TE", "trailers"),
+            ("Authorization", auth.as_str()),
+        ],
+        now(),
+    ));
+    assert_eq!(f.headers().len(), 1);
+}
+
+#[test]
+fn cache_does_not_confuse_tokens() {
+    let (mut sidecar, mut minter) = setup();
+    let auth = bearer(&mut minter, "jane");
+    assert_eq!(
+        forward(sidecar.decide([("Authorization", auth.as_str())], now())).user(),
+        "jane"
+    );
+    assert_eq!(sidecar.cached(), 1);
+    // Identical token but for the last signature character: a cache miss, then a failure.
+    let mut tampered = auth.clone();
+    let last = tampered.pop().unwrap();
+    tampered.push(if last == 'A' { 'B' } else { 'A' });
+    assert!(matches!(
+        reject(sidecar.decide([("Authorization", tampered.as_str())], now())),
+        RejectReason::InvalidToken(_)
+    ));
+    // The cached entry expires with the token.
+    let later = now() + Duration::from_secs(60);
+    assert_eq!(
+        reject(sidecar.decide([("Authorization", auth.as_str())], later)),
+        RejectReason::InvalidToken(Error::Expired)
+    );
+    assert_eq!(sidecar.cached(), 0);
+}
+
+#[test]
+fn cache_is_bounded() {
+    let (sidecar, mut minter) = setup();
+    let mut sidecar = sidecar.cache_capacity(4);
+    for i in 0..20 {
+        let auth = bearer(&mut minter, &format!("user{i}"));
+        assert_eq!(
+            forward(sidecar.decide([("Authorization", auth.as_str())], now())).user(),
+            format!("user{i}")
+        );
+        assert!(sidecar.cached() <= 4);
+    }
+}
+
+#[test]
+fn limits_and_unsafe_subjects() {
+    let (mut sidecar, mut minter) = setup();
+    let auth = bearer(&mut minter, "jane");
+    let big = "a".repeat(70 * 1024);
+    assert_eq!(
+        reject(sidecar.decide(
+            [("Authorization", auth.as_str()), ("X-Big", big.as_str())],
+            now()
+        )),
+        RejectReason::HeadersTooLarge
+    );
+    let many: Vec<(String, String)> = (0..300)
+        .map(|i| (format!("X-H{i}"), "v".to_owned()))
+        .collect();
+    assert_eq!(
+        reject(sidecar.decide(many, now())),
+        RejectReason::HeadersTooLarge
+    );
+    // A verified but non-ASCII user cannot become a header value.
+    let auth = bearer(&mut minter, "d\u{e9}faut");
+    assert_eq!(
+        reject(sidecar.decide([("Authorization", auth.as_str())], now())),
+        RejectReason::SubjectNotHeaderSafe
+    );
+    // Wrong audience, wrong issuer.
+    let key = SigningKey::from_pkcs8_pem(ED25519_PKCS8).unwrap();
+    let other = key
+        .sign(
+            ISSUER,
+            "jane",
+            "kube-system/other",
+            now(),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+    let auth = format!("Bearer {}", other.expose_secret());
+    assert_eq!(
+        reject(sidecar.decide([("Authorization", auth.as_str())], now())),
+        RejectReason::InvalidToken(Error::WrongAudience)
+    );
+}
+
+#[test]
+fn bytes_values_and_order_are_kept() {
+    let (mut sidecar, mut minter) = setup();
+    let auth = bearer(&mut minter, "jane");
+    let headers: Vec<(&str, &[u8])> = vec![
+        ("Host", b"dashboard"),
+        ("X-Bin", b"\x80\xff"),
+        ("Authorization", auth.as_bytes()),
+        ("Accept", b"*/*"),
+    ];
+    let f = forward(sidecar.decide(headers, now()));
+    let names: Vec<&str> = f.headers().iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["Host", "X-Bin", "Accept", "X-Authenticated-User"]);
+    assert_eq!(f.headers()[1].1, b"\x80\xff");
+}
+
+#[cfg(feature = "http")]
+#[test]
+fn header_map_round_trip() {
+    let (mut sidecar, mut minter) = setup();
+    let auth = bearer(&mut minter, "jane");
+    let mut map = http::HeaderMap::new();
+    map.insert("authorization", auth.parse().unwrap());
+    map.append("x-authenticated-user", "admin".parse().unwrap());
+    map.append("x_authenticated_user", "root".parse().unwrap());
+    map.insert("accept", "*/*".parse().unwrap());
+    let f = forward(sidecar.decide_header_map(&map, now()));
+    let out = f.to_header_map().unwrap();
+    let users: Vec<_> = out.get_all("x-authenticated-user").iter().collect();
+    assert_eq!(users, ["jane"]);
+    assert!(out.get("x_authenticated_user").is_none());
+    assert!(out.get("authorization").is_none());
+    assert_eq!(out.get("accept").unwrap(), "*/*");
+}

@@ -1,5 +1,14 @@
 //! CA public-key pins against Go's `crypto/x509` vectors and kubeadm's `pubkeypin` rules.
 
+// Test code: helpers outside `#[test]` functions may panic on broken fixtures.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+
 #[path = "support/fixtures.rs"]
 mod fixtures;
 

@@ -1,5 +1,14 @@
 //! The cluster-info ConfigMap: parsing the API server's JSON and checking a token's signature.
 
+// Test code: helpers outside `#[test]` functions may panic on broken fixtures.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+
 #[path = "support/fixtures.rs"]
 mod fixtures;
 

@@ -1,5 +1,14 @@
 //! The discovery state machine driven with scripted responses.
 
+// Test code: helpers outside `#[test]` functions may panic on broken fixtures.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+
 #[path = "support/fixtures.rs"]
 mod fixtures;
 
@@ -30,15 +39,13 @@ enum Reply {
 
 /// Drive to completion, answering each fetch from `script` (the last reply repeats) and
 /// sleeping exactly until each `WakeAt`. Returns the outcome, the fetches and the end time.
-fn drive(
-    mut d: Discovery,
-    start: SystemTime,
-    script: &[Reply],
-) -> (
+type Outcome = (
     Result<Box<Discovered>, Error>,
     Vec<(String, FetchTrust)>,
     SystemTime,
-) {
+);
+
+fn drive(mut d: Discovery, start: SystemTime, script: &[Reply]) -> Outcome {
     let mut now = start;
     let mut fetches = Vec::new();
     for _ in 0..10_000 {

@@ -1,6 +1,15 @@
 //! Replays every checked-in fuzz seed through the same entry points as the fuzz targets, so a
 //! plain `cargo test` catches regressions on them.
 
+// Test code: helpers outside `#[test]` functions may panic on broken fixtures.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+
 use std::path::PathBuf;
 use std::time::{Duration, UNIX_EPOCH};
 

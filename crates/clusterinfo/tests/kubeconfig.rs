@@ -1,5 +1,14 @@
 //! Parsing the cluster-info kubeconfig: kubectl-compatible input, limits, and refusals.
 
+// Test code: helpers outside `#[test]` functions may panic on broken fixtures.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+
 #[path = "support/fixtures.rs"]
 mod fixtures;
 

@@ -1,6 +1,15 @@
 //! Property tests: round trips, no panics on arbitrary input, signer laws, discovery always
 //! terminating. CI re-runs these with `PROPTEST_CASES=10000`.
 
+// Test code: helpers outside `#[test]` functions may panic on broken fixtures.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+
 #[path = "support/fixtures.rs"]
 mod fixtures;
 

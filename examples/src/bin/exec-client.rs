@@ -13,6 +13,9 @@
 //! per credential and that request fails (it is not retried), as in kubectl. Prints each
 //! response body; the exit status is that of the last request; `exec-client: plugin runs: <n>`
 //! goes to stderr.
+//!
+//! `EXEC_CLIENT_TIMEOUT_MS` and `EXEC_CLIENT_MAX_STDOUT` override the run timeout and the
+//! stdout cap (for demonstrating them on misbehaving plugins).
 
 use std::io::Read as _;
 use std::os::unix::process::CommandExt as _;
@@ -56,6 +59,13 @@ fn run() -> Result<(), BoxError> {
     } else {
         Stdin::not_terminal()
     });
+    if let Ok(ms) = std::env::var("EXEC_CLIENT_TIMEOUT_MS") {
+        let d = Duration::from_millis(ms.parse()?);
+        auth.set_timeouts(d, d);
+    }
+    if let Ok(bytes) = std::env::var("EXEC_CLIENT_MAX_STDOUT") {
+        auth.set_max_stdout(bytes.parse()?);
+    }
     let mut driver = Driver { auth, runs: 0 };
     let trust = Trust::CaPem(ca_pem);
     let mut result = Ok(());

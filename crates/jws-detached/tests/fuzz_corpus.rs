@@ -4,6 +4,7 @@
 // Test helpers outside `#[test]` functions may unwrap and index as the tests do.
 #![allow(
     clippy::unwrap_used,
+    clippy::panic,
     clippy::indexing_slicing,
     clippy::arithmetic_side_effects
 )]

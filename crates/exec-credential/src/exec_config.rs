@@ -60,7 +60,10 @@ impl FromStr for InteractiveMode {
 }
 
 /// One `env` entry of the exec stanza.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+///
+/// Kubeconfigs sometimes pass secrets this way (access keys, client secrets), so `Debug` prints
+/// the name and hides the value.
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct ExecEnvVar {
     /// `name` (required).
@@ -69,6 +72,15 @@ pub struct ExecEnvVar {
     /// `value`.
     #[serde(default)]
     pub value: String,
+}
+
+impl fmt::Debug for ExecEnvVar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExecEnvVar")
+            .field("name", &self.name)
+            .field("value", &format_args!("<redacted>"))
+            .finish()
+    }
 }
 
 impl ExecEnvVar {

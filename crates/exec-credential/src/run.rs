@@ -58,7 +58,10 @@ impl Stdin {
 /// to [`max_stdout`](Self::max_stdout) bytes; kill it (and its process group) after
 /// [`timeout`](Self::timeout). Then report with
 /// [`ExecAuthenticator::handle_run_result`](crate::ExecAuthenticator::handle_run_result).
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// `Debug` shows the environment's names but not its values (kubeconfig `env` entries may hold
+/// secrets).
+#[derive(Clone, PartialEq, Eq)]
 pub struct PluginRun {
     pub(crate) id: RunId,
     pub(crate) command: String,
@@ -67,6 +70,21 @@ pub struct PluginRun {
     pub(crate) interactive: bool,
     pub(crate) timeout: Duration,
     pub(crate) max_stdout: usize,
+}
+
+impl core::fmt::Debug for PluginRun {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let names: Vec<&str> = self.env.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("PluginRun")
+            .field("id", &self.id)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &names)
+            .field("interactive", &self.interactive)
+            .field("timeout", &self.timeout)
+            .field("max_stdout", &self.max_stdout)
+            .finish()
+    }
 }
 
 impl PluginRun {

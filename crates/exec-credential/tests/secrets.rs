@@ -125,3 +125,24 @@ fn exec_info_and_runs_carry_no_secret() {
     };
     assert!(!format!("{run:?}").contains(CANARY));
 }
+
+#[test]
+fn kubeconfig_env_values_are_hidden_from_debug() {
+    let config = ExecConfig::new("aws", ApiVersion::V1, InteractiveMode::Never)
+        .env("AWS_SECRET_ACCESS_KEY", CANARY);
+    assert!(!format!("{config:?}").contains(CANARY));
+    assert!(format!("{config:?}").contains("AWS_SECRET_ACCESS_KEY"));
+    let mut a = ExecAuthenticator::new(config, Cluster::new("https://x")).unwrap();
+    let now = UNIX_EPOCH + Duration::from_secs(1);
+    let _ = a.credential(now).unwrap();
+    let Some(Action::RunPlugin(run)) = a.poll_action() else {
+        panic!()
+    };
+    assert!(!format!("{run:?}").contains(CANARY));
+    assert!(!format!("{a:?}").contains(CANARY));
+    // The run itself carries the value, of course.
+    assert_eq!(
+        run.env()[0],
+        ("AWS_SECRET_ACCESS_KEY".to_owned(), CANARY.to_owned())
+    );
+}

@@ -36,8 +36,9 @@ pub struct Credential {
 
 /// A TLS client certificate chain and private key returned by a plugin.
 ///
-/// The chain parsed as PEM with an X.509 leaf; the key is a PEM private key block. Whether the
-/// key matches the certificate is checked by the TLS library that loads the pair.
+/// The chain parsed as PEM with an X.509 leaf, and the PEM private key (PKCS#8, PKCS#1 or SEC1;
+/// RSA, ECDSA P-256/P-384 or Ed25519) matches the leaf's public key, as Go's
+/// `tls.X509KeyPair` requires.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientIdentity {
     certificate_pem: String,
@@ -136,11 +137,13 @@ impl ClientIdentity {
         let not_after = Some(validity.not_after.to_system_time());
 
         // Key errors never include key bytes: only a fixed reason.
-        let keys =
-            pem_blocks(key.expose_secret().as_bytes()).map_err(|_| Error::InvalidKeyPair {
+        let keys = Wipe(pem_blocks(key.expose_secret().as_bytes()).map_err(|_| {
+            Error::InvalidKeyPair {
                 reason: "private key is not valid PEM".to_owned(),
-            })?;
+            }
+        })?);
         let (label, der) = keys
+            .0
             .iter()
             .find(|(label, _)| label == "PRIVATE KEY" || label.ends_with(" PRIVATE KEY"))
             .ok_or_else(|| Error::InvalidKeyPair {
@@ -152,11 +155,7 @@ impl ClientIdentity {
                 reason: "encrypted private keys are not supported".to_owned(),
             });
         }
-        if der::asn1::Any::from_der(der).is_err() {
-            return Err(Error::InvalidKeyPair {
-                reason: "failed to parse private key".to_owned(),
-            });
-        }
+        crate::keypair::check(&cert.tbs_certificate.subject_public_key_info, label, der)?;
         Ok(ClientIdentity {
             certificate_pem,
             key,
@@ -190,6 +189,17 @@ impl ClientIdentity {
     }
 }
 
+/// Decoded key blocks, wiped on drop.
+struct Wipe(Vec<(String, Vec<u8>)>);
+
+impl Drop for Wipe {
+    fn drop(&mut self) {
+        for (_, der) in &mut self.0 {
+            zeroize::Zeroize::zeroize(der);
+        }
+    }
+}
+
 fn bounded_der_error(e: &der::Error) -> String {
     crate::error::bounded(&e.kind().to_string(), 120)
 }
@@ -214,7 +224,8 @@ fn pem_blocks(input: &[u8]) -> Result<Vec<(String, Vec<u8>)>, &'static str> {
         let (body, tail) = body
             .split_once(end_marker.as_str())
             .ok_or("missing END line")?;
-        let compact: String = body.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+        let compact: zeroize::Zeroizing<String> =
+            zeroize::Zeroizing::new(body.chars().filter(|c| !c.is_ascii_whitespace()).collect());
         if compact.contains(':') {
             return Err("PEM headers are not supported");
         }

@@ -11,6 +11,7 @@ mod error;
 mod exec_config;
 mod hint;
 mod issued;
+mod keypair;
 mod policy;
 mod rfc3339;
 mod run;

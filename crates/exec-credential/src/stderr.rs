@@ -67,6 +67,19 @@ impl core::fmt::Debug for StderrSummary {
 /// [`next_line`](Self::next_line), and show [`pending`](Self::pending) as the current prompt
 /// (prompts usually do not end with a newline). ANSI escape sequences are removed and other
 /// control characters shown as `U+XXXX`; lines longer than [`MAX_STDERR_LINE`] are split.
+///
+/// ```
+/// use exec_credential::StderrLines;
+///
+/// let mut lines = StderrLines::new();
+/// // Chunks as they arrive from the plugin's stderr pipe.
+/// lines.push(b"\x1b[1mTo sign in, open https://login.example/device\x1b[0m\n");
+/// lines.push(b"Code: ABCD-EFGH");
+/// assert_eq!(lines.next_line().as_deref(), Some("To sign in, open https://login.example/device"));
+/// assert_eq!(lines.next_line(), None);
+/// // Show the unfinished line as the current prompt.
+/// assert_eq!(lines.pending().as_deref(), Some("Code: ABCD-EFGH"));
+/// ```
 #[derive(Debug, Default)]
 pub struct StderrLines {
     buf: Vec<u8>,

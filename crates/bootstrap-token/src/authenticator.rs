@@ -1,17 +1,18 @@
 //! The kube-apiserver bootstrap-token authenticator.
 
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
 use std::fmt;
 use std::time::SystemTime;
 
 use subtle::ConstantTimeEq;
 
 use crate::constants::{
-    AUTH_EXTRA_GROUPS_KEY, NAMESPACE, SECRET_TYPE, TOKEN_ID_KEY, TOKEN_SECRET_KEY,
+    AUTH_EXTRA_GROUPS_KEY, EXPIRATION_KEY, NAMESPACE, SECRET_TYPE, TOKEN_ID_KEY, TOKEN_SECRET_KEY,
     USAGE_AUTHENTICATION_KEY,
 };
+use crate::group::groups_cow;
 use crate::token::split_token;
-use crate::{ExpirationStatus, SecretObject, TokenId, parse_groups};
+use crate::{ExpirationStatus, SecretObject, TokenId};
 
 /// What the authenticator decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,12 +97,25 @@ impl fmt::Display for RejectReason {
     }
 }
 
+/// Length of `system:bootstrap:<id>`.
+const USER_NAME_LEN: usize = 23;
+
 /// An authenticated bootstrap token: user `system:bootstrap:<id>` and its groups.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Authenticated {
     token_id: TokenId,
-    user_name: String,
-    groups: Vec<String>,
+    user_name: [u8; USER_NAME_LEN],
+    groups: Vec<Cow<'static, str>>,
+}
+
+impl fmt::Debug for Authenticated {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Authenticated")
+            .field("token_id", &self.token_id)
+            .field("user_name", &self.user_name())
+            .field("groups", &self.groups)
+            .finish()
+    }
 }
 
 impl Authenticated {
@@ -114,13 +128,14 @@ impl Authenticated {
     /// `system:bootstrap:<id>`.
     #[must_use]
     pub fn user_name(&self) -> &str {
-        &self.user_name
+        // Always ASCII by construction.
+        std::str::from_utf8(&self.user_name).unwrap_or_default()
     }
 
     /// The groups: `system:bootstrappers` plus the extra groups, sorted and deduplicated. (The
     /// API server later adds `system:authenticated`; that is not this authenticator's doing.)
     #[must_use]
-    pub fn groups(&self) -> &[String] {
+    pub fn groups(&self) -> &[Cow<'static, str>] {
         &self.groups
     }
 }
@@ -192,12 +207,61 @@ where
     let s: &SecretObject = found.borrow();
     Ok(match check(&id, secret, s, now) {
         Err(reason) => reject(reason),
-        Ok(groups) => AuthOutcome::Authenticated(Authenticated {
-            token_id: id,
-            user_name: id.user_name(),
-            groups,
-        }),
+        Ok(groups) => {
+            let mut user_name = [0u8; USER_NAME_LEN];
+            let prefix = crate::BOOTSTRAP_USER_PREFIX.as_bytes().iter();
+            for (slot, &b) in user_name.iter_mut().zip(prefix.chain(id.as_bytes())) {
+                *slot = b;
+            }
+            AuthOutcome::Authenticated(Authenticated {
+                token_id: id,
+                user_name,
+                groups,
+            })
+        }
     })
+}
+
+/// The data values the authenticator reads (`GetData`: empty when missing).
+#[derive(Default)]
+struct Fields<'a> {
+    secret: &'a [u8],
+    id: &'a [u8],
+    expiration: &'a [u8],
+    usage: &'a [u8],
+    groups: &'a [u8],
+}
+
+impl<'a> Fields<'a> {
+    fn of(s: &'a SecretObject) -> Self {
+        let Some(map) = s.data_map() else {
+            return Self::default();
+        };
+        // A token Secret has about seven keys: one pass beats five tree lookups. Large maps
+        // keep logarithmic lookups, so a Secret full of junk keys costs no more per request.
+        if map.len() > 16 {
+            return Self {
+                secret: s.data_or_empty(TOKEN_SECRET_KEY),
+                id: s.data_or_empty(TOKEN_ID_KEY),
+                expiration: s.data_or_empty(EXPIRATION_KEY),
+                usage: s.data_or_empty(USAGE_AUTHENTICATION_KEY),
+                groups: s.data_or_empty(AUTH_EXTRA_GROUPS_KEY),
+            };
+        }
+        let mut f = Self::default();
+        for (k, v) in map {
+            let slot = match k.as_str() {
+                TOKEN_SECRET_KEY => &mut f.secret,
+                TOKEN_ID_KEY => &mut f.id,
+                EXPIRATION_KEY => &mut f.expiration,
+                USAGE_AUTHENTICATION_KEY => &mut f.usage,
+                AUTH_EXTRA_GROUPS_KEY => &mut f.groups,
+                _ => continue,
+            };
+            *slot = v;
+        }
+        f
+    }
 }
 
 fn check(
@@ -205,7 +269,7 @@ fn check(
     secret: &[u8],
     s: &SecretObject,
     now: SystemTime,
-) -> Result<Vec<String>, RejectReason> {
+) -> Result<Vec<Cow<'static, str>>, RejectReason> {
     let name_ok = s
         .name()
         .strip_prefix(crate::SECRET_NAME_PREFIX)
@@ -219,22 +283,22 @@ fn check(
     if s.secret_type() != SECRET_TYPE || s.data_map().is_none() {
         return Err(RejectReason::InvalidType);
     }
-    if !bool::from(s.data_or_empty(TOKEN_SECRET_KEY).ct_eq(secret)) {
+    let f = Fields::of(s);
+    if !bool::from(f.secret.ct_eq(secret)) {
         return Err(RejectReason::SecretMismatch);
     }
-    if s.data_or_empty(TOKEN_ID_KEY) != id.as_bytes() {
+    if f.id != id.as_bytes() {
         return Err(RejectReason::TokenIdMismatch);
     }
-    match s.expiration(now) {
+    match ExpirationStatus::at(f.expiration, now) {
         ExpirationStatus::Expired { .. } => return Err(RejectReason::Expired),
         ExpirationStatus::Unparseable => return Err(RejectReason::UnparseableExpiration),
         _ => {}
     }
-    if s.data_or_empty(USAGE_AUTHENTICATION_KEY) != b"true" {
+    if f.usage != b"true" {
         return Err(RejectReason::NotForAuthentication);
     }
-    parse_groups(s.data_or_empty(AUTH_EXTRA_GROUPS_KEY))
-        .map_err(|_| RejectReason::InvalidExtraGroups)
+    groups_cow(f.groups).map_err(|_| RejectReason::InvalidExtraGroups)
 }
 
 /// Parses a token without copying the secret; every secret byte is examined.

@@ -1,5 +1,6 @@
 //! `auth-extra-groups` entries and `GetGroups`.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
@@ -100,13 +101,27 @@ impl AsRef<str> for ExtraGroup {
 ///
 /// [`Error::InvalidGroup`] naming the first entry that does not match the group pattern.
 pub fn parse_groups(value: &[u8]) -> Result<Vec<String>, Error> {
-    let mut groups = vec![BOOTSTRAP_DEFAULT_GROUP.to_owned()];
+    Ok(groups_cow(value)?
+        .into_iter()
+        .map(Cow::into_owned)
+        .collect())
+}
+
+/// `parse_groups` with the default group borrowed: one allocation fewer on the hot path.
+pub(crate) fn groups_cow(value: &[u8]) -> Result<Vec<Cow<'static, str>>, Error> {
     if value.is_empty() {
-        return Ok(groups);
+        return Ok(vec![Cow::Borrowed(BOOTSTRAP_DEFAULT_GROUP)]);
     }
+    let parts = value
+        .iter()
+        .filter(|&&b| b == b',')
+        .count()
+        .saturating_add(1);
+    let mut groups: Vec<Cow<'static, str>> = Vec::with_capacity(parts.saturating_add(1));
+    groups.push(Cow::Borrowed(BOOTSTRAP_DEFAULT_GROUP));
     for part in value.split(|&b| b == b',') {
         match std::str::from_utf8(part) {
-            Ok(s) if ExtraGroup::is_valid(s) => groups.push(s.to_owned()),
+            Ok(s) if ExtraGroup::is_valid(s) => groups.push(Cow::Owned(s.to_owned())),
             Ok(s) => return Err(Error::InvalidGroup { group: shown(s) }),
             Err(_) => {
                 return Err(Error::InvalidGroup {
@@ -115,7 +130,10 @@ pub fn parse_groups(value: &[u8]) -> Result<Vec<String>, Error> {
             }
         }
     }
-    groups.sort_unstable();
+    // Every extra group sorts after the default group (it is a strict extension of it).
+    if let Some(extra) = groups.get_mut(1..) {
+        extra.sort_unstable();
+    }
     groups.dedup();
     Ok(groups)
 }

@@ -54,13 +54,20 @@ impl TokenId {
     /// The name of the Secret storing this token: `bootstrap-token-<id>`.
     #[must_use]
     pub fn secret_name(&self) -> String {
-        format!("{SECRET_NAME_PREFIX}{}", self.as_str())
+        let mut s = String::with_capacity(SECRET_NAME_PREFIX.len().saturating_add(TOKEN_ID_LEN));
+        s.push_str(SECRET_NAME_PREFIX);
+        s.push_str(self.as_str());
+        s
     }
 
     /// The user name the API server gives this token: `system:bootstrap:<id>`.
     #[must_use]
     pub fn user_name(&self) -> String {
-        format!("{}{}", crate::BOOTSTRAP_USER_PREFIX, self.as_str())
+        let prefix = crate::BOOTSTRAP_USER_PREFIX;
+        let mut s = String::with_capacity(prefix.len().saturating_add(TOKEN_ID_LEN));
+        s.push_str(prefix);
+        s.push_str(self.as_str());
+        s
     }
 
     pub(crate) const fn from_array(arr: [u8; TOKEN_ID_LEN]) -> Self {

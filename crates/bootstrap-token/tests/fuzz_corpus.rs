@@ -18,9 +18,16 @@ use bootstrap_token::{
 };
 
 fn corpus(target: &str) -> Vec<Vec<u8>> {
-    let dir: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", "fuzz", "corpus", target]
-        .iter()
-        .collect();
+    let dir: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "..",
+        "..",
+        "fuzz",
+        "corpus",
+        target,
+    ]
+    .iter()
+    .collect();
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
@@ -60,7 +67,10 @@ fn corpus_parse() {
 fn corpus_expiration() {
     for data in corpus("bootstrap_token_expiration") {
         let status = ExpirationStatus::at(&data, now());
-        match std::str::from_utf8(&data).ok().map(|s| (s, parse_expiration(s))) {
+        match std::str::from_utf8(&data)
+            .ok()
+            .map(|s| (s, parse_expiration(s)))
+        {
             Some((s, Ok(t))) => {
                 let (t2, offset) = parse_expiration_with_offset(s).unwrap();
                 assert_eq!(t, t2);
@@ -138,7 +148,10 @@ fn corpus_authenticate() {
             accepted += 1;
             let s = secret.unwrap();
             assert_eq!(s.data("token-secret"), token.as_bytes().get(7..));
-            assert_eq!(user.user_name(), format!("system:bootstrap:{}", &token[..6]));
+            assert_eq!(
+                user.user_name(),
+                format!("system:bootstrap:{}", &token[..6])
+            );
         }
     }
     assert!(accepted >= 1);

@@ -80,11 +80,11 @@ where
         };
     };
     let mut new_data = BTreeMap::new();
-    let mut old_sigs = BTreeMap::new();
+    let mut old_sigs: BTreeMap<&str, &str> = BTreeMap::new();
     for (k, v) in data {
         match k.strip_prefix(JWS_KEY_PREFIX) {
             Some(id) => {
-                old_sigs.insert(id.to_owned(), v.as_str());
+                old_sigs.insert(id, v.as_str());
             }
             None => {
                 new_data.insert(k.clone(), v.clone());

@@ -441,3 +441,14 @@ fn client_kubeconfig_has_no_credentials_and_parses() {
     let back = ClusterInfo::parse(yaml.as_bytes()).unwrap();
     assert_eq!(back.server(), "https://127.0.0.1:6443");
 }
+
+#[test]
+fn merge_keys_are_counted_against_the_budget() {
+    let mut doc = String::from("base: &b {a: 1}\n");
+    for i in 0..20 {
+        doc.push_str(&format!("m{i}:\n  <<: *b\n"));
+    }
+    doc.push_str("clusters:\n- name: x\n  cluster:\n    server: https://a:1\n");
+    let err = ClusterInfo::parse(doc.as_bytes()).unwrap_err();
+    assert!(matches!(err, Error::KubeconfigSyntax { .. }), "{err:?}");
+}

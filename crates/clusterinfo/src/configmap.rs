@@ -207,7 +207,9 @@ impl ClusterInfoConfigMap {
     ///
     /// # Errors
     ///
-    /// [`Error::MissingKubeconfig`] when `kubeconfig` is missing or empty,
+    /// [`Error::MissingKubeconfig`] when `kubeconfig` is missing or empty, [`Error::TooLarge`]
+    /// when it exceeds [`MAX_KUBECONFIG_BYTES`](crate::MAX_KUBECONFIG_BYTES) (checked before
+    /// any cryptography),
     /// [`Error::TokenNotValidForCluster`] when `jws-kubeconfig-<id>` is missing or empty,
     /// [`Error::BadSignature`] when the detached JWS does not verify (compared in constant
     /// time, header bytes exactly as Kubernetes writes them).
@@ -216,6 +218,13 @@ impl ClusterInfoConfigMap {
             .kubeconfig()
             .filter(|k| !k.is_empty())
             .ok_or(Error::MissingKubeconfig)?;
+        if kubeconfig.len() > crate::yaml::MAX_KUBECONFIG_BYTES {
+            return Err(Error::TooLarge {
+                what: "kubeconfig",
+                len: kubeconfig.len(),
+                max: crate::yaml::MAX_KUBECONFIG_BYTES,
+            });
+        }
         let id = *token.id();
         let sig = self
             .signature(id)

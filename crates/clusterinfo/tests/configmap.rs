@@ -208,3 +208,22 @@ fn duplicate_data_keys_keep_the_last_value_as_go_does() {
         Some("second")
     );
 }
+
+/// Hostile-input catalogue #38 at the ConfigMap level: size is checked before any MAC.
+#[test]
+fn oversized_kubeconfig_value_is_rejected_before_verification() {
+    let big = "#".repeat(clusterinfo::MAX_KUBECONFIG_BYTES + 1);
+    let err = with(Some(&big), &[("jws-kubeconfig-abcdef", "x..y")])
+        .verify(&token())
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::TooLarge {
+                what: "kubeconfig",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}

@@ -8,40 +8,45 @@
 use crate::limits::{MAX_CANONICAL_HEADER_B64_LEN, MAX_CANONICAL_HEADER_JSON_LEN};
 use crate::{Error, MAX_KID_LEN, b64};
 
-/// The base64url encoding of the canonical header for one kid, on the stack.
-pub(crate) struct CanonicalHeader {
-    b64: [u8; MAX_CANONICAL_HEADER_B64_LEN],
-    len: usize,
+/// Kids up to this length use small stack buffers (no large zero-fill per call).
+const SMALL_KID_LEN: usize = 32;
+const SMALL_JSON_LEN: usize = 24 + 6 * SMALL_KID_LEN;
+const SMALL_B64_LEN: usize = (SMALL_JSON_LEN * 4).div_ceil(3);
+
+/// Builds the base64url-encoded canonical header for `kid` in a stack buffer sized for the kid
+/// and passes it to `f`.
+pub(crate) fn with_canonical_header<R>(kid: &str, f: impl FnOnce(&[u8]) -> R) -> Result<R, Error> {
+    check_kid(kid)?;
+    if kid.len() <= SMALL_KID_LEN {
+        let mut b64 = [0u8; SMALL_B64_LEN];
+        let len = build::<SMALL_JSON_LEN>(kid, &mut b64)?;
+        Ok(f(b64.get(..len).unwrap_or_default()))
+    } else {
+        let mut b64 = [0u8; MAX_CANONICAL_HEADER_B64_LEN];
+        let len = build::<MAX_CANONICAL_HEADER_JSON_LEN>(kid, &mut b64)?;
+        Ok(f(b64.get(..len).unwrap_or_default()))
+    }
 }
 
-impl CanonicalHeader {
-    /// Builds the canonical header for `kid`.
-    pub(crate) fn new(kid: &str) -> Result<CanonicalHeader, Error> {
-        check_kid(kid)?;
-        let mut json = Writer {
-            buf: [0; MAX_CANONICAL_HEADER_JSON_LEN],
-            len: 0,
-        };
-        // The buffer holds the worst case, so this only fails if that sizing is wrong.
-        let built = json
-            .push(br#"{"alg":"HS256","kid":""#)
-            .and_then(|()| escape_into(kid, &mut json))
-            .and_then(|()| json.push(br#""}"#));
-        if built.is_none() {
-            return Err(Error::KidTooLong {
-                len: kid.len(),
-                max: MAX_KID_LEN,
-            });
-        }
-        let mut b64 = [0; MAX_CANONICAL_HEADER_B64_LEN];
-        let len = b64::encode(json.as_bytes(), &mut b64);
-        Ok(CanonicalHeader { b64, len })
+/// Writes the JSON header for `kid` into a `J`-byte buffer and its encoding into `out`.
+fn build<const J: usize>(kid: &str, out: &mut [u8]) -> Result<usize, Error> {
+    let mut json = Writer {
+        buf: [0; J],
+        len: 0,
+    };
+    // The buffers hold the worst case for the kid length, so this only fails if that sizing
+    // is wrong.
+    let built = json
+        .push(br#"{"alg":"HS256","kid":""#)
+        .and_then(|()| escape_into(kid, &mut json))
+        .and_then(|()| json.push(br#""}"#));
+    if built.is_none() {
+        return Err(Error::KidTooLong {
+            len: kid.len(),
+            max: MAX_KID_LEN,
+        });
     }
-
-    /// The encoded header segment.
-    pub(crate) fn as_bytes(&self) -> &[u8] {
-        self.b64.get(..self.len).unwrap_or_default()
-    }
+    Ok(b64::encode(json.as_bytes(), out))
 }
 
 /// Checks the kid limits shared by signing and both verification modes.
@@ -58,12 +63,12 @@ pub(crate) fn check_kid(kid: &str) -> Result<(), Error> {
     Ok(())
 }
 
-struct Writer {
-    buf: [u8; MAX_CANONICAL_HEADER_JSON_LEN],
+struct Writer<const J: usize> {
+    buf: [u8; J],
     len: usize,
 }
 
-impl Writer {
+impl<const J: usize> Writer<J> {
     fn push(&mut self, bytes: &[u8]) -> Option<()> {
         let end = self.len.checked_add(bytes.len())?;
         self.buf.get_mut(self.len..end)?.copy_from_slice(bytes);
@@ -83,7 +88,7 @@ fn hex(nibble: u8) -> u8 {
 }
 
 /// Escapes `s` as go-jose's JSON encoder does.
-fn escape_into(s: &str, out: &mut Writer) -> Option<()> {
+fn escape_into<const J: usize>(s: &str, out: &mut Writer<J>) -> Option<()> {
     let mut utf8 = [0u8; 4];
     for c in s.chars() {
         match c {
@@ -109,7 +114,7 @@ mod tests {
     use super::*;
 
     fn json(kid: &str) -> String {
-        let mut w = Writer {
+        let mut w = Writer::<MAX_CANONICAL_HEADER_JSON_LEN> {
             buf: [0; MAX_CANONICAL_HEADER_JSON_LEN],
             len: 0,
         };
@@ -136,14 +141,17 @@ mod tests {
     #[test]
     fn worst_case_kid_fits() {
         let kid = "\u{1}".repeat(MAX_KID_LEN);
-        let h = CanonicalHeader::new(&kid).unwrap();
-        assert_eq!(h.as_bytes().len(), MAX_CANONICAL_HEADER_B64_LEN);
+        let len = with_canonical_header(&kid, <[u8]>::len).unwrap();
+        assert_eq!(len, MAX_CANONICAL_HEADER_B64_LEN);
+        let kid = "\u{1}".repeat(SMALL_KID_LEN);
+        let len = with_canonical_header(&kid, <[u8]>::len).unwrap();
+        assert_eq!(len, SMALL_B64_LEN);
     }
 
     #[test]
     fn reference_example_header() {
         // kubernetes-reference §5.3: id `abcdef`.
-        let h = CanonicalHeader::new("abcdef").unwrap();
-        assert_eq!(h.as_bytes(), b"eyJhbGciOiJIUzI1NiIsImtpZCI6ImFiY2RlZiJ9");
+        let h = with_canonical_header("abcdef", <[u8]>::to_vec).unwrap();
+        assert_eq!(h, b"eyJhbGciOiJIUzI1NiIsImtpZCI6ImFiY2RlZiJ9");
     }
 }

@@ -2,9 +2,8 @@
 
 use core::fmt;
 
-use crate::header::{CanonicalHeader, check_kid};
-use crate::mac::{self, Body};
-use crate::sign::{assemble, check_content, check_key};
+use crate::mac::Body;
+use crate::sign::{check_content, check_key, sign_body};
 use crate::verify::{verify_kube, verify_standards};
 use crate::{Error, b64};
 
@@ -62,9 +61,7 @@ impl PreparedPayload {
     /// As [`sign`](crate::sign): [`Error::EmptyKey`], [`Error::EmptyKid`], [`Error::KidTooLong`].
     pub fn sign(&self, kid: &str, key: &[u8]) -> Result<String, Error> {
         check_key(key)?;
-        let header = CanonicalHeader::new(kid)?;
-        let tag = mac::tag(key, header.as_bytes(), Body::Encoded(&self.encoded))?;
-        Ok(assemble(header.as_bytes(), &tag))
+        sign_body(Body::Encoded(&self.encoded), kid, key)
     }
 
     /// Verifies `detached` over the content in standards mode, as [`verify`](crate::verify).
@@ -73,7 +70,6 @@ impl PreparedPayload {
     ///
     /// As [`verify`](crate::verify).
     pub fn verify(&self, detached: &str, kid: &str, key: &[u8]) -> Result<(), Error> {
-        check_kid(kid)?;
         verify_standards(detached, Body::Encoded(&self.encoded), kid, key)
     }
 

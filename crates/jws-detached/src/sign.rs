@@ -1,6 +1,6 @@
 //! Signing: the byte-identical Kubernetes detached JWS.
 
-use crate::header::CanonicalHeader;
+use crate::header::with_canonical_header;
 use crate::limits::MAC_LEN;
 use crate::mac::{self, Body};
 use crate::{Error, MAX_CONTENT_LEN, SIGNATURE_B64_LEN, b64};
@@ -32,10 +32,14 @@ use crate::{Error, MAX_CONTENT_LEN, SIGNATURE_B64_LEN, b64};
 /// bytes, [`Error::ContentTooLarge`] for content over [`MAX_CONTENT_LEN`].
 pub fn sign(content: &[u8], kid: &str, key: &[u8]) -> Result<String, Error> {
     check_key(key)?;
-    let header = CanonicalHeader::new(kid)?;
     check_content(content.len())?;
-    let tag = mac::tag(key, header.as_bytes(), Body::Raw(content))?;
-    Ok(assemble(header.as_bytes(), &tag))
+    sign_body(Body::Raw(content), kid, key)
+}
+
+pub(crate) fn sign_body(body: Body<'_>, kid: &str, key: &[u8]) -> Result<String, Error> {
+    with_canonical_header(kid, |header| {
+        mac::tag(key, header, body).map(|tag| assemble(header, &tag))
+    })?
 }
 
 pub(crate) fn check_key(key: &[u8]) -> Result<(), Error> {

@@ -2,7 +2,7 @@
 
 use subtle::ConstantTimeEq;
 
-use crate::header::{CanonicalHeader, check_kid};
+use crate::header::{check_kid, with_canonical_header};
 use crate::limits::{MAC_LEN, MAX_HEADER_B64_LEN};
 use crate::mac::{self, Body};
 use crate::sign::{check_content, check_key};
@@ -83,11 +83,12 @@ pub(crate) fn verify_standards(
             max: MAX_HEADER_JSON_LEN,
         });
     }
-    let mut json = [0u8; MAX_HEADER_JSON_LEN];
-    let len = b64::decode(parts.header, &mut json).map_err(|()| Error::InvalidBase64 {
-        segment: Segment::Header,
-    })?;
-    json::check_header(json.get(..len).unwrap_or_default(), kid)?;
+    // Typical headers are short: decode them into a small buffer, not a 2 KiB one.
+    if parts.header.len() <= SMALL_HEADER_B64_LEN {
+        check_header::<SMALL_HEADER_JSON_LEN>(parts.header, kid)?;
+    } else {
+        check_header::<MAX_HEADER_JSON_LEN>(parts.header, kid)?;
+    }
     let computed = mac::tag(key, parts.header, body)?;
     compare(&computed, &given)
 }
@@ -99,14 +100,27 @@ pub(crate) fn verify_kube(
     key: &[u8],
 ) -> Result<(), Error> {
     check_key(key)?;
-    let header = CanonicalHeader::new(kid)?;
-    let parts = detached::split(detached)?;
-    if parts.header != header.as_bytes() {
-        return Err(Error::NonCanonicalHeader);
-    }
-    let given = detached::signature(parts.signature)?;
-    let computed = mac::tag(key, header.as_bytes(), body)?;
-    compare(&computed, &given)
+    with_canonical_header(kid, |header| {
+        let parts = detached::split(detached)?;
+        if parts.header != header {
+            return Err(Error::NonCanonicalHeader);
+        }
+        let given = detached::signature(parts.signature)?;
+        let computed = mac::tag(key, header, body)?;
+        compare(&computed, &given)
+    })?
+}
+
+const SMALL_HEADER_JSON_LEN: usize = 192;
+const SMALL_HEADER_B64_LEN: usize = SMALL_HEADER_JSON_LEN / 3 * 4;
+
+/// Decodes the header segment into a `J`-byte stack buffer and checks it.
+fn check_header<const J: usize>(segment: &[u8], kid: &str) -> Result<(), Error> {
+    let mut json = [0u8; J];
+    let len = b64::decode(segment, &mut json).map_err(|()| Error::InvalidBase64 {
+        segment: Segment::Header,
+    })?;
+    json::check_header(json.get(..len).unwrap_or_default(), kid)
 }
 
 fn compare(computed: &[u8; MAC_LEN], given: &[u8; MAC_LEN]) -> Result<(), Error> {

@@ -78,6 +78,7 @@ pub struct ExecAuthenticator {
     timeout: Duration,
     interactive_timeout: Duration,
     max_stdout: usize,
+    refresh_skew: Duration,
     cached: Option<Credential>,
     next_credential: u64,
     next_run: u64,
@@ -111,6 +112,7 @@ impl ExecAuthenticator {
             timeout: DEFAULT_TIMEOUT,
             interactive_timeout: DEFAULT_INTERACTIVE_TIMEOUT,
             max_stdout: crate::credential::MAX_PLUGIN_OUTPUT_BYTES,
+            refresh_skew: Duration::ZERO,
             cached: None,
             next_credential: 1,
             next_run: 1,
@@ -141,6 +143,15 @@ impl ExecAuthenticator {
         self.max_stdout = bytes;
     }
 
+    /// Treats a credential as expired `skew` before its expiry, so that it is refreshed before
+    /// requests in flight (or servers with a fast clock) see it expire. The default is zero,
+    /// client-go's behaviour (valid up to and including the expiry instant). Credentials
+    /// without an expiry are unaffected. Keep the skew well below the plugin's credential
+    /// lifetime: a skew longer than the lifetime makes every call run the plugin.
+    pub fn set_refresh_skew(&mut self, skew: Duration) {
+        self.refresh_skew = skew;
+    }
+
     /// The configured `ExecCredential` version.
     #[must_use]
     pub fn api_version(&self) -> ApiVersion {
@@ -161,7 +172,7 @@ impl ExecAuthenticator {
         if let Some((id, _)) = self.in_flight {
             return Ok(CredentialState::Pending(id));
         }
-        let fresh = self.cached.as_ref().is_some_and(|c| !c.is_expired(now));
+        let fresh = self.cached.as_ref().is_some_and(|c| self.is_fresh(c, now));
         if !fresh {
             let id = self.schedule_run()?;
             return Ok(CredentialState::Pending(id));
@@ -172,10 +183,11 @@ impl ExecAuthenticator {
         }
     }
 
-    /// The cached credential if it is still valid at `now`, without scheduling anything.
+    /// The cached credential if it is still valid at `now` (see
+    /// [`set_refresh_skew`](Self::set_refresh_skew)), without scheduling anything.
     #[must_use]
     pub fn cached(&self, now: SystemTime) -> Option<&Credential> {
-        self.cached.as_ref().filter(|c| !c.is_expired(now))
+        self.cached.as_ref().filter(|c| self.is_fresh(c, now))
     }
 
     /// The next thing to do, if any.
@@ -291,6 +303,15 @@ impl ExecAuthenticator {
             }
         }
         Ok(self.cached.insert(credential))
+    }
+
+    /// Valid at `now` with the refresh skew applied (a skew reaching past the end of time
+    /// counts as expired).
+    fn is_fresh(&self, c: &Credential, now: SystemTime) -> bool {
+        match c.expiration() {
+            None => true,
+            Some(exp) => now.checked_add(self.refresh_skew).is_some_and(|t| t <= exp),
+        }
     }
 
     fn schedule_run(&mut self) -> Result<RunId, Error> {

@@ -576,3 +576,29 @@ fn v1beta1_configuration_speaks_v1beta1() {
         .unwrap_err();
     assert!(matches!(e, Error::ApiVersionMismatch { .. }));
 }
+
+#[test]
+fn refresh_skew_renews_early_when_asked() {
+    let mut a = auth();
+    a.set_refresh_skew(Duration::from_secs(30));
+    run_with(&mut a, t(0), &token_output("tok-1", Some(100)));
+    assert_eq!(
+        ready_token(&mut a, t(70)).as_deref(),
+        Some("tok-1"),
+        "30 s before the expiry"
+    );
+    assert_eq!(ready_token(&mut a, t(71)), None, "inside the skew window");
+    let run = take_run(&mut a);
+    a.handle_run_result(t(71), run.id(), ok(&token_output("tok-2", Some(200))))
+        .unwrap();
+    assert_eq!(ready_token(&mut a, t(72)).as_deref(), Some("tok-2"));
+    // Credentials without expiry are not affected; an absurd skew never panics.
+    let mut a = auth();
+    a.set_refresh_skew(Duration::MAX);
+    run_with(&mut a, t(0), &token_output("forever", None));
+    assert_eq!(ready_token(&mut a, t(1)).as_deref(), Some("forever"));
+    let mut a = auth();
+    a.set_refresh_skew(Duration::MAX);
+    run_with(&mut a, t(0), &token_output("short", Some(10)));
+    assert_eq!(ready_token(&mut a, t(1)), None);
+}

@@ -587,23 +587,31 @@ fn decode_yaml(bytes: &[u8]) -> Result<ExecCredential, Error> {
     }
 }
 
-/// True when a document marker (`---` or `...` at column 0) follows content: the output holds
-/// more than one YAML document (or trailing data after an end marker).
+/// True when the text holds more than one YAML document: a `---` marker after content, or
+/// content after a `...` end marker (markers are recognised at column 0).
 fn has_second_document(text: &str) -> bool {
     let is_marker = |line: &str, m: &str| {
         line.strip_prefix(m)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r']))
     };
     let mut seen_content = false;
+    let mut ended = false;
     for line in text.lines() {
-        if is_marker(line, "---") || is_marker(line, "...") {
-            if seen_content {
+        if is_marker(line, "---") {
+            if seen_content || ended {
                 return true;
             }
             continue;
         }
+        if is_marker(line, "...") {
+            ended = true;
+            continue;
+        }
         let t = line.trim();
         if !t.is_empty() && !t.starts_with('#') && !line.starts_with('%') {
+            if ended {
+                return true;
+            }
             seen_content = true;
         }
     }

@@ -300,6 +300,11 @@ fn row60_non_utf8_bom_two_documents_trailing_garbage() {
             String::from_utf8_lossy(&input)
         );
     }
+    // One document with explicit markers is fine; content after an end marker is not.
+    let marked = "---\napiVersion: client.authentication.k8s.io/v1\nkind: ExecCredential\nstatus: {token: t}\n...\n";
+    assert!(ExecCredential::from_plugin_output(marked.as_bytes()).is_ok());
+    let after_end = format!("{marked}kind: x\n");
+    assert!(ExecCredential::from_plugin_output(after_end.as_bytes()).is_err());
     // Whitespace around a single document is fine (plugins print a newline).
     assert!(ExecCredential::from_plugin_output(format!("\n {good}\n\n").as_bytes()).is_ok());
 }

@@ -31,13 +31,20 @@ fn token_parse(c: &mut Criterion) {
         b.iter(|| black_box(TOKEN).parse::<BootstrapToken>().unwrap())
     });
     g.bench_function("ours/from_str_reject", |b| {
-        b.iter(|| black_box("abcdef.0123456789abcdeF").parse::<BootstrapToken>().is_err())
+        b.iter(|| {
+            black_box("abcdef.0123456789abcdeF")
+                .parse::<BootstrapToken>()
+                .is_err()
+        })
     });
     // What Kubernetes does: the token regex with captures (Go's regexp; here the regex crate).
     g.bench_function("baseline/regex_captures", |b| {
         b.iter(|| {
             let caps = re.captures(black_box(TOKEN)).unwrap();
-            (caps.get(1).unwrap().as_str().len(), caps.get(2).unwrap().as_str().len())
+            (
+                caps.get(1).unwrap().as_str().len(),
+                caps.get(2).unwrap().as_str().len(),
+            )
         })
     });
     g.finish();
@@ -85,7 +92,10 @@ fn secrets(n: usize) -> HashMap<TokenId, SecretObject> {
             ("expiration", "2099-01-01T00:00:00Z"),
             ("usage-bootstrap-authentication", "true"),
             ("usage-bootstrap-signing", "true"),
-            ("auth-extra-groups", "system:bootstrappers:kubeadm:default-node-token"),
+            (
+                "auth-extra-groups",
+                "system:bootstrappers:kubeadm:default-node-token",
+            ),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.as_bytes().to_vec()))

@@ -21,6 +21,9 @@ fuzz_target!(|data: &[u8]| {
     if let AuthOutcome::Authenticated(user) = out {
         let s = secret.unwrap();
         assert_eq!(s.data("token-secret"), token.as_bytes().get(7..));
-        assert_eq!(user.user_name(), format!("system:bootstrap:{}", &token[..6]));
+        assert_eq!(
+            user.user_name(),
+            format!("system:bootstrap:{}", &token[..6])
+        );
     }
 });

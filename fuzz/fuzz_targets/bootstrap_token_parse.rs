@@ -2,7 +2,9 @@
 //! Token, token-ID, extra-group and Secret-name parsing: never panic; what parses prints back
 //! byte-identically.
 
-use bootstrap_token::{BootstrapToken, ExtraGroup, TokenId, parse_delete_argument, parse_secret_name};
+use bootstrap_token::{
+    BootstrapToken, ExtraGroup, TokenId, parse_delete_argument, parse_secret_name,
+};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -21,7 +21,12 @@ fuzz_target!(|data: &[u8]| {
         assert!(!format!("{model:?}").contains(model.secret().expose_secret()));
         let _ = KubeadmToken::from_model(&model).list_row(now);
         if let Ok(back) = model.to_secret_object() {
-            assert_eq!(BootstrapTokenSecret::try_from(&back).map(|m| m.token().clone()).ok(), Some(model.token().clone()));
+            assert_eq!(
+                BootstrapTokenSecret::try_from(&back)
+                    .map(|m| m.token().clone())
+                    .ok(),
+                Some(model.token().clone())
+            );
         }
     }
 });

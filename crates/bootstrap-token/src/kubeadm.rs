@@ -203,6 +203,97 @@ impl KubeadmToken {
         }
     }
 
+    /// Reads one element of kubeadm's `bootstrapTokens` (JSON): `token`, `description`, `ttl`
+    /// (a Go duration string such as `24h0m0s`), `expires` (RFC 3339, parsed as Go does),
+    /// `usages`, `groups`; unknown fields are ignored, duplicate fields rejected. As in kubeadm,
+    /// `"token": ""` (or any other non-token) is an error, not "absent"; a missing or `null`
+    /// `token` is `None` (Go decodes `null` into a nil pointer; kubeadm would generate one). A negative `ttl` reads as zero (never expires).
+    /// No defaults are applied (see [`with_defaults`](Self::with_defaults)).
+    ///
+    /// ```
+    /// use bootstrap_token::KubeadmToken;
+    /// use std::time::Duration;
+    /// let kt = KubeadmToken::from_json(br#"{"token":"abcdef.0123456789abcdef","ttl":"1h30m","usages":["signing"]}"#)?;
+    /// assert_eq!(kt.ttl, Some(Duration::from_secs(5400)));
+    /// assert_eq!(kt.to_json()?, r#"{"token":"abcdef.0123456789abcdef","ttl":"1h30m0s","usages":["signing"]}"#);
+    /// assert!(KubeadmToken::from_json(br#"{"token":""}"#).is_err());
+    /// # Ok::<(), bootstrap_token::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DocumentTooLarge`] beyond [`MAX_DOCUMENT_LEN`](crate::MAX_DOCUMENT_LEN),
+    /// [`Error::Json`] (position only), [`Error::InvalidToken`], [`Error::InvalidDuration`],
+    /// [`Error::InvalidExpiration`].
+    pub fn from_json(json: &[u8]) -> Result<Self, Error> {
+        if json.len() > crate::MAX_DOCUMENT_LEN {
+            return Err(Error::DocumentTooLarge {
+                len: json.len(),
+                max: crate::MAX_DOCUMENT_LEN,
+            });
+        }
+        let raw: RawKubeadmToken = serde_json::from_slice(json).map_err(|e| Error::Json {
+            line: e.line(),
+            column: e.column(),
+        })?;
+        let token = match raw.token {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::String(s)) => Some(
+                s.parse::<BootstrapToken>()
+                    .map_err(|_| Error::InvalidToken)?,
+            ),
+            Some(_) => return Err(Error::InvalidToken),
+        };
+        let ttl = match raw.ttl {
+            None => None,
+            Some(s) => Some(crate::duration::parse_go_duration(&s)?.unwrap_or_default()),
+        };
+        let (expires, expires_offset) = match raw.expires {
+            None => (None, 0),
+            Some(s) => {
+                let t = crate::rfc3339::parse(s.as_bytes())?;
+                (Some(t.to_system_time()?), t.offset)
+            }
+        };
+        Ok(Self {
+            token,
+            description: raw.description.unwrap_or_default(),
+            ttl,
+            expires,
+            usages: raw.usages.unwrap_or_default(),
+            groups: raw.groups.unwrap_or_default(),
+            expires_offset,
+        })
+    }
+
+    /// kubeadm's JSON for this object, fields in Go's order with empty ones omitted: `token`
+    /// (the **full token**, as kubeadm writes it; `null` when absent), `description`, `ttl` (Go duration string),
+    /// `expires` (RFC 3339 in UTC), `usages`, `groups`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TimeOutOfRange`] if `expires` is outside the years 0000–9999,
+    /// [`Error::Serialize`] if `serde_json` fails (it does not for these types).
+    pub fn to_json(&self) -> Result<String, Error> {
+        let token = self
+            .token
+            .as_ref()
+            .map(|t| zeroize::Zeroizing::new(t.to_string()));
+        let expires = match self.expires {
+            Some(at) => Some(GoTime::from_system_time(at)?.format()?),
+            None => None,
+        };
+        let out = OutKubeadmToken {
+            token: token.as_ref().map(|t| t.as_str()),
+            description: &self.description,
+            ttl: self.ttl.map(crate::duration::format_go_duration),
+            expires,
+            usages: &self.usages,
+            groups: &self.groups,
+        };
+        serde_json::to_string(&out).map_err(|_| Error::Serialize)
+    }
+
     /// One `kubeadm token list` row at `now`, before tab expansion:
     /// `<token>\t<ttl %-9s>\t<expires>\t<usages %-22s>\t<description %-56s>\t<groups>\n`.
     /// TTL is `<forever>` or the [`short_human_duration`] of `expires − now`; EXPIRES is
@@ -390,4 +481,35 @@ fn tabwriter(block: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+#[derive(serde::Deserialize)]
+struct RawKubeadmToken {
+    #[serde(default)]
+    token: Option<serde_json::Value>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    ttl: Option<String>,
+    #[serde(default)]
+    expires: Option<String>,
+    #[serde(default)]
+    usages: Option<Vec<String>>,
+    #[serde(default)]
+    groups: Option<Vec<String>>,
+}
+
+#[derive(serde::Serialize)]
+struct OutKubeadmToken<'a> {
+    token: Option<&'a str>,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    description: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttl: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expires: Option<String>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    usages: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    groups: &'a [String],
 }

@@ -29,7 +29,7 @@ pub use constants::{
     TOKEN_CHARSET, TOKEN_ID_KEY, TOKEN_ID_LEN, TOKEN_PATTERN, TOKEN_SECRET_KEY, TOKEN_SECRET_LEN,
     USAGE_AUTHENTICATION_KEY, USAGE_KEY_PREFIX, USAGE_SIGNING_KEY,
 };
-pub use duration::short_human_duration;
+pub use duration::{format_go_duration, short_human_duration};
 pub use error::Error;
 pub use expiration::ExpirationStatus;
 pub use group::{ExtraGroup, parse_groups};

@@ -156,3 +156,24 @@ fn corpus_authenticate() {
     }
     assert!(accepted >= 1);
 }
+
+#[test]
+fn corpus_kubeadm_json() {
+    let mut parsed = 0;
+    for data in corpus("bootstrap_token_kubeadm_json") {
+        let Ok(kt) = KubeadmToken::from_json(&data) else {
+            continue;
+        };
+        parsed += 1;
+        let _ = kt.validate("bootstrapTokens.0");
+        let _ = kt.to_secret_object(now());
+        let _ = kt.list_row(now());
+        if let Ok(json) = kt.to_json() {
+            let back = KubeadmToken::from_json(json.as_bytes()).unwrap();
+            assert_eq!(back.token, kt.token);
+            assert_eq!(back.ttl, kt.ttl);
+            assert_eq!(back.expires.is_some(), kt.expires.is_some());
+        }
+    }
+    assert!(parsed > 5);
+}

@@ -249,3 +249,90 @@ fn from_secret_errors_do_not_contain_the_token() {
     assert!(matches!(e, Error::InvalidExpiration { .. }));
     assert_error_clean(&e);
 }
+
+#[test]
+fn kubeadm_json_reading() {
+    let kt = KubeadmToken::from_json(
+        br#"{"token":"abcdef.0123456789abcdef","description":"d","ttl":"24h0m0s","usages":["signing","authentication"],"groups":["system:bootstrappers:kubeadm:default-node-token"],"extra":1}"#,
+    )
+    .unwrap();
+    assert_eq!(kt.token.as_ref().unwrap().to_string(), TOKEN);
+    assert_eq!(kt.ttl, Some(Duration::from_secs(86_400)));
+    assert_eq!(kt.description, "d");
+    kt.validate("bootstrapTokens.0").unwrap();
+    // A missing or null token is absent (kubeadm generates one); `""` and non-tokens are errors.
+    assert_eq!(KubeadmToken::from_json(b"{}").unwrap().token, None);
+    assert_eq!(
+        KubeadmToken::from_json(br#"{"token":null}"#).unwrap().token,
+        None
+    );
+    for bad in [
+        r#"{"token":""}"#,
+        r#"{"token":[]}"#,
+        r#"{"token":123}"#,
+        r#"{"token":"abcdef.0123456789abcdeF"}"#,
+        r#"{"token":"abcdef.0123456789abcdef "}"#,
+    ] {
+        let e = KubeadmToken::from_json(bad.as_bytes()).unwrap_err();
+        assert_eq!(e, Error::InvalidToken, "{bad}");
+        assert_error_clean(&e);
+    }
+    // TTL: Go durations; zero and negative mean "never expires".
+    let ttl =
+        |s: &str| KubeadmToken::from_json(format!(r#"{{"ttl":"{s}"}}"#).as_bytes()).map(|k| k.ttl);
+    assert_eq!(ttl("0").unwrap(), Some(Duration::ZERO));
+    assert_eq!(ttl("-1h").unwrap(), Some(Duration::ZERO));
+    assert_eq!(ttl("90m").unwrap(), Some(Duration::from_secs(5400)));
+    assert!(matches!(
+        ttl("1d").unwrap_err(),
+        Error::InvalidDuration { .. }
+    ));
+    assert!(matches!(
+        ttl("24").unwrap_err(),
+        Error::InvalidDuration { .. }
+    ));
+    // Expires: Go's RFC 3339, offset kept for `token list`.
+    let kt = KubeadmToken::from_json(
+        br#"{"token":"abcdef.0123456789abcdef","expires":"2024-01-02T05:04:05+02:00"}"#,
+    )
+    .unwrap();
+    assert_eq!(kt.expires, Some(now()));
+    assert_eq!(
+        kt.list_row(now()).split('\t').nth(2),
+        Some("2024-01-02T05:04:05+02:00")
+    );
+    assert!(matches!(
+        KubeadmToken::from_json(br#"{"expires":"2024-01-02 03:04:05Z"}"#).unwrap_err(),
+        Error::InvalidExpiration { .. }
+    ));
+    // Duplicate fields are rejected; errors never echo values.
+    assert!(KubeadmToken::from_json(br#"{"ttl":"1h","ttl":"2h"}"#).is_err());
+    let e = KubeadmToken::from_json(format!(r#"{{"description":["{CANARY}"]}}"#).as_bytes())
+        .unwrap_err();
+    assert!(matches!(e, Error::Json { .. }));
+    assert_error_clean(&e);
+}
+
+#[test]
+fn kubeadm_json_writing() {
+    let mut kt = KubeadmToken::new(Some(TOKEN.parse().unwrap())).with_defaults();
+    kt.description = "d".into();
+    assert_eq!(
+        kt.to_json().unwrap(),
+        r#"{"token":"abcdef.0123456789abcdef","description":"d","ttl":"24h0m0s","usages":["signing","authentication"],"groups":["system:bootstrappers:kubeadm:default-node-token"]}"#
+    );
+    let mut kt = KubeadmToken::new(None);
+    kt.expires = Some(now() + Duration::from_millis(999));
+    assert_eq!(
+        kt.to_json().unwrap(),
+        r#"{"token":null,"expires":"2024-01-02T03:04:05Z"}"#
+    );
+    // metav1.Time has whole seconds: the fraction is dropped on the way out.
+    let back = KubeadmToken::from_json(kt.to_json().unwrap().as_bytes()).unwrap();
+    assert_eq!((back.token, back.expires), (None, Some(now())));
+    // Round trip.
+    let mut kt = KubeadmToken::new(Some(TOKEN.parse().unwrap()));
+    kt.ttl = Some(Duration::from_millis(1500));
+    let back = KubeadmToken::from_json(kt.to_json().unwrap().as_bytes()).unwrap();
+    assert_eq!(back, kt);
+}

@@ -301,7 +301,7 @@ impl Sidecar {
                 for token in value.as_ref().split(|b| *b == b',') {
                     let token = String::from_utf8_lossy(token).trim().to_ascii_lowercase();
                     if !token.is_empty() {
-                        connection_named.push(normalize(&token));
+                        connection_named.push(token);
                     }
                 }
             }
@@ -310,14 +310,13 @@ impl Sidecar {
         let token = bearer_token(authorization).ok_or(RejectReason::MalformedAuthorization)?;
         let user = self.verified_user(token, now)?;
 
-        let mut forward: Vec<(String, Vec<u8>)> = Vec::with_capacity(lines.len());
+        let mut forward: Vec<(String, Vec<u8>)> = Vec::with_capacity(lines.len().saturating_add(1));
         for (name, value) in &lines {
             let name = name.as_ref();
-            let norm = normalize(name);
-            if norm == "x-authenticated-user"
-                || norm == "authorization"
-                || HOP_BY_HOP.contains(&norm.as_str())
-                || connection_named.contains(&norm)
+            if same_name(name, "x-authenticated-user")
+                || same_name(name, "authorization")
+                || HOP_BY_HOP.iter().any(|h| same_name(name, h))
+                || connection_named.iter().any(|c| same_name(name, c))
             {
                 continue;
             }
@@ -376,17 +375,21 @@ impl Sidecar {
     }
 }
 
-/// Lowercase with `_` read as `-`, so look-alike names compare equal.
-fn normalize(name: &str) -> String {
-    name.bytes()
-        .map(|b| {
-            if b == b'_' {
-                '-'
-            } else {
-                char::from(b.to_ascii_lowercase())
-            }
-        })
-        .collect()
+/// Header-name equality ignoring ASCII case and reading `_` as `-`, so look-alike names
+/// (`X_Authenticated_User`) compare equal.
+fn same_name(name: &str, other: &str) -> bool {
+    let fold = |b: u8| {
+        if b == b'_' {
+            b'-'
+        } else {
+            b.to_ascii_lowercase()
+        }
+    };
+    name.len() == other.len()
+        && name
+            .bytes()
+            .zip(other.bytes())
+            .all(|(a, b)| fold(a) == fold(b))
 }
 
 /// `Bearer` (any case), exactly one space, then a token68 value (RFC 7235 §2.1) and nothing else.
@@ -444,9 +447,11 @@ mod tests {
     }
 
     #[test]
-    fn look_alike_names_normalize() {
-        assert_eq!(normalize("X_Authenticated_User"), "x-authenticated-user");
-        assert_eq!(normalize("x-AUTHENTICATED-user"), "x-authenticated-user");
+    fn look_alike_names_compare_equal() {
+        assert!(same_name("X_Authenticated_User", "x-authenticated-user"));
+        assert!(same_name("x-AUTHENTICATED-user", "x-authenticated-user"));
+        assert!(!same_name("x-authenticated-users", "x-authenticated-user"));
+        assert!(!same_name("x-authenticated-use", "x-authenticated-user"));
     }
 
     #[test]

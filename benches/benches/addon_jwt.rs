@@ -1,0 +1,231 @@
+//! addon-jwt: token verification beside the raw signature primitive and `jsonwebtoken`, the
+//! sidecar cache-hit path beside a bare SHA-256 of the token, and minting with and without cache.
+
+// `criterion_group!`/`criterion_main!` expand to undocumented functions.
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+use std::time::{Duration, UNIX_EPOCH};
+
+use addon_jwt::{Algorithm, Decision, KeySet, Minter, Sidecar, SigningKey, Validation, verify};
+use base64::Engine as _;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::Value;
+use sha2::Digest as _;
+use signature::Verifier as _;
+
+const VECTORS: &str = include_str!("../../vectors/jwt.jsonl");
+const AUD: &str = "https://kubernetes.default.svc";
+const ISS: &str = "https://kubernetes.default.svc.cluster.local";
+
+fn lines() -> Vec<Value> {
+    VECTORS
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or(Value::Null))
+        .collect()
+}
+
+fn field(lines: &[Value], kind: &str, key: &str, value: &str, out: &str) -> String {
+    lines
+        .iter()
+        .find(|v| v["kind"] == kind && v[key] == value)
+        .and_then(|v| v[out].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn b64d(s: &str) -> Vec<u8> {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(s)
+        .unwrap_or_default()
+}
+
+/// The raw signature check over the same bytes: the floor for `verify`.
+fn primitive(alg: Algorithm, public_pem: &str) -> Box<dyn Fn(&[u8], &[u8]) -> bool> {
+    use p256::pkcs8::DecodePublicKey as _;
+    match alg {
+        Algorithm::Rs256 => {
+            let key = rsa::RsaPublicKey::from_public_key_pem(public_pem).ok();
+            let vk = key.map(rsa::pkcs1v15::VerifyingKey::<sha2::Sha256>::new);
+            Box::new(move |m, s| {
+                let (Some(vk), Ok(sig)) = (&vk, rsa::pkcs1v15::Signature::try_from(s)) else {
+                    return false;
+                };
+                vk.verify(m, &sig).is_ok()
+            })
+        }
+        Algorithm::Ps256 => {
+            let key = rsa::RsaPublicKey::from_public_key_pem(public_pem).ok();
+            let vk = key.map(rsa::pss::VerifyingKey::<sha2::Sha256>::new);
+            Box::new(move |m, s| {
+                let (Some(vk), Ok(sig)) = (&vk, rsa::pss::Signature::try_from(s)) else {
+                    return false;
+                };
+                vk.verify(m, &sig).is_ok()
+            })
+        }
+        Algorithm::Es256 => {
+            let vk = p256::ecdsa::VerifyingKey::from_public_key_pem(public_pem).ok();
+            Box::new(move |m, s| {
+                let (Some(vk), Ok(sig)) = (&vk, p256::ecdsa::Signature::from_slice(s)) else {
+                    return false;
+                };
+                vk.verify(m, &sig).is_ok()
+            })
+        }
+        Algorithm::Es384 => {
+            let vk = p384::ecdsa::VerifyingKey::from_public_key_pem(public_pem).ok();
+            Box::new(move |m, s| {
+                let (Some(vk), Ok(sig)) = (&vk, p384::ecdsa::Signature::from_slice(s)) else {
+                    return false;
+                };
+                vk.verify(m, &sig).is_ok()
+            })
+        }
+        _ => {
+            let vk = ed25519_dalek::VerifyingKey::from_public_key_pem(public_pem).ok();
+            Box::new(move |m, s| {
+                let (Some(vk), Ok(sig)) = (&vk, ed25519_dalek::Signature::from_slice(s)) else {
+                    return false;
+                };
+                vk.verify_strict(m, &sig).is_ok()
+            })
+        }
+    }
+}
+
+fn peer(alg: Algorithm, public_pem: &str) -> (jsonwebtoken::DecodingKey, jsonwebtoken::Validation) {
+    use jsonwebtoken::{Algorithm as A, DecodingKey};
+    let (key, a) = match alg {
+        Algorithm::Rs256 => (DecodingKey::from_rsa_pem(public_pem.as_bytes()), A::RS256),
+        Algorithm::Ps256 => (DecodingKey::from_rsa_pem(public_pem.as_bytes()), A::PS256),
+        Algorithm::Es256 => (DecodingKey::from_ec_pem(public_pem.as_bytes()), A::ES256),
+        Algorithm::Es384 => (DecodingKey::from_ec_pem(public_pem.as_bytes()), A::ES384),
+        _ => (DecodingKey::from_ed_pem(public_pem.as_bytes()), A::EdDSA),
+    };
+    let mut v = jsonwebtoken::Validation::new(a);
+    v.set_audience(&[AUD]);
+    v.set_issuer(&[ISS]);
+    // The reference tokens expired in 2025 and jsonwebtoken reads the wall clock: skip only the
+    // time comparison; signature, header and claims parsing still run.
+    v.validate_exp = false;
+    v.validate_nbf = false;
+    v.set_required_spec_claims(&["exp", "nbf", "iat", "iss", "sub", "aud"]);
+    (key.unwrap_or_else(|_| DecodingKey::from_secret(b"")), v)
+}
+
+fn bench_verify(c: &mut Criterion) {
+    let lines = lines();
+    let now = UNIX_EPOCH + Duration::from_secs(1_750_000_000);
+    let mut group = c.benchmark_group("addon_jwt/verify");
+    for (alg, kid, case) in [
+        (Algorithm::Rs256, "rsa-rs256", "RS256/valid_aud_string"),
+        (Algorithm::Ps256, "rsa-ps256", "PS256/valid_aud_string"),
+        (Algorithm::Es256, "ec-p256", "ES256/valid_aud_list"),
+        (Algorithm::Es384, "ec-p384", "ES384/valid_aud_string"),
+        (Algorithm::EdDsa, "ed25519", "EdDSA/valid_aud_list"),
+    ] {
+        let pem = field(&lines, "key", "kid", kid, "public_pem");
+        let token = field(&lines, "token", "case", case, "token");
+        let keys = KeySet::from_pem(&pem, alg).unwrap_or_default();
+        let validation = Validation::new(AUD, ISS).algorithms(&[alg]);
+        assert!(verify(&token, &keys, &validation, now).is_ok(), "{case}");
+        let (signing_input, sig_b64) = token.rsplit_once('.').unwrap_or_default();
+        let sig = b64d(sig_b64);
+        let raw = primitive(alg, &pem);
+        assert!(raw(signing_input.as_bytes(), &sig), "{case} primitive");
+        let (peer_key, peer_validation) = peer(alg, &pem);
+        assert!(
+            jsonwebtoken::decode::<Value>(&token, &peer_key, &peer_validation).is_ok(),
+            "{case} jsonwebtoken"
+        );
+        group.throughput(Throughput::Bytes(token.len() as u64));
+        group.bench_function(format!("ours/{alg}"), |b| {
+            b.iter(|| verify(black_box(&token), &keys, &validation, now))
+        });
+        group.bench_function(format!("baseline/{alg}_signature"), |b| {
+            b.iter(|| raw(black_box(signing_input.as_bytes()), black_box(&sig)))
+        });
+        group.bench_function(format!("peer/jsonwebtoken_{alg}"), |b| {
+            b.iter(|| jsonwebtoken::decode::<Value>(black_box(&token), &peer_key, &peer_validation))
+        });
+    }
+    group.finish();
+}
+
+fn bench_sidecar(c: &mut Criterion) {
+    let lines = lines();
+    let now = UNIX_EPOCH + Duration::from_secs(1_750_000_000);
+    let pem = field(&lines, "key", "kid", "ed25519", "public_pem");
+    let token = field(&lines, "token", "case", "EdDSA/valid_aud_list", "token");
+    let keys = KeySet::from_pem(&pem, Algorithm::EdDsa).unwrap_or_default();
+    let mut sidecar = Sidecar::new(keys.clone(), Validation::new(AUD, ISS));
+    let mut uncached = Sidecar::new(keys, Validation::new(AUD, ISS)).cache_capacity(0);
+    let auth = format!("Bearer {token}");
+    let headers = [
+        ("Host", "dashboard.kube-system.svc"),
+        ("Accept", "text/html"),
+        ("Authorization", auth.as_str()),
+        ("X-Authenticated-User", "admin"),
+    ];
+    assert!(matches!(sidecar.decide(headers, now), Decision::Forward(_)));
+    let mut group = c.benchmark_group("addon_jwt/sidecar");
+    group.throughput(Throughput::Bytes(token.len() as u64));
+    group.bench_function("ours/decide_cache_hit", |b| {
+        b.iter(|| sidecar.decide(black_box(headers), now))
+    });
+    group.bench_function("ours/decide_uncached_eddsa", |b| {
+        b.iter(|| uncached.decide(black_box(headers), now))
+    });
+    group.bench_function("baseline/sha256_of_token", |b| {
+        b.iter(|| sha2::Sha256::digest(black_box(token.as_bytes())))
+    });
+    group.finish();
+}
+
+fn bench_mint(c: &mut Criterion) {
+    let lines = lines();
+    let now = UNIX_EPOCH + Duration::from_secs(1_750_000_000);
+    let mut group = c.benchmark_group("addon_jwt/mint");
+    for (kid, alg) in [("ec-p256", Algorithm::Es256), ("ed25519", Algorithm::EdDsa)] {
+        let pem = field(&lines, "key", "kid", kid, "private_pem");
+        let Ok(key) = SigningKey::from_pkcs8_pem(&pem) else {
+            continue;
+        };
+        let mut cached = Minter::new(key, ISS);
+        let Ok(key) = SigningKey::from_pkcs8_pem(&pem) else {
+            continue;
+        };
+        let mut uncached = Minter::new(key, ISS).cache_capacity(0);
+        let _ = cached.mint("jane", "kube-system/dashboard", now);
+        group.bench_function(format!("ours/{alg}_cache_hit"), |b| {
+            b.iter(|| cached.mint(black_box("jane"), black_box("kube-system/dashboard"), now))
+        });
+        group.bench_function(format!("ours/{alg}_sign"), |b| {
+            b.iter(|| uncached.mint(black_box("jane"), black_box("kube-system/dashboard"), now))
+        });
+        let message = [0x61u8; 200];
+        if alg == Algorithm::Es256 {
+            use p256::pkcs8::DecodePrivateKey as _;
+            use signature::Signer as _;
+            if let Ok(sk) = p256::ecdsa::SigningKey::from_pkcs8_pem(&pem) {
+                group.bench_function("baseline/es256_sign_200B", |b| {
+                    b.iter(|| -> p256::ecdsa::Signature { sk.sign(black_box(&message)) })
+                });
+            }
+        } else {
+            use ed25519_dalek::pkcs8::DecodePrivateKey as _;
+            use signature::Signer as _;
+            if let Ok(sk) = ed25519_dalek::SigningKey::from_pkcs8_pem(&pem) {
+                group.bench_function("baseline/ed25519_sign_200B", |b| {
+                    b.iter(|| -> ed25519_dalek::Signature { sk.sign(black_box(&message)) })
+                });
+            }
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_verify, bench_sidecar, bench_mint);
+criterion_main!(benches);

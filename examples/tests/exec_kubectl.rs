@@ -73,11 +73,23 @@ fn write_kubeconfig(
     ca_pem: &str,
     plugin_env: &[(&str, String)],
 ) -> PathBuf {
+    write_kubeconfig_as(sb, server, ca_pem, plugin_env, ApiVersion::V1)
+}
+
+/// As [`write_kubeconfig`], speaking `version`; for `v1beta1`, `interactiveMode` is left out so
+/// that the client's defaulting applies.
+fn write_kubeconfig_as(
+    sb: &Sandbox,
+    server: &str,
+    ca_pem: &str,
+    plugin_env: &[(&str, String)],
+    version: ApiVersion,
+) -> PathBuf {
     let env: Vec<serde_json::Value> = plugin_env
         .iter()
         .map(|(k, v)| serde_json::json!({"name": k, "value": v}))
         .collect();
-    let config = serde_json::json!({
+    let mut config = serde_json::json!({
         "apiVersion": "v1",
         "kind": "Config",
         "current-context": "loopback",
@@ -88,7 +100,7 @@ fn write_kubeconfig(
                             "extension": serde_json::from_str::<serde_json::Value>(EXTENSION).unwrap()}],
         }}],
         "users": [{"name": "plugin-user", "user": {"exec": {
-            "apiVersion": "client.authentication.k8s.io/v1",
+            "apiVersion": version.as_str(),
             "command": env!("CARGO_BIN_EXE_exec-plugin"),
             "args": ["--from-kubeconfig"],
             "env": env,
@@ -97,6 +109,12 @@ fn write_kubeconfig(
         }}}],
         "contexts": [{"name": "loopback", "context": {"cluster": "loopback", "user": "plugin-user"}}],
     });
+    if version == ApiVersion::V1Beta1 {
+        config["users"][0]["user"]["exec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("interactiveMode");
+    }
     let path = sb.path("kubeconfig");
     std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
     path
@@ -387,4 +405,52 @@ fn a_401_makes_kubectl_and_our_client_rerun_the_plugin_once() {
     );
     assert_eq!(ours_runs, kubectl_runs);
     assert_eq!(ours_out.status.success(), kubectl_out.status.success());
+}
+
+#[test]
+fn v1beta1_with_defaulted_interactive_mode_matches_kubectl() {
+    if !kubectl_available() {
+        return;
+    }
+    let pki = TestPki::new().unwrap();
+    let (server, log) = bearer_server(&pki, |t| t == "exec-token-1");
+    let sb = Sandbox::new("beta");
+    let env = |record: &str| vec![("EXEC_PLUGIN_RECORD", sb.path(record).display().to_string())];
+    let kc = write_kubeconfig_as(
+        &sb,
+        &server.url(),
+        &pki.ca_cert_pem,
+        &env("kubectl-record"),
+        ApiVersion::V1Beta1,
+    );
+    let out = kubectl(&sb, &kc);
+    assert!(
+        out.status.success(),
+        "kubectl failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kubectl_requests = take(&log);
+    let infos = recorded(&sb.path("kubectl-record"));
+    assert_eq!(infos.len(), 1);
+    // IfAvailable with stdin not a terminal: not interactive.
+    let parsed = ExecCredential::from_exec_info(&infos[0]).unwrap();
+    assert_eq!(parsed.api_version(), ApiVersion::V1Beta1);
+    assert!(!parsed.may_prompt());
+
+    let kc = write_kubeconfig_as(
+        &sb,
+        &server.url(),
+        &pki.ca_cert_pem,
+        &env("ours-record"),
+        ApiVersion::V1Beta1,
+    );
+    let paths: Vec<&str> = kubectl_requests.iter().map(|(p, _)| p.as_str()).collect();
+    let out = exec_client(&sb, &kc, &paths);
+    assert!(
+        out.status.success(),
+        "exec-client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(recorded(&sb.path("ours-record")), infos);
+    assert_eq!(take(&log), kubectl_requests);
 }

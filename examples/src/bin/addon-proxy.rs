@@ -1,0 +1,244 @@
+//! Add-on authentication demo over real sockets on loopback.
+//!
+//! * a "dashboard" (plain HTTP) that greets the `X-Authenticated-User` it receives and reports
+//!   whether any credential reached it;
+//! * a forward proxy in front of it built on hyper 1 (tokio, current-thread runtime) whose every
+//!   request goes through `addon_jwt::Sidecar::decide_header_map`: 403 on failure, otherwise the
+//!   request is forwarded with the bearer token removed and `X-Authenticated-User` set;
+//! * a client that mints tokens as the API server would (`addon_jwt::Minter`, ES256 key made with
+//!   rcgen) and calls through the proxy: a good token is accepted; an expired token, a wrong
+//!   audience, a forged signature and a spoofed `X-Authenticated-User` are all rejected or
+//!   neutralised.
+//!
+//! Prints one line per scenario and exits non-zero if any scenario does not behave as expected.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use addon_jwt::{Decision, Minter, Sidecar, SigningKey, Validation};
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use k8s_bootstrap_examples::{BoxError, HttpsServer, Response, http_request};
+
+const ISSUER: &str = "https://kubernetes.default.svc";
+const AUDIENCE: &str = "kube-system/dashboard";
+
+/// (name, request headers, expected status, expected body).
+type Scenario<'a> = (&'a str, Vec<(&'a str, String)>, u16, Option<&'a str>);
+
+#[allow(clippy::disallowed_methods)] // a real proxy reads the wall clock; the library does not
+fn wall_clock() -> SystemTime {
+    SystemTime::now()
+}
+
+fn main() {
+    match run() {
+        Ok(true) => println!("addon-proxy: all scenarios behaved as expected"),
+        Ok(false) => {
+            eprintln!("addon-proxy: a scenario did not behave as expected");
+            std::process::exit(1);
+        }
+        Err(e) => {
+            eprintln!("addon-proxy: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn run() -> Result<bool, BoxError> {
+    // The add-on: greets whoever the proxy says the user is.
+    let dashboard = HttpsServer::start_plain(|req| {
+        let user = req.header("X-Authenticated-User").unwrap_or("<nobody>");
+        let users = req
+            .headers
+            .iter()
+            .filter(|(n, _)| {
+                n.replace('_', "-")
+                    .eq_ignore_ascii_case("x-authenticated-user")
+            })
+            .count();
+        let credential = req.header("Authorization").is_some();
+        Response::new(
+            200,
+            "text/plain",
+            format!("hello, {user} (user headers: {users}, credential seen: {credential})"),
+        )
+    })?;
+
+    // The API server's key pair: ES256, PKCS#8 PEM from rcgen.
+    let key_pair = rcgen::KeyPair::generate()?;
+    let signing_key = SigningKey::from_pkcs8_pem(&key_pair.serialize_pem())?;
+    // The proxy is configured with the public key only.
+    let keys =
+        addon_jwt::KeySet::from_pem(&signing_key.public_key_pem()?, signing_key.algorithm())?;
+    let sidecar = Sidecar::new(keys, Validation::new(AUDIENCE, ISSUER));
+    let proxy = start_proxy(sidecar, dashboard.addr())?;
+    let proxy_url = format!("http://{proxy}/ui/");
+
+    let mut minter = Minter::new(signing_key, ISSUER);
+    let now = wall_clock();
+    let good = minter.mint("jane", AUDIENCE, now)?;
+    let expired = minter.signing_key().sign(
+        ISSUER,
+        "jane",
+        AUDIENCE,
+        now.checked_sub(Duration::from_secs(120))
+            .ok_or("clock before 1970")?,
+        Duration::from_secs(60),
+    )?;
+    let wrong_audience = minter.mint("jane", "kube-system/grafana", now)?;
+    let forger = SigningKey::from_pkcs8_pem(&rcgen::KeyPair::generate()?.serialize_pem())?;
+    let forged = forger.sign(ISSUER, "admin", AUDIENCE, now, Duration::from_secs(60))?;
+
+    let bearer = |t: &addon_jwt::BearerToken| format!("Bearer {}", t.expose_secret());
+    let good_auth = bearer(&good);
+    let scenarios: Vec<Scenario<'_>> = vec![
+        (
+            "good token",
+            vec![("Authorization", good_auth.clone())],
+            200,
+            Some("hello, jane (user headers: 1, credential seen: false)"),
+        ),
+        (
+            "expired token",
+            vec![("Authorization", bearer(&expired))],
+            403,
+            None,
+        ),
+        (
+            "wrong audience",
+            vec![("Authorization", bearer(&wrong_audience))],
+            403,
+            None,
+        ),
+        (
+            "forged signature",
+            vec![("Authorization", bearer(&forged))],
+            403,
+            None,
+        ),
+        (
+            "spoofed X-Authenticated-User with a good token",
+            vec![
+                ("X-Authenticated-User", "admin".to_owned()),
+                ("Authorization", good_auth.clone()),
+                ("X_Authenticated_User", "root".to_owned()),
+                ("Connection", "X-Authenticated-User".to_owned()),
+            ],
+            200,
+            Some("hello, jane (user headers: 1, credential seen: false)"),
+        ),
+        (
+            "spoofed X-Authenticated-User without a token",
+            vec![("X-Authenticated-User", "admin".to_owned())],
+            403,
+            None,
+        ),
+        (
+            "two Authorization headers",
+            vec![
+                ("Authorization", good_auth.clone()),
+                ("Authorization", good_auth.clone()),
+            ],
+            403,
+            None,
+        ),
+    ];
+
+    let mut all_ok = true;
+    for (name, headers, want_status, want_body) in scenarios {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let response = http_request(&proxy_url, "GET", &headers, b"")?;
+        let body = response.text().trim_end().to_owned();
+        let ok = response.status == want_status && want_body.is_none_or(|b| body == b);
+        all_ok &= ok;
+        println!(
+            "{} {name}: {} {body}",
+            if ok { "ok  " } else { "FAIL" },
+            response.status
+        );
+    }
+    Ok(all_ok)
+}
+
+/// Starts the hyper forward proxy on a loopback port, in its own thread with a current-thread
+/// tokio runtime, and returns its address.
+fn start_proxy(sidecar: Sidecar, upstream: SocketAddr) -> Result<SocketAddr, BoxError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
+    let addr = listener.local_addr()?;
+    let sidecar = Arc::new(Mutex::new(sidecar));
+    std::thread::spawn(move || {
+        runtime.block_on(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let sidecar = sidecar.clone();
+                tokio::task::spawn(async move {
+                    let service = service_fn(move |req| handle(req, sidecar.clone(), upstream));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+    });
+    Ok(addr)
+}
+
+async fn handle(
+    req: hyper::Request<Incoming>,
+    sidecar: Arc<Mutex<Sidecar>>,
+    upstream: SocketAddr,
+) -> Result<hyper::Response<Full<Bytes>>, BoxError> {
+    let decision = {
+        let mut guard = sidecar.lock().map_err(|_| "sidecar lock poisoned")?;
+        guard.decide_header_map(req.headers(), wall_clock())
+    };
+    let forward = match decision {
+        Decision::Forward(forward) => forward,
+        Decision::Reject(rejection) => {
+            // The reason is safe to log: it never contains the token.
+            eprintln!("proxy: {rejection}");
+            return Ok(hyper::Response::builder()
+                .status(rejection.status())
+                .header("Content-Type", "text/plain")
+                .body(Full::new(Bytes::from("forbidden\n")))?);
+        }
+        _ => return Err("unknown decision".into()),
+    };
+    let (parts, body) = req.into_parts();
+    let body = body.collect().await?.to_bytes();
+    let path = parts
+        .uri
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    let mut upstream_req = hyper::Request::builder()
+        .method(parts.method)
+        .uri(path)
+        .body(Full::new(body))?;
+    *upstream_req.headers_mut() = forward.to_header_map()?;
+
+    let stream = tokio::net::TcpStream::connect(upstream).await?;
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::task::spawn(async move {
+        let _ = connection.await;
+    });
+    let response = sender.send_request(upstream_req).await?;
+    let (parts, body) = response.into_parts();
+    let body = body.collect().await?.to_bytes();
+    let mut out = hyper::Response::from_parts(parts, Full::new(body));
+    // Hop-by-hop headers of the upstream response stay on that hop.
+    for name in ["connection", "keep-alive", "transfer-encoding"] {
+        out.headers_mut().remove(name);
+    }
+    Ok(out)
+}

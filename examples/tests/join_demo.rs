@@ -64,16 +64,59 @@ fn demo_runs_end_to_end_and_catches_every_tampering() {
     let _ = std::fs::remove_file(&out);
 }
 
-/// The real client accepts our kubeconfig and trusts our CA. kubectl prompts for basic-auth
-/// credentials (and fails without a terminal) when a TLS kubeconfig carries none, so the
-/// bootstrap token goes on the command line; the demo server checks it with the
-/// bootstrap-token authenticator and rejects anything else with 401.
+#[test]
+fn demo_writes_the_tls_bootstrap_kubeconfig_with_the_token() {
+    let out = out_path("bootstrap-e2e-client");
+    let bootstrap = out_path("bootstrap-e2e");
+    let result = demo()
+        .arg("--out")
+        .arg(&out)
+        .arg("--bootstrap-out")
+        .arg(&bootstrap)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(result.stdout).unwrap();
+    assert!(result.status.success(), "{stdout}");
+    let token = stdout
+        .lines()
+        .find_map(|l| l.split("token created: ").nth(1))
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert!(
+        stdout.contains("wrote TLS-bootstrap kubeconfig (user tls-bootstrap-token-user, token ID"),
+        "{stdout}"
+    );
+    let written = std::fs::read_to_string(&bootstrap).unwrap();
+    assert!(
+        written.ends_with(&format!(
+            "users:\n- name: tls-bootstrap-token-user\n  user:\n    token: {token}\n"
+        )),
+        "{written}"
+    );
+    assert!(written.contains("current-context: tls-bootstrap-token-user@kubernetes\n"));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&bootstrap).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{mode:o}");
+    }
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(&bootstrap);
+}
+
+/// The real client, configured only by the TLS-bootstrap kubeconfig the joining node wrote,
+/// trusts our CA and authenticates with the bootstrap token in it; the demo server checks the
+/// token with the bootstrap-token authenticator and rejects anything else with 401.
 #[test]
 fn kubectl_reads_cluster_info_with_the_written_kubeconfig() {
     let out = out_path("kubectl");
+    let bootstrap = out_path("kubectl-bootstrap");
     let mut child = demo()
         .arg("--out")
         .arg(&out)
+        .arg("--bootstrap-out")
+        .arg(&bootstrap)
         .args(["--serve-for", "120"])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -97,21 +140,22 @@ fn kubectl_reads_cluster_info_with_the_written_kubeconfig() {
             break;
         }
     }
-    let run = |token: &str, path: &str| {
-        Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&out)
-            .args(["--token", token, "get", "--raw", path])
+    let kubectl = |kubeconfig: &std::path::Path, token: Option<&str>, path: &str| {
+        let mut cmd = Command::new("kubectl");
+        cmd.arg("--kubeconfig").arg(kubeconfig);
+        if let Some(token) = token {
+            cmd.args(["--token", token]);
+        }
+        cmd.args(["get", "--raw", path])
             .stdin(Stdio::null())
             .output()
             .expect("kubectl must be installed: the interop test runs the real client")
     };
     assert!(serving, "{seen}");
     let token = token.expect("token line");
-    let ok = run(
-        &token,
-        "/api/v1/namespaces/kube-public/configmaps/cluster-info",
-    );
+
+    // The main check: the TLS-bootstrap kubeconfig alone, no credential on the command line.
+    let ok = kubectl(&bootstrap, None, clusterinfo::CLUSTER_INFO_PATH);
     let body = String::from_utf8_lossy(&ok.stdout).into_owned();
     assert!(
         ok.status.success(),
@@ -121,19 +165,31 @@ fn kubectl_reads_cluster_info_with_the_written_kubeconfig() {
     let cm = clusterinfo::ClusterInfoConfigMap::from_json(body.as_bytes()).unwrap();
     cm.verify(&token.parse().unwrap()).unwrap();
     // Other objects are forbidden, as for a bootstrap token on a real cluster.
-    let denied = run(&token, "/api/v1/namespaces/kube-system/secrets");
+    let denied = kubectl(&bootstrap, None, "/api/v1/namespaces/kube-system/secrets");
     assert!(!denied.status.success());
     assert!(
         String::from_utf8_lossy(&denied.stderr).contains("Forbidden"),
         "{}",
         String::from_utf8_lossy(&denied.stderr)
     );
+
+    // The credential-free discovery kubeconfig, with the token given on the command line.
+    // kubectl cannot use it bare: client-go's interactive loader, finding a TLS cluster and a
+    // user with no way to identify itself, prompts for a username and password on stdin, and
+    // without a terminal that fails before any request is sent. So a client needs a credential
+    // there; the TLS-bootstrap kubeconfig above carries it (the bootstrap token), which is why
+    // kubeadm writes that file for the kubelet.
+    let ok = kubectl(&out, Some(&token), clusterinfo::CLUSTER_INFO_PATH);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let cm = clusterinfo::ClusterInfoConfigMap::from_json(&ok.stdout).unwrap();
+    cm.verify(&token.parse().unwrap()).unwrap();
     // A wrong token is not authenticated.
     let wrong = format!("{}.{}", token.split('.').next().unwrap(), "0".repeat(16));
-    let unauthorized = run(
-        &wrong,
-        "/api/v1/namespaces/kube-public/configmaps/cluster-info",
-    );
+    let unauthorized = kubectl(&out, Some(&wrong), clusterinfo::CLUSTER_INFO_PATH);
     assert!(!unauthorized.status.success());
     assert!(
         String::from_utf8_lossy(&unauthorized.stderr).contains("Unauthorized"),
@@ -141,6 +197,7 @@ fn kubectl_reads_cluster_info_with_the_written_kubeconfig() {
         String::from_utf8_lossy(&unauthorized.stderr)
     );
     let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(&bootstrap);
 }
 
 /// Stops the demo server (by its process id) when the test ends, pass or fail.

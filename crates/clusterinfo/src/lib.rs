@@ -12,6 +12,7 @@ mod extension;
 mod rbac;
 mod server;
 mod signer;
+mod tls_bootstrap;
 mod yaml;
 
 pub use ca_bundle::{CaBundle, MAX_BUNDLE_BYTES, MAX_BUNDLE_CERTIFICATES};
@@ -34,6 +35,9 @@ pub use rbac::{
     node_bootstrap_objects,
 };
 pub use signer::{Reconciled, reconcile};
+pub use tls_bootstrap::{
+    TLS_BOOTSTRAP_CLUSTER, TLS_BOOTSTRAP_CONTEXT, TLS_BOOTSTRAP_USER, TlsBootstrapKubeconfig,
+};
 pub use yaml::{
     MAX_KUBECONFIG_ALIASES, MAX_KUBECONFIG_BYTES, MAX_KUBECONFIG_DEPTH, MAX_KUBECONFIG_NODES,
 };

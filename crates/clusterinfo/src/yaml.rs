@@ -182,7 +182,7 @@ pub(crate) fn scalar(s: &str) -> String {
     }
 }
 
-fn is_plain_safe(s: &str) -> bool {
+pub(crate) fn is_plain_safe(s: &str) -> bool {
     let Some(first) = s.chars().next() else {
         return false;
     };

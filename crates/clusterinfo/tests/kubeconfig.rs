@@ -452,3 +452,82 @@ fn merge_keys_are_counted_against_the_budget() {
     let err = ClusterInfo::parse(doc.as_bytes()).unwrap_err();
     assert!(matches!(err, Error::KubeconfigSyntax { .. }), "{err:?}");
 }
+
+#[test]
+fn tls_bootstrap_kubeconfig_has_kubeadms_layout() {
+    let info = cluster_info();
+    let token: bootstrap_token::BootstrapToken = TOKEN.parse().unwrap();
+    let kubeconfig = info.tls_bootstrap_kubeconfig(&token);
+    let ca = b64(info.ca_bundle().unwrap().as_pem());
+    let expected = format!(
+        "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: {ca}\n    server: https://127.0.0.1:6443\n  name: kubernetes\ncontexts:\n- context:\n    cluster: kubernetes\n    user: tls-bootstrap-token-user\n  name: tls-bootstrap-token-user@kubernetes\ncurrent-context: tls-bootstrap-token-user@kubernetes\nkind: Config\npreferences: {{}}\nusers:\n- name: tls-bootstrap-token-user\n  user:\n    token: {TOKEN}\n"
+    );
+    assert_eq!(kubeconfig.expose_secret(), expected);
+    assert_eq!(kubeconfig.server(), "https://127.0.0.1:6443");
+    assert_eq!(kubeconfig.token_id(), "abcdef");
+    assert_eq!(clusterinfo::TLS_BOOTSTRAP_USER, "tls-bootstrap-token-user");
+    assert_eq!(
+        clusterinfo::TLS_BOOTSTRAP_CONTEXT,
+        format!(
+            "{}@{}",
+            clusterinfo::TLS_BOOTSTRAP_USER,
+            clusterinfo::TLS_BOOTSTRAP_CLUSTER
+        )
+    );
+    // It carries a credential, so the discovery parser refuses it, naming the field only.
+    let err = ClusterInfo::parse(kubeconfig.expose_secret().as_bytes()).unwrap_err();
+    assert_eq!(
+        err,
+        Error::CredentialsPresent {
+            field: "users[0].user.token".to_owned()
+        }
+    );
+    assert!(!format!("{err} {err:?}").contains(TOKEN_SECRET));
+}
+
+#[test]
+fn tls_bootstrap_kubeconfig_debug_hides_the_token_secret() {
+    let token: bootstrap_token::BootstrapToken = TOKEN.parse().unwrap();
+    let kubeconfig = cluster_info().tls_bootstrap_kubeconfig(&token);
+    let debug = format!("{kubeconfig:?} {kubeconfig:#?}");
+    assert!(!debug.contains(TOKEN_SECRET), "{debug}");
+    assert!(debug.contains("abcdef") && debug.contains("https://127.0.0.1:6443"));
+    assert!(kubeconfig.expose_secret().contains(TOKEN_SECRET));
+    let copy = kubeconfig.clone();
+    assert!(!format!("{copy:?}").contains(TOKEN_SECRET));
+}
+
+#[test]
+fn tls_bootstrap_kubeconfig_quotes_a_token_that_reads_as_a_number() {
+    let token: bootstrap_token::BootstrapToken = "123456.1234567890123456".parse().unwrap();
+    let yaml = cluster_info().tls_bootstrap_kubeconfig(&token);
+    assert!(
+        yaml.expose_secret()
+            .ends_with("    token: \"123456.1234567890123456\"\n"),
+        "{}",
+        yaml.expose_secret()
+    );
+}
+
+#[test]
+fn tls_bootstrap_kubeconfig_carries_only_server_and_ca_as_kubeadm_does() {
+    let token: bootstrap_token::BootstrapToken = TOKEN.parse().unwrap();
+    let mut info = cluster_info();
+    info.set_tls_server_name(Some("api.internal".to_owned()));
+    let yaml = info.tls_bootstrap_kubeconfig(&token);
+    assert!(!yaml.expose_secret().contains("tls-server-name"));
+    let doc = "apiVersion: v1\nclusters:\n- name: \"\"\n  cluster:\n    server: https://10.0.0.1:6443\n    insecure-skip-tls-verify: true\n";
+    let insecure = ClusterInfo::parse_with(
+        doc.as_bytes(),
+        &ParseOptions::new().dangerous_allow_insecure_skip_tls_verify(),
+    )
+    .unwrap();
+    assert_eq!(insecure.trust(), &Trust::DangerousSkipVerify);
+    let yaml = insecure.tls_bootstrap_kubeconfig(&token);
+    assert!(!yaml.expose_secret().contains("insecure-skip-tls-verify"));
+    assert!(!yaml.expose_secret().contains("certificate-authority"));
+    assert!(
+        yaml.expose_secret()
+            .starts_with("apiVersion: v1\nclusters:\n- cluster:\n    server: https://10.0.0.1:6443\n  name: kubernetes\n")
+    );
+}

@@ -4,12 +4,14 @@
 //! ConfigMap, creates a bootstrap token and lets the bootstrap signer sign cluster-info; a
 //! joining node then performs kubeadm-style token discovery with CA pinning (a first fetch
 //! without verifying the server, a second trusting only the discovered CA) and writes a
-//! kubeconfig. Finally, tampering is shown being caught.
+//! kubeconfig without credentials and kubeadm's TLS-bootstrap kubeconfig (the bootstrap token
+//! as the credential). Finally, tampering is shown being caught.
 //!
-//! Usage: `join-demo [--out <kubeconfig path>] [--serve-for <seconds>]`
+//! Usage: `join-demo [--out <kubeconfig path>] [--bootstrap-out <kubeconfig path>]
+//! [--serve-for <seconds>]`
 //!
 //! With `--serve-for`, the API server keeps answering for that many seconds after the demo,
-//! so a real client can be pointed at the written kubeconfig.
+//! so a real client can be pointed at the written kubeconfigs.
 
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
@@ -141,6 +143,17 @@ fn run() -> Result<(), BoxError> {
         "wrote kubeconfig (no credentials) to {}",
         args.out
     ));
+    // kubeadm join then writes the kubelet's TLS-bootstrap kubeconfig: the cluster-info server
+    // and CA, and the bootstrap token as the credential.
+    let bootstrap = found.tls_bootstrap_kubeconfig(&token);
+    write_private(&args.bootstrap_out, bootstrap.expose_secret())?;
+    say(&format!(
+        "wrote TLS-bootstrap kubeconfig (user {}, token ID {}, server {}) to {}",
+        clusterinfo::TLS_BOOTSTRAP_USER,
+        bootstrap.token_id(),
+        bootstrap.server(),
+        args.bootstrap_out
+    ));
 
     step("tampering: each must be caught");
     let wrong_secret: BootstrapToken = format!("{token_id}.{}", "0".repeat(16)).parse()?;
@@ -224,9 +237,10 @@ fn run() -> Result<(), BoxError> {
     println!("join-demo: all checks passed");
     if let Some(secs) = args.serve_for {
         println!(
-            "join-demo: serving {} for {secs}s; kubeconfig {}",
+            "join-demo: serving {} for {secs}s; kubeconfig {}; TLS-bootstrap kubeconfig {}",
             server.url(),
-            args.out
+            args.out,
+            args.bootstrap_out
         );
         std::thread::sleep(Duration::from_secs(secs));
     }
@@ -448,6 +462,7 @@ fn api_server(served: &RwLock<Served>, req: &Request) -> k8s_bootstrap_examples:
 
 struct Args {
     out: String,
+    bootstrap_out: String,
     serve_for: Option<u64>,
 }
 
@@ -457,23 +472,53 @@ impl Args {
             .join(format!("join-demo-{}.kubeconfig", std::process::id()))
             .display()
             .to_string();
+        let mut bootstrap_out = std::env::temp_dir()
+            .join(format!(
+                "join-demo-{}-bootstrap-kubelet.kubeconfig",
+                std::process::id()
+            ))
+            .display()
+            .to_string();
         let mut serve_for = None;
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
             match arg.as_str() {
                 "--out" => out = args.next().ok_or("--out needs a path")?,
+                "--bootstrap-out" => {
+                    bootstrap_out = args.next().ok_or("--bootstrap-out needs a path")?
+                }
                 "--serve-for" => {
                     serve_for = Some(args.next().ok_or("--serve-for needs seconds")?.parse()?)
                 }
                 "-h" | "--help" => {
-                    println!("usage: join-demo [--out <kubeconfig path>] [--serve-for <seconds>]");
+                    println!(
+                        "usage: join-demo [--out <kubeconfig path>] [--bootstrap-out <kubeconfig path>] [--serve-for <seconds>]"
+                    );
                     std::process::exit(0);
                 }
                 other => return Err(format!("unknown argument {other:?}").into()),
             }
         }
-        Ok(Args { out, serve_for })
+        Ok(Args {
+            out,
+            bootstrap_out,
+            serve_for,
+        })
     }
+}
+
+/// Write a file only its owner can read (it holds a credential).
+fn write_private(path: &str, contents: &str) -> Result<(), BoxError> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    options.open(path)?.write_all(contents.as_bytes())?;
+    Ok(())
 }
 
 #[allow(clippy::disallowed_methods)] // A demo runs in real time; the library takes `now` from here.

@@ -23,7 +23,8 @@ const GROUP_PREFIX: &str = "system:bootstrappers:";
 /// assert!("system:bootstrappers".parse::<ExtraGroup>().is_err());
 /// # Ok::<(), bootstrap_token::Error>(())
 /// ```
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct ExtraGroup(String);
 
 impl ExtraGroup {
@@ -136,4 +137,22 @@ pub(crate) fn groups_cow(value: &[u8]) -> Result<Vec<Cow<'static, str>>, Error> 
     }
     groups.dedup();
     Ok(groups)
+}
+
+impl TryFrom<String> for ExtraGroup {
+    type Error = Error;
+
+    fn try_from(s: String) -> Result<Self, Error> {
+        if Self::is_valid(&s) {
+            Ok(Self(s))
+        } else {
+            Err(Error::InvalidGroup { group: shown(&s) })
+        }
+    }
+}
+
+impl From<ExtraGroup> for String {
+    fn from(g: ExtraGroup) -> Self {
+        g.0
+    }
 }

@@ -20,7 +20,10 @@ use crate::constants::{SECRET_NAME_PREFIX, TOKEN_ID_LEN, is_token_char};
 /// assert!("ABCDEF".parse::<TokenId>().is_err());
 /// # Ok::<(), bootstrap_token::Error>(())
 /// ```
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(try_from = "String", into = "String")]
 pub struct TokenId([u8; TOKEN_ID_LEN]);
 
 impl TokenId {
@@ -114,4 +117,18 @@ impl AsRef<str> for TokenId {
 pub fn parse_secret_name(name: &str) -> Option<TokenId> {
     let id = name.strip_prefix(SECRET_NAME_PREFIX)?;
     TokenId::from_bytes(id.as_bytes()).ok()
+}
+
+impl TryFrom<String> for TokenId {
+    type Error = Error;
+
+    fn try_from(s: String) -> Result<Self, Error> {
+        s.parse()
+    }
+}
+
+impl From<TokenId> for String {
+    fn from(id: TokenId) -> Self {
+        id.as_str().to_owned()
+    }
 }

@@ -15,7 +15,10 @@ use crate::error::shown;
 /// assert!("Signing".parse::<Usage>().is_err());
 /// # Ok::<(), bootstrap_token::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(try_from = "String", into = "&'static str")]
 #[non_exhaustive]
 pub enum Usage {
     /// `signing`: the bootstrap signer signs `cluster-info` with this token.
@@ -73,5 +76,19 @@ pub(crate) fn shown_plain(s: &str) -> String {
         s.to_owned()
     } else {
         shown(s)
+    }
+}
+
+impl TryFrom<String> for Usage {
+    type Error = Error;
+
+    fn try_from(s: String) -> Result<Self, Error> {
+        s.parse()
+    }
+}
+
+impl From<Usage> for &'static str {
+    fn from(u: Usage) -> Self {
+        u.as_str()
     }
 }

@@ -457,3 +457,23 @@ stringData:
         ("n", "Opaque", None)
     );
 }
+
+#[test]
+fn serde_validates_public_values() {
+    let id: TokenId = serde_json::from_str(r#""abcdef""#).unwrap();
+    assert_eq!(serde_json::to_string(&id).unwrap(), r#""abcdef""#);
+    assert!(serde_json::from_str::<TokenId>(r#""ABCDEF""#).is_err());
+    let g: ExtraGroup = serde_json::from_str(r#""system:bootstrappers:x""#).unwrap();
+    assert_eq!(
+        serde_json::to_string(&g).unwrap(),
+        r#""system:bootstrappers:x""#
+    );
+    assert!(serde_json::from_str::<ExtraGroup>(r#""system:masters""#).is_err());
+    let u: Vec<Usage> = serde_json::from_str(r#"["signing","authentication"]"#).unwrap();
+    assert_eq!(u, [Usage::Signing, Usage::Authentication]);
+    assert_eq!(
+        serde_json::to_string(&u).unwrap(),
+        r#"["signing","authentication"]"#
+    );
+    assert!(serde_json::from_str::<Usage>(r#""Signing""#).is_err());
+}

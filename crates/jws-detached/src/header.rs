@@ -87,10 +87,25 @@ fn hex(nibble: u8) -> u8 {
     HEX.get(usize::from(nibble & 0x0f)).copied().unwrap_or(b'0')
 }
 
-/// Escapes `s` as go-jose's JSON encoder does.
+/// Whether go-jose's encoder writes this character unescaped.
+fn is_plain(c: char) -> bool {
+    !matches!(
+        c,
+        '"' | '\\' | '<' | '>' | '&' | '\u{0}'..='\u{1f}' | '\u{2028}' | '\u{2029}'
+    )
+}
+
+/// Escapes `s` as go-jose's JSON encoder does, copying runs of plain characters at once.
 fn escape_into<const J: usize>(s: &str, out: &mut Writer<J>) -> Option<()> {
-    let mut utf8 = [0u8; 4];
-    for c in s.chars() {
+    let mut rest = s;
+    loop {
+        let plain_len = rest.find(|c: char| !is_plain(c)).unwrap_or(rest.len());
+        let (plain, tail) = rest.split_at_checked(plain_len)?;
+        out.push(plain.as_bytes())?;
+        let mut chars = tail.chars();
+        let Some(c) = chars.next() else {
+            return Some(());
+        };
         match c {
             '"' => out.push(br#"\""#)?,
             '\\' => out.push(br"\\")?,
@@ -99,14 +114,13 @@ fn escape_into<const J: usize>(s: &str, out: &mut Writer<J>) -> Option<()> {
             '\t' => out.push(br"\t")?,
             '\u{2028}' => out.push(br"\u2028")?,
             '\u{2029}' => out.push(br"\u2029")?,
-            '<' | '>' | '&' | '\u{0}'..='\u{1f}' => {
+            c => {
                 let b = u8::try_from(u32::from(c)).unwrap_or(0);
                 out.push(&[b'\\', b'u', b'0', b'0', hex(b >> 4), hex(b)])?;
             }
-            c => out.push(c.encode_utf8(&mut utf8).as_bytes())?,
         }
+        rest = chars.as_str();
     }
-    Some(())
 }
 
 #[cfg(test)]

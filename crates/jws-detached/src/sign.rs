@@ -66,15 +66,16 @@ pub(crate) fn assemble(header_b64: &[u8], tag: &[u8; MAC_LEN]) -> String {
     let mut sig = [0u8; SIGNATURE_B64_LEN];
     let n = b64::encode(tag, &mut sig);
     let sig = sig.get(..n).unwrap_or_default();
-    let mut out = String::with_capacity(
+    let mut out = Vec::with_capacity(
         header_b64
             .len()
             .saturating_add(2)
             .saturating_add(SIGNATURE_B64_LEN),
     );
-    // Both parts are base64url, hence ASCII.
-    out.extend(header_b64.iter().map(|&b| char::from(b)));
-    out.push_str("..");
-    out.extend(sig.iter().map(|&b| char::from(b)));
-    out
+    out.extend_from_slice(header_b64);
+    out.extend_from_slice(b"..");
+    out.extend_from_slice(sig);
+    // Both parts are base64url, hence ASCII: the conversion always succeeds, and the lossy
+    // fallback only keeps this free of a panic path.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }

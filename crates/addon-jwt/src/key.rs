@@ -63,6 +63,9 @@ pub(crate) struct Key {
     pub(crate) kid: Option<String>,
     pub(crate) alg: Algorithm,
     material: Material,
+    /// The same public key prepared for aws-lc-rs, which then does the verification.
+    #[cfg(feature = "aws-lc-rs")]
+    fast: Option<aws_lc_rs::signature::UnparsedPublicKey<Vec<u8>>>,
 }
 
 #[derive(Clone)]
@@ -163,12 +166,8 @@ impl KeySet {
                 _ => return Err(Error::InvalidKey(KeyProblem::Pem)),
             };
             let material = material_from_spki(&spki, alg).map_err(Error::InvalidKey)?;
-            set.push(Key {
-                kid: None,
-                alg,
-                material,
-            })
-            .map_err(Error::InvalidKey)?;
+            set.push(Key::new(None, alg, material))
+                .map_err(Error::InvalidKey)?;
         }
         if set.keys.is_empty() {
             return Err(Error::InvalidKey(KeyProblem::Empty));
@@ -187,11 +186,7 @@ impl KeySet {
         }
         let material = material_from_spki(der, alg).map_err(Error::InvalidKey)?;
         Ok(KeySet {
-            keys: vec![Key {
-                kid: None,
-                alg,
-                material,
-            }],
+            keys: vec![Key::new(None, alg, material)],
         })
     }
 
@@ -202,11 +197,11 @@ impl KeySet {
     #[must_use]
     pub fn from_hmac_secret(secret: &[u8]) -> KeySet {
         KeySet {
-            keys: vec![Key {
-                kid: None,
-                alg: Algorithm::Hs256,
-                material: Material::Hmac(Zeroizing::new(secret.to_vec())),
-            }],
+            keys: vec![Key::new(
+                None,
+                Algorithm::Hs256,
+                Material::Hmac(Zeroizing::new(secret.to_vec())),
+            )],
         }
     }
 
@@ -282,8 +277,24 @@ impl fmt::Debug for KeySet {
 }
 
 impl Key {
+    fn new(kid: Option<String>, alg: Algorithm, material: Material) -> Key {
+        Key {
+            kid,
+            alg,
+            #[cfg(feature = "aws-lc-rs")]
+            fast: fast_key(&material),
+            material,
+        }
+    }
+
     /// Verifies `signature` over `signing_input` with this key (its algorithm is `self.alg`).
     pub(crate) fn verify(&self, signing_input: &[u8], signature: &[u8]) -> Result<(), Error> {
+        #[cfg(feature = "aws-lc-rs")]
+        if let Some(fast) = &self.fast {
+            return fast
+                .verify(signing_input, signature)
+                .map_err(|_| Error::BadSignature);
+        }
         let ok = match &self.material {
             Material::RsaPkcs1(vk) => rsa::pkcs1v15::Signature::try_from(signature)
                 .ok()
@@ -314,6 +325,40 @@ impl Key {
         };
         if ok { Ok(()) } else { Err(Error::BadSignature) }
     }
+}
+
+/// The aws-lc-rs form of a public key (HMAC keys stay with the RustCrypto `hmac` crate).
+#[cfg(feature = "aws-lc-rs")]
+fn fast_key(material: &Material) -> Option<aws_lc_rs::signature::UnparsedPublicKey<Vec<u8>>> {
+    use aws_lc_rs::signature as sig;
+    use rsa::pkcs1::EncodeRsaPublicKey as _;
+    let (alg, bytes): (&'static dyn sig::VerificationAlgorithm, Vec<u8>) = match material {
+        Material::RsaPkcs1(vk) => (
+            &sig::RSA_PKCS1_2048_8192_SHA256,
+            AsRef::<rsa::RsaPublicKey>::as_ref(vk)
+                .to_pkcs1_der()
+                .ok()?
+                .into_vec(),
+        ),
+        Material::RsaPss(vk) => (
+            &sig::RSA_PSS_2048_8192_SHA256,
+            AsRef::<rsa::RsaPublicKey>::as_ref(vk)
+                .to_pkcs1_der()
+                .ok()?
+                .into_vec(),
+        ),
+        Material::P256(vk) => (
+            &sig::ECDSA_P256_SHA256_FIXED,
+            vk.to_encoded_point(false).as_bytes().to_vec(),
+        ),
+        Material::P384(vk) => (
+            &sig::ECDSA_P384_SHA384_FIXED,
+            vk.to_encoded_point(false).as_bytes().to_vec(),
+        ),
+        Material::Ed25519(vk) => (&sig::ED25519, vk.as_bytes().to_vec()),
+        Material::Hmac(_) => return None,
+    };
+    Some(sig::UnparsedPublicKey::new(alg, bytes))
 }
 
 /// The Kubernetes key id of a DER SubjectPublicKeyInfo: base64url(SHA-256(DER)), unpadded.
@@ -514,7 +559,7 @@ fn key_from_jwk(jwk: &Map<String, Value>) -> Result<Option<Key>, KeyProblem> {
         }
         _ => return Ok(None),
     };
-    Ok(Some(Key { kid, alg, material }))
+    Ok(Some(Key::new(kid, alg, material)))
 }
 
 /// Splits a PEM document into `(label, der)` blocks; only whitespace may surround them.

@@ -17,10 +17,11 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(60);
 /// Default number of cached tokens in a [`Minter`].
 pub const DEFAULT_MINT_CACHE: usize = 1024;
 
-/// A private signing key: ECDSA P-256 (`ES256`), ECDSA P-384 (`ES384`) or Ed25519 (`EdDSA`).
+/// A private signing key: ECDSA P-256 (`ES256`), ECDSA P-384 (`ES384`) or Ed25519 (`EdDSA`);
+/// with the `aws-lc-rs` feature also RSA (`RS256`).
 ///
-/// RSA private keys are refused: the pure-Rust `rsa` crate's private-key operations are not
-/// constant time (RUSTSEC-2023-0071), so this build only verifies RSA. The key id is the one
+/// Without that feature RSA private keys are refused: the pure-Rust `rsa` crate's private-key
+/// operations are not constant time (RUSTSEC-2023-0071), so the default build only verifies RSA. The key id is the one
 /// Kubernetes uses: base64url(SHA-256(SubjectPublicKeyInfo DER)).
 pub struct SigningKey {
     alg: Algorithm,
@@ -30,6 +31,8 @@ pub struct SigningKey {
 }
 
 enum Inner {
+    #[cfg(feature = "aws-lc-rs")]
+    Rsa(aws_lc_rs::signature::RsaKeyPair),
     P256(p256::ecdsa::SigningKey),
     P384(p384::ecdsa::SigningKey),
     Ed25519(ed25519_dalek::SigningKey),
@@ -63,6 +66,16 @@ impl SigningKey {
         let info = p256::pkcs8::PrivateKeyInfo::try_from(der).map_err(|_| bad.clone())?;
         let oid = info.algorithm.oid.to_string();
         let (alg, inner) = match oid.as_str() {
+            #[cfg(feature = "aws-lc-rs")]
+            "1.2.840.113549.1.1.1" => (
+                Algorithm::Rs256,
+                Inner::Rsa(
+                    aws_lc_rs::signature::RsaKeyPair::from_pkcs8(der).map_err(|_| bad.clone())?,
+                ),
+            ),
+            #[cfg(feature = "aws-lc-rs")]
+            "1.2.840.113549.1.1.10" => return Err(Error::UnsupportedKey),
+            #[cfg(not(feature = "aws-lc-rs"))]
             "1.2.840.113549.1.1.1" | "1.2.840.113549.1.1.10" => return Err(Error::UnsupportedKey),
             "1.3.101.112" => (
                 Algorithm::EdDsa,
@@ -82,6 +95,8 @@ impl SigningKey {
             _ => return Err(bad),
         };
         let spki_der = match &inner {
+            #[cfg(feature = "aws-lc-rs")]
+            Inner::Rsa(k) => rsa_spki(k),
             Inner::P256(k) => k.verifying_key().to_public_key_der(),
             Inner::P384(k) => k.verifying_key().to_public_key_der(),
             Inner::Ed25519(k) => k.verifying_key().to_public_key_der(),
@@ -176,6 +191,19 @@ impl SigningKey {
     fn sign_bytes(&self, message: &[u8]) -> Result<Vec<u8>, Error> {
         use signature::Signer as _;
         Ok(match &self.inner {
+            #[cfg(feature = "aws-lc-rs")]
+            Inner::Rsa(k) => {
+                // PKCS#1 v1.5 signing is deterministic; aws-lc-rs takes a generator by API shape only.
+                let mut sig = vec![0u8; k.public_modulus_len()];
+                k.sign(
+                    &aws_lc_rs::signature::RSA_PKCS1_SHA256,
+                    &aws_lc_rs::rand::SystemRandom::new(),
+                    message,
+                    &mut sig,
+                )
+                .map_err(|_| Error::Signing)?;
+                sig
+            }
             Inner::P256(k) => {
                 let sig: p256::ecdsa::Signature =
                     k.try_sign(message).map_err(|_| Error::Signing)?;
@@ -335,6 +363,21 @@ impl Minter {
         }
         Ok(token)
     }
+}
+
+/// SubjectPublicKeyInfo DER of an aws-lc-rs RSA key pair (rsaEncryption, NULL parameters).
+#[cfg(feature = "aws-lc-rs")]
+fn rsa_spki(k: &aws_lc_rs::signature::RsaKeyPair) -> Result<der::Document, spki::Error> {
+    use aws_lc_rs::signature::KeyPair as _;
+    let pkcs1 = k.public_key().as_ref();
+    let info = spki::SubjectPublicKeyInfoRef {
+        algorithm: spki::AlgorithmIdentifierRef {
+            oid: der::asn1::ObjectIdentifier::new_unwrap("1.2.840.113549.1.1.1"),
+            parameters: Some(der::asn1::AnyRef::NULL),
+        },
+        subject_public_key: der::asn1::BitStringRef::from_bytes(pkcs1)?,
+    };
+    Ok(der::Document::encode_msg(&info)?)
 }
 
 fn check_input(value: &str, what: &'static str) -> Result<(), Error> {

@@ -115,10 +115,30 @@ fn minted_tokens_have_the_kubernetes_layout_and_verify_with_the_reference_public
 
 #[test]
 fn rsa_private_keys_are_refused_and_garbage_is_an_error() {
+    #[cfg(not(feature = "aws-lc-rs"))]
     assert_eq!(
         SigningKey::from_pkcs8_pem(&key_field("rsa-rs256", "private_pem")).err(),
         Some(Error::UnsupportedKey)
     );
+    #[cfg(feature = "aws-lc-rs")]
+    {
+        // With aws-lc-rs, RSA keys mint RS256 tokens that verify with the reference public key.
+        let key = SigningKey::from_pkcs8_pem(&key_field("rsa-rs256", "private_pem")).unwrap();
+        assert_eq!(key.algorithm(), Algorithm::Rs256);
+        let pem = key_field("rsa-rs256", "public_pem");
+        assert_eq!(key.public_key_pem().unwrap().trim(), pem.trim());
+        let token = key
+            .sign(ISSUER, "jane", "ns/svc", now(), Duration::from_secs(60))
+            .unwrap();
+        let keys = KeySet::from_pem(&pem, Algorithm::Rs256).unwrap();
+        let v = Validation::new("ns/svc", ISSUER);
+        assert_eq!(
+            verify(token.expose_secret(), &keys, &v, now())
+                .unwrap()
+                .subject(),
+            "jane"
+        );
+    }
     assert_eq!(
         SigningKey::from_pkcs8_pem("not a key").err(),
         Some(Error::InvalidKey(KeyProblem::PrivateKey))

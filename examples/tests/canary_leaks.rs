@@ -55,7 +55,8 @@
 //!   `PartialKeyPair`, `InvalidExpiration`, `ExpiredOnArrival`, `OutputTooLarge`), client keys
 //!   (`InvalidKeyPair` for mismatched, garbled, truncated, encrypted keys;
 //!   `InvalidLeafCertificate`), stderr holding the token (`PluginFailed`, `PluginKilled`), the
-//!   state machine (`UnknownRun`, `PluginTimedOut`), `CacheEntry::from_json`
+//!   state machine (`UnknownRun`, `PluginTimedOut`, `PluginNotFound`, `SpawnFailed`,
+//!   `PolicyDenied`, with the token in the plugin's environment), `CacheEntry::from_json`
 //!   (`CacheKeyMismatch`, `Decode`, `OutputTooLarge`); `Debug` of `Token`, `ClientKey`,
 //!   `ExecCredential`, `ExecCredentialStatus`, `Credential`, `ClientIdentity`, `CacheEntry`,
 //!   `ExecAuthenticator`, `Action`, `PluginRun`, `ExecConfig` with secret env values.
@@ -1367,6 +1368,7 @@ mod exec {
         let good = format!(
             r#"{{"apiVersion":"{V1}","kind":"ExecCredential","status":{{"token":"{EXEC_TOKEN}"}}}}"#
         );
+        let mut seen = std::collections::BTreeSet::new();
         let mut a = authenticator();
         for result in [
             RunResult::Exited {
@@ -1379,13 +1381,37 @@ mod exec {
                 stderr: stderr.as_bytes(),
             },
             RunResult::TimedOut,
+            RunResult::NotFound,
+            RunResult::SpawnFailed {
+                message: "permission denied",
+            },
         ] {
             let run = start_run(&mut a);
             assert_debug_clean("PluginRun", &run, &extra);
             let err = a.handle_run_result(now(), run.id(), result).unwrap_err();
+            seen.insert(variant(&err));
             assert_error_clean("run failure", &err, &extra);
             assert_debug_clean("ExecAuthenticator", &a, &extra);
         }
+        // A policy that refuses the plugin: the refusal names the command only.
+        let mut denied = authenticator();
+        denied.set_policy(exec_credential::PluginPolicy::allowlist(["/usr/bin/other"]).unwrap());
+        let err = denied.credential(now()).unwrap_err();
+        seen.insert(variant(&err));
+        assert_error_clean("policy", &err, &extra);
+        assert_debug_clean("ExecAuthenticator", &denied, &extra);
+        assert_reached(
+            "exec-credential runs",
+            &seen,
+            &[
+                "PluginFailed",
+                "PluginKilled",
+                "PluginTimedOut",
+                "PluginNotFound",
+                "SpawnFailed",
+                "PolicyDenied",
+            ],
+        );
         // A success, then a stale run id, then a refresh.
         let run = start_run(&mut a);
         let cred = a

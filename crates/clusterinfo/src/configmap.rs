@@ -245,5 +245,8 @@ impl ClusterInfoConfigMap {
 
 /// `jws-kubeconfig-<id>`.
 pub fn signature_key(id: TokenId) -> String {
-    format!("{JWS_KEY_PREFIX}{id}")
+    let mut key = String::with_capacity(JWS_KEY_PREFIX.len().saturating_add(id.as_str().len()));
+    key.push_str(JWS_KEY_PREFIX);
+    key.push_str(id.as_str());
+    key
 }

@@ -153,3 +153,77 @@ proptest! {
         prop_assert!(t <= now() + Duration::from_secs(timeout));
     }
 }
+
+/// The bootstrap signer's sync written out step by step as `bootstrapsigner.go` does it (deep
+/// copy, remove every `jws-kubeconfig-*` key remembering it, sign each first-seen qualifying
+/// token, compare), against which the optimised `reconcile` is checked.
+fn reference_reconcile(
+    data: &BTreeMap<String, String>,
+    secrets: &[bootstrap_token::SecretObject],
+) -> (BTreeMap<String, String>, bool, Vec<String>) {
+    let Some(kubeconfig) = data.get("kubeconfig") else {
+        return (data.clone(), false, Vec::new());
+    };
+    let mut new = data.clone();
+    let mut old = BTreeMap::new();
+    for key in data.keys() {
+        if let Some(id) = key.strip_prefix("jws-kubeconfig-") {
+            old.insert(id.to_owned(), new.remove(key).unwrap());
+        }
+    }
+    let mut update = false;
+    let mut signed: Vec<String> = Vec::new();
+    for secret in secrets {
+        let Some((id, key)) = secret.signing_key(now()) else {
+            continue;
+        };
+        if signed.iter().any(|s| s == id.as_str()) {
+            continue;
+        }
+        let sig = jws_detached::sign(kubeconfig.as_bytes(), id.as_str(), key).unwrap_or_default();
+        if old.remove(id.as_str()).as_deref() != Some(sig.as_str()) {
+            update = true;
+        }
+        new.insert(format!("jws-kubeconfig-{id}"), sig);
+        signed.push(id.as_str().to_owned());
+    }
+    (new, update || !old.is_empty(), signed)
+}
+
+fn signer_keys() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("kubeconfig".to_owned()),
+        Just("jws-kubeconfig-".to_owned()),
+        Just("jws-kubeconfig.".to_owned()),
+        Just("jws-kubeconfiG-abcdef".to_owned()),
+        Just("jws-kubeconfig".to_owned()),
+        "[a-z]{1,3}",
+        "jws-kubeconfig-[a-c0-1]{6}",
+        "jws-kubeconfig-[a-z]{0,8}",
+    ]
+}
+
+proptest! {
+    #[test]
+    fn proptest_reconcile_matches_the_reference_sync(
+        entries in proptest::collection::vec((signer_keys(), "[a-zA-Z0-9._-]{0,12}"), 0..12),
+        tokens in proptest::collection::vec(("[a-c0-1]{6}", "[a-z0-9]{1,16}", any::<bool>()), 0..8),
+        resign_first in any::<bool>(),
+    ) {
+        let secrets: Vec<_> = tokens
+            .iter()
+            .map(|(id, secret, signing)| token_secret(id, secret, *signing, None))
+            .collect();
+        let mut data: BTreeMap<String, String> = entries.into_iter().collect();
+        if resign_first {
+            // Start from a signed map, so equal old signatures occur too.
+            data = reconcile(&data, &secrets, now()).into_data();
+        }
+        let out = reconcile(&data, &secrets, now());
+        let (want, update, signed) = reference_reconcile(&data, &secrets);
+        prop_assert_eq!(out.data(), &want);
+        prop_assert_eq!(out.update_needed(), update);
+        let got: Vec<&str> = out.signed_token_ids().iter().map(|id| id.as_str()).collect();
+        prop_assert_eq!(got, signed);
+    }
+}

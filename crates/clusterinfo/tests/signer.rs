@@ -221,3 +221,50 @@ fn first_secret_for_an_id_wins() {
     assert_eq!(out.data(), only_a.data());
     assert_eq!(out.signed_token_ids().len(), 1);
 }
+
+#[test]
+fn signed_ids_keep_lister_order_and_keys_around_the_prefix_stay() {
+    let secrets = [
+        token_secret("zzzzzz", "0123456789abcdef", true, None),
+        token_secret("aaaaaa", "0123456789abcdef", true, None),
+        token_secret("zzzzzz", "ffffffffffffffff", true, None),
+        token_secret("mmmmmm", "0123456789abcdef", true, None),
+    ];
+    let before = data(&[
+        ("kubeconfig", "hello"),
+        ("a", "1"),
+        ("jws-kubeconfig", "2"),
+        ("jws-kubeconfig.", "3"),
+        ("jws-kubeconfig-zzzzzz", "stale"),
+        ("jws-kubeconfig-qqqqqq", "gone"),
+        ("zzz", "4"),
+    ]);
+    let out = reconcile(&before, &secrets, now());
+    assert!(out.update_needed());
+    let ids: Vec<&str> = out.signed_token_ids().iter().map(|i| i.as_str()).collect();
+    assert_eq!(ids, ["zzzzzz", "aaaaaa", "mmmmmm"]);
+    let keys: Vec<&str> = out.data().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "a",
+            "jws-kubeconfig",
+            "jws-kubeconfig-aaaaaa",
+            "jws-kubeconfig-mmmmmm",
+            "jws-kubeconfig-zzzzzz",
+            "jws-kubeconfig.",
+            "kubeconfig",
+            "zzz"
+        ]
+    );
+    // The first Secret for `zzzzzz` signed.
+    assert_eq!(
+        out.data()["jws-kubeconfig-zzzzzz"],
+        jws_detached::sign(b"hello", "zzzzzz", b"0123456789abcdef").unwrap()
+    );
+    // Same signatures, one extra old key: still an update (a signature is removed).
+    let mut extra = out.data().clone();
+    extra.insert("jws-kubeconfig-qqqqqq".into(), String::new());
+    assert!(reconcile(&extra, &secrets, now()).update_needed());
+    assert!(!reconcile(out.data(), &secrets, now()).update_needed());
+}

@@ -227,3 +227,17 @@ fn oversized_kubeconfig_value_is_rejected_before_verification() {
         "{err:?}"
     );
 }
+
+/// Hostile-input catalogue #33: no signature key at all, only unrelated keys.
+#[test]
+fn no_signature_key_at_all_is_token_not_valid() {
+    for others in [&[][..], &[("note", "x"), ("jws-kubeconfig", "y")][..]] {
+        let err = with(Some("k"), others).verify(&token()).unwrap_err();
+        assert_eq!(
+            err,
+            Error::TokenNotValidForCluster {
+                token_id: "abcdef".into()
+            }
+        );
+    }
+}

@@ -461,3 +461,70 @@ fn debug_output_never_shows_the_token_secret() {
         assert!(shown.contains("abcdef"), "the public token id may show");
     }
 }
+
+/// Hostile-input catalogue #44 in discovery: with pins, a signed cluster-info without CA data
+/// (or with empty CA data) fails after the first fetch; it never falls back to a second fetch
+/// trusting the system roots.
+#[test]
+fn pinned_discovery_without_ca_data_fails_after_one_fetch() {
+    let no_ca = clusterinfo::ClusterInfo::with_trust(
+        "https://127.0.0.1:6443",
+        clusterinfo::Trust::SystemRoots,
+    )
+    .unwrap()
+    .to_kubeconfig_yaml();
+    let empty_ca = cluster_info().to_kubeconfig_yaml().replace(
+        &format!(
+            "certificate-authority-data: {}",
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, ca_pem())
+        ),
+        "certificate-authority-data: \"\"",
+    );
+    assert!(empty_ca.contains("certificate-authority-data: \"\"\n"));
+    for kubeconfig in [no_ca, empty_ca] {
+        let body = served(&kubeconfig, &[("abcdef", TOKEN_SECRET)]);
+        let (res, fetches, _) = drive(config().start(now()).unwrap(), now(), &[Reply::Ok(body)]);
+        assert_eq!(res.unwrap_err(), Error::NoCertificates);
+        assert_eq!(fetches.len(), 1);
+    }
+}
+
+/// Hostile-input catalogue #45 in discovery: a two-certificate bundle whose second
+/// certificate is pinned passes, and the second fetch trusts the whole bundle.
+#[test]
+fn pin_on_the_second_certificate_of_the_bundle_passes() {
+    let bundle_pem = format!("{}{}", other_ca_pem(), ca_pem());
+    let info = clusterinfo::ClusterInfo::new(
+        "https://127.0.0.1:6443",
+        clusterinfo::CaBundle::from_pem(bundle_pem.as_bytes()).unwrap(),
+    )
+    .unwrap();
+    let body = served(&info.to_kubeconfig_yaml(), &[("abcdef", TOKEN_SECRET)]);
+    let (res, fetches, _) = drive(
+        config().start(now()).unwrap(),
+        now(),
+        &[Reply::Ok(body.clone()), Reply::Ok(body)],
+    );
+    let found = res.unwrap();
+    assert_eq!(
+        found.cluster_info().ca_bundle().unwrap().as_pem(),
+        bundle_pem
+    );
+    let FetchTrust::CaBundle(trusted) = &fetches[1].1 else {
+        panic!("{:?}", fetches[1].1)
+    };
+    assert_eq!(trusted.as_pem(), bundle_pem);
+    // Pinning only the first (other) CA works the same way.
+    let other = PinSet::from_iter([Pin::from_certificate_pem(other_ca_pem().as_bytes()).unwrap()]);
+    let body = served(&info.to_kubeconfig_yaml(), &[("abcdef", TOKEN_SECRET)]);
+    let (res, _, _) = drive(
+        TokenDiscoveryConfig::new("127.0.0.1:6443", TOKEN.parse().unwrap())
+            .unwrap()
+            .with_pins(other)
+            .start(now())
+            .unwrap(),
+        now(),
+        &[Reply::Ok(body)],
+    );
+    res.unwrap();
+}

@@ -531,3 +531,76 @@ fn tls_bootstrap_kubeconfig_carries_only_server_and_ca_as_kubeadm_does() {
             .starts_with("apiVersion: v1\nclusters:\n- cluster:\n    server: https://10.0.0.1:6443\n  name: kubernetes\n")
     );
 }
+
+/// Hostile-input catalogue #41: every impersonation field, a credential in a later user entry,
+/// one reached through a YAML merge key or alias, and the JSON form.
+#[test]
+fn hidden_and_later_credentials_are_rejected() {
+    let cluster = kubeconfig_with_cluster("    server: https://a:1\n");
+    for (field, value) in [
+        ("as-uid", "uid-1"),
+        ("as-groups", "[system:masters]"),
+        ("as-user-extra", "{scopes: [all]}"),
+    ] {
+        let doc = format!("{cluster}users:\n- name: x\n  user:\n    {field}: {value}\n");
+        assert_eq!(
+            ClusterInfo::parse(doc.as_bytes()).unwrap_err(),
+            Error::CredentialsPresent {
+                field: format!("users[0].user.{field}")
+            }
+        );
+    }
+    let later = format!(
+        "{cluster}users:\n- name: empty\n  user: {{}}\n- name: x\n  user:\n    token: {TOKEN}\n"
+    );
+    assert_eq!(
+        ClusterInfo::parse(later.as_bytes()).unwrap_err(),
+        Error::CredentialsPresent {
+            field: "users[1].user.token".into()
+        }
+    );
+    let merged =
+        format!("creds: &c {{token: {TOKEN}}}\n{cluster}users:\n- name: x\n  user:\n    <<: *c\n");
+    let aliased = format!("creds: &c {{token: {TOKEN}}}\n{cluster}users:\n- name: x\n  user: *c\n");
+    let json = format!(
+        r#"{{"apiVersion":"v1","clusters":[{{"name":"","cluster":{{"server":"https://a:1"}}}}],"users":[{{"name":"x","user":{{"token":"{TOKEN}"}}}}]}}"#
+    );
+    for doc in [merged, aliased, json] {
+        let err = ClusterInfo::parse(doc.as_bytes()).unwrap_err();
+        assert_eq!(
+            err,
+            Error::CredentialsPresent {
+                field: "users[0].user.token".into()
+            },
+            "{doc}"
+        );
+        assert!(!format!("{err} {err:?}").contains(TOKEN_SECRET));
+    }
+}
+
+/// Hostile-input catalogue #42: the insecure flag in forms kubectl would not read as `false`.
+#[test]
+fn insecure_flag_must_be_a_boolean() {
+    for value in ["\"true\"", "1", "[true]"] {
+        let doc = kubeconfig_with_cluster(&format!(
+            "    server: https://a:1\n    insecure-skip-tls-verify: {value}\n"
+        ));
+        assert!(
+            matches!(
+                ClusterInfo::parse(doc.as_bytes()).unwrap_err(),
+                Error::InvalidField { .. }
+            ),
+            "{value}"
+        );
+    }
+    // `false` and null are the default.
+    for value in ["false", "null"] {
+        let doc = kubeconfig_with_cluster(&format!(
+            "    server: https://a:1\n    insecure-skip-tls-verify: {value}\n"
+        ));
+        assert_eq!(
+            ClusterInfo::parse(doc.as_bytes()).unwrap().trust(),
+            &Trust::SystemRoots
+        );
+    }
+}

@@ -477,3 +477,42 @@ fn serde_validates_public_values() {
     );
     assert!(serde_json::from_str::<Usage>(r#""Signing""#).is_err());
 }
+
+#[test]
+fn large_data_maps_give_the_same_answers() {
+    // The authenticator reads small maps in one pass and large ones by lookup: same outcome.
+    let scenarios: [&[(&str, &str)]; 7] = [
+        &[],
+        &[("token-secret", "0123456789abcdeg")],
+        &[("token-id", "abcdeg")],
+        &[("expiration", "2000-01-01T00:00:00Z")],
+        &[("expiration", "nope")],
+        &[("usage-bootstrap-authentication", "yes")],
+        &[(
+            "auth-extra-groups",
+            "system:bootstrappers:b,system:bootstrappers:a",
+        )],
+    ];
+    for extra in scenarios {
+        let small = secret_with(extra);
+        let mut padded: Vec<(String, String)> = (0..20)
+            .map(|i| (format!("zz-junk-{i:02}"), "x".to_owned()))
+            .collect();
+        padded.extend(
+            extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+        let pairs: Vec<(&str, &str)> = padded
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let large = secret_with(&pairs);
+        assert!(large.data_map().unwrap().len() > 16);
+        assert_eq!(
+            auth_at(&small, TOKEN, now()),
+            auth_at(&large, TOKEN, now()),
+            "{extra:?}"
+        );
+    }
+}

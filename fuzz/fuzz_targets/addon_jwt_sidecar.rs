@@ -33,13 +33,21 @@ fuzz_target!(|data: &[u8]| {
         .cache_capacity(64)
     });
     let now = UNIX_EPOCH + Duration::from_secs(1_750_000_000);
-    if let Decision::Forward(f) = sidecar.decide(headers.iter().map(|(n, v)| (n.as_str(), *v)), now) {
+    if let Decision::Forward(f) = sidecar.decide(headers.iter().map(|(n, v)| (n.as_str(), *v)), now)
+    {
         let users = f
             .headers()
             .iter()
-            .filter(|(n, _)| n.replace('_', "-").eq_ignore_ascii_case("x-authenticated-user"))
+            .filter(|(n, _)| {
+                n.replace('_', "-")
+                    .eq_ignore_ascii_case("x-authenticated-user")
+            })
             .count();
         assert_eq!(users, 1);
-        assert!(!f.headers().iter().any(|(n, _)| n.eq_ignore_ascii_case("authorization")));
+        assert!(
+            !f.headers()
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("authorization"))
+        );
     }
 });

@@ -13,8 +13,10 @@ fn keys() -> &'static KeySet {
     static KEYS: OnceLock<KeySet> = OnceLock::new();
     KEYS.get_or_init(|| {
         let mut keys = KeySet::from_jwks(JWKS).expect("reference JWKS loads");
-        keys.extend(KeySet::from_hmac_secret(b"fuzz-shared-secret-0123456789abcdef"))
-            .expect("room for one more key");
+        keys.extend(KeySet::from_hmac_secret(
+            b"fuzz-shared-secret-0123456789abcdef",
+        ))
+        .expect("room for one more key");
         keys
     })
 }

@@ -12,6 +12,7 @@ import argparse
 import html
 import json
 import os
+import re
 import sys
 from collections import OrderedDict
 
@@ -54,18 +55,30 @@ def grouped(rows):
     return groups
 
 
-def baseline_of(entries):
-    for function, point in entries:
-        if function.startswith("baseline"):
-            return point
-    return None
+def tokens(name):
+    return set(re.split(r"[/_\-]", name.lower())) - {"baseline", "ours", "peer", "part", "naive", ""}
+
+
+def baseline_of(entries, function=None):
+    """The floor for `function`: the group's only `baseline/*` entry, or, when a group holds one
+    baseline per variant (e.g. one per signature algorithm), the one sharing most name parts."""
+    baselines = [(f, p) for f, p in entries if f.startswith("baseline")]
+    if not baselines:
+        return None
+    if len(baselines) == 1 or function is None:
+        return baselines[0][1]
+    if function.startswith("baseline"):
+        return dict(baselines)[function]
+    want = tokens(function)
+    best = max(baselines, key=lambda fp: len(tokens(fp[0]) & want))
+    return best[1]
 
 
 def table(groups):
     out = ["| group | case | time | ratio to floor |", "| --- | --- | --- | --- |"]
     for (group, value), entries in groups.items():
-        base = baseline_of(entries)
         for function, point in entries:
+            base = baseline_of(entries, function)
             ratio = f"{point / base:.2f}x" if base else "–"
             label = f"{group}/{value}" if value else group
             out.append(f"| {label} | {function} | {fmt_time(point)} | {ratio} |")
@@ -77,7 +90,6 @@ def svg(groups):
     y = 40
     parts = []
     for (group, value), entries in groups.items():
-        base = baseline_of(entries)
         longest = max(p for _, p in entries) or 1.0
         title = f"{group} / {value}" if value else group
         parts.append(
@@ -85,6 +97,7 @@ def svg(groups):
         )
         y += head_h
         for function, point in entries:
+            base = baseline_of(entries, function)
             w = max(1.0, bar_w * point / longest)
             colour = "#9aa5b1" if function.startswith("baseline") else (
                 "#2f7ed8" if not function.startswith("peer") else "#e08a2c")

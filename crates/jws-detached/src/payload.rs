@@ -43,7 +43,7 @@ impl PreparedPayload {
             max: crate::MAX_CONTENT_LEN,
         })?;
         let mut encoded = vec![0; len];
-        let written = b64::encode(content, &mut encoded);
+        let written = b64::encode_content(content, &mut encoded);
         encoded.truncate(written);
         Ok(PreparedPayload { encoded })
     }

@@ -63,9 +63,21 @@ pub(crate) struct Key {
     pub(crate) kid: Option<String>,
     pub(crate) alg: Algorithm,
     material: Material,
-    /// The same public key prepared for aws-lc-rs, which then does the verification.
+    /// The same public key parsed once by aws-lc-rs, which then does the verification.
     #[cfg(feature = "aws-lc-rs")]
-    fast: Option<aws_lc_rs::signature::UnparsedPublicKey<Vec<u8>>>,
+    fast: Fast,
+}
+
+/// The aws-lc-rs form of a key, parsed once when the key set is built.
+#[cfg(feature = "aws-lc-rs")]
+#[derive(Clone)]
+enum Fast {
+    /// Verified by aws-lc-rs.
+    Parsed(aws_lc_rs::signature::ParsedPublicKey),
+    /// aws-lc-rs refused the key: nothing verifies with it (as when it parsed it per token).
+    Rejected,
+    /// HMAC: stays with the RustCrypto `hmac` crate.
+    None,
 }
 
 #[derive(Clone)]
@@ -290,10 +302,14 @@ impl Key {
     /// Verifies `signature` over `signing_input` with this key (its algorithm is `self.alg`).
     pub(crate) fn verify(&self, signing_input: &[u8], signature: &[u8]) -> Result<(), Error> {
         #[cfg(feature = "aws-lc-rs")]
-        if let Some(fast) = &self.fast {
-            return fast
-                .verify(signing_input, signature)
-                .map_err(|_| Error::BadSignature);
+        match &self.fast {
+            Fast::Parsed(key) => {
+                return key
+                    .verify_sig(signing_input, signature)
+                    .map_err(|_| Error::BadSignature);
+            }
+            Fast::Rejected => return Err(Error::BadSignature),
+            Fast::None => {}
         }
         let ok = match &self.material {
             Material::RsaPkcs1(vk) => rsa::pkcs1v15::Signature::try_from(signature)
@@ -327,38 +343,37 @@ impl Key {
     }
 }
 
-/// The aws-lc-rs form of a public key (HMAC keys stay with the RustCrypto `hmac` crate).
+/// The aws-lc-rs form of a public key, parsed once (HMAC keys stay with the RustCrypto `hmac`
+/// crate).
 #[cfg(feature = "aws-lc-rs")]
-fn fast_key(material: &Material) -> Option<aws_lc_rs::signature::UnparsedPublicKey<Vec<u8>>> {
+fn fast_key(material: &Material) -> Fast {
     use aws_lc_rs::signature as sig;
     use rsa::pkcs1::EncodeRsaPublicKey as _;
-    let (alg, bytes): (&'static dyn sig::VerificationAlgorithm, Vec<u8>) = match material {
+    let rsa_der = |key: &rsa::RsaPublicKey| key.to_pkcs1_der().ok().map(|d| d.into_vec());
+    let (alg, bytes): (&'static dyn sig::VerificationAlgorithm, Option<Vec<u8>>) = match material {
         Material::RsaPkcs1(vk) => (
             &sig::RSA_PKCS1_2048_8192_SHA256,
-            AsRef::<rsa::RsaPublicKey>::as_ref(vk)
-                .to_pkcs1_der()
-                .ok()?
-                .into_vec(),
+            rsa_der(AsRef::<rsa::RsaPublicKey>::as_ref(vk)),
         ),
         Material::RsaPss(vk) => (
             &sig::RSA_PSS_2048_8192_SHA256,
-            AsRef::<rsa::RsaPublicKey>::as_ref(vk)
-                .to_pkcs1_der()
-                .ok()?
-                .into_vec(),
+            rsa_der(AsRef::<rsa::RsaPublicKey>::as_ref(vk)),
         ),
         Material::P256(vk) => (
             &sig::ECDSA_P256_SHA256_FIXED,
-            vk.to_encoded_point(false).as_bytes().to_vec(),
+            Some(vk.to_encoded_point(false).as_bytes().to_vec()),
         ),
         Material::P384(vk) => (
             &sig::ECDSA_P384_SHA384_FIXED,
-            vk.to_encoded_point(false).as_bytes().to_vec(),
+            Some(vk.to_encoded_point(false).as_bytes().to_vec()),
         ),
-        Material::Ed25519(vk) => (&sig::ED25519, vk.as_bytes().to_vec()),
-        Material::Hmac(_) => return None,
+        Material::Ed25519(vk) => (&sig::ED25519, Some(vk.as_bytes().to_vec())),
+        Material::Hmac(_) => return Fast::None,
     };
-    Some(sig::UnparsedPublicKey::new(alg, bytes))
+    match bytes.map(|b| sig::ParsedPublicKey::new(alg, b)) {
+        Some(Ok(key)) => Fast::Parsed(key),
+        _ => Fast::Rejected,
+    }
 }
 
 /// The Kubernetes key id of a DER SubjectPublicKeyInfo: base64url(SHA-256(DER)), unpadded.

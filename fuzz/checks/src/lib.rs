@@ -1,0 +1,39 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+// Assertions are the point of this crate: a check panics (through `assert!`, `unwrap`, `expect`
+// and out-of-range slicing on inputs it has already validated) exactly when a property fails.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+
+mod bootstrap_token;
+mod clusterinfo;
+mod exec_credential;
+mod fixtures;
+mod hygiene;
+mod input;
+mod jws_detached;
+mod outcome;
+
+pub use bootstrap_token::{
+    bootstrap_token_authenticate, bootstrap_token_expiration, bootstrap_token_groups,
+    bootstrap_token_kubeadm_json, bootstrap_token_parse, bootstrap_token_secret_json,
+    bootstrap_token_secret_yaml,
+};
+pub use clusterinfo::{
+    clusterinfo_ca_bundle, clusterinfo_configmap, clusterinfo_discovery, clusterinfo_kubeconfig,
+    clusterinfo_pin,
+};
+pub use exec_credential::{
+    exec_credential_authenticator, exec_credential_cache_entry, exec_credential_exec_info,
+    exec_credential_plugin_output,
+};
+pub use fixtures::{KEY, KID, TOKEN};
+pub use jws_detached::{
+    jws_detached_verify, jws_detached_verify_header_json, jws_detached_verify_kubernetes,
+};
+pub use outcome::Outcome;

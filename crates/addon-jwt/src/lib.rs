@@ -27,8 +27,8 @@ pub use serviceaccount::{
     ServiceAccountVerifier,
 };
 pub use sidecar::{
-    AUTHENTICATED_USER_HEADER, DEFAULT_VERIFIED_CACHE, Decision, Forward, MAX_REQUEST_HEADER_BYTES,
-    MAX_REQUEST_HEADERS, RejectReason, Rejection, Sidecar,
+    AUTHENTICATED_USER_HEADER, DEFAULT_VERIFIED_CACHE, Decision, Forward, ForwardHeaders,
+    MAX_REQUEST_HEADER_BYTES, MAX_REQUEST_HEADERS, RejectReason, Rejection, Sidecar,
 };
 pub use sign::{DEFAULT_MINT_CACHE, DEFAULT_TTL, Minter, SigningKey};
 pub use token::BearerToken;

@@ -1,7 +1,10 @@
 //! The sidecar proxy decision, sans-IO: headers and time in, forward-or-reject out.
 
 use core::fmt;
+use core::hash::{BuildHasherDefault, Hasher};
+use core::iter::FusedIterator;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use sha2::{Digest as _, Sha256};
@@ -18,24 +21,16 @@ pub const MAX_REQUEST_HEADERS: usize = 256;
 /// Default capacity of the verified-token cache.
 pub const DEFAULT_VERIFIED_CACHE: usize = 4096;
 
-/// Hop-by-hop headers (RFC 9110 §7.6.1) that are never forwarded.
-const HOP_BY_HOP: [&str; 9] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-];
+/// [`AUTHENTICATED_USER_HEADER`] in lower case (as `http` spells header names).
+const USER_HEADER_LOWER: &str = "x-authenticated-user";
 
 /// The decision a sidecar proxy in front of an add-on takes for one request.
 ///
-/// For each request, [`Sidecar::decide`] takes the header list and `now` and returns
-/// [`Decision::Forward`] with the headers to send upstream, or [`Decision::Reject`] (answer 403
-/// and forward nothing). Rules:
+/// For each request, [`Sidecar::decide`] takes the header list (moved in, never copied) and
+/// `now` and returns [`Decision::Forward`] with the headers to send upstream, or
+/// [`Decision::Reject`] (answer 403 and forward nothing): a rejected request has no headers to
+/// forward. With the `http` feature, `Sidecar::decide_header_map` edits an `http::HeaderMap`
+/// in place instead (and empties it on rejection). Rules:
 ///
 /// * every client-supplied `X-Authenticated-User`, in any case and with `_` for `-`, is removed
 ///   on every path, and so is every `Authorization` header;
@@ -73,7 +68,8 @@ const HOP_BY_HOP: [&str; 9] = [
 /// match sidecar.decide(request, now) {
 ///     Decision::Forward(fwd) => {
 ///         assert_eq!(fwd.user(), "jane");
-///         assert_eq!(fwd.headers().len(), 2); // Host and X-Authenticated-User: jane
+///         let upstream: Vec<(&str, &[u8])> = fwd.headers().collect();
+///         assert_eq!(upstream, [("Host", &b"dashboard"[..]), ("X-Authenticated-User", b"jane")]);
 ///     }
 ///     Decision::Reject(r) => panic!("rejected: {r}"),
 ///     _ => unreachable!(),
@@ -85,63 +81,76 @@ pub struct Sidecar {
     keys: KeySet,
     validation: Validation,
     capacity: usize,
-    cache: HashMap<[u8; 32], Verified>,
+    cache: HashMap<[u8; 32], Verified, BuildHasherDefault<DigestHasher>>,
 }
 
 #[derive(Debug, Clone)]
 struct Verified {
-    user: String,
+    user: Arc<str>,
+    /// The same user as a header value, shared by every request that hits this entry.
+    #[cfg(feature = "http")]
+    value: http::HeaderValue,
     /// `exp + leeway` in Unix seconds: from then on the token is expired.
     until: i128,
 }
 
-/// The outcome of [`Sidecar::decide`].
+/// The outcome of [`Sidecar::decide`]: `N` and `V` are the name and value types of the header
+/// list that was passed in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Decision {
+pub enum Decision<N, V> {
     /// Forward the request upstream with these headers.
-    Forward(Forward),
+    Forward(Forward<N, V>),
     /// Answer 403 and forward nothing.
     Reject(Rejection),
 }
 
-/// The headers to forward: the request's end-to-end headers without `Authorization` or any
-/// client `X-Authenticated-User`, plus exactly one `X-Authenticated-User: <sub>` at the end.
+/// The headers to forward: the request's end-to-end header lines (moved in from the request,
+/// in order) without `Authorization`, any client `X-Authenticated-User`, hop-by-hop or
+/// `Connection`-named headers, then exactly one `X-Authenticated-User: <sub>`.
+///
+/// Only a [`Decision::Forward`] holds one. The removed lines are dropped when the decision is
+/// made; this value never holds the bearer token.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Forward {
-    user: String,
-    headers: Vec<(String, Vec<u8>)>,
+pub struct Forward<N, V> {
+    user: Arc<str>,
+    lines: Vec<(N, V)>,
 }
 
-impl Forward {
+impl<N: AsRef<str>, V: AsRef<[u8]>> Forward<N, V> {
     /// The verified user (`sub`).
     #[must_use]
     pub fn user(&self) -> &str {
         &self.user
     }
 
-    /// The header list to send upstream, in request order, ending with `X-Authenticated-User`.
+    /// The header list to send upstream, in request order, ending with
+    /// `X-Authenticated-User: <sub>`.
     #[must_use]
-    pub fn headers(&self) -> &[(String, Vec<u8>)] {
-        &self.headers
+    pub fn headers(&self) -> ForwardHeaders<'_, N, V> {
+        ForwardHeaders {
+            lines: self.lines.iter(),
+            user: Some(&self.user),
+        }
     }
 
-    /// Takes the header list.
+    /// Takes the end-to-end lines (without `X-Authenticated-User`) and the verified user: send
+    /// the lines, then `X-Authenticated-User` ([`AUTHENTICATED_USER_HEADER`]) with the user.
     #[must_use]
-    pub fn into_headers(self) -> Vec<(String, Vec<u8>)> {
-        self.headers
+    pub fn into_parts(self) -> (Vec<(N, V)>, Arc<str>) {
+        (self.lines, self.user)
     }
 
-    /// The header list as an [`http::HeaderMap`].
+    /// The header list as a new [`http::HeaderMap`].
     ///
     /// # Errors
     ///
     /// [`Error::InvalidInput`] if a name or value is not valid for `http` (it cannot be when the
-    /// decision was made from a `HeaderMap`).
+    /// lines came from a `HeaderMap`).
     #[cfg(feature = "http")]
     pub fn to_header_map(&self) -> Result<http::HeaderMap, Error> {
-        let mut map = http::HeaderMap::with_capacity(self.headers.len());
-        for (name, value) in &self.headers {
+        let mut map = http::HeaderMap::with_capacity(self.lines.len().saturating_add(1));
+        for (name, value) in self.headers() {
             let name = http::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| Error::InvalidInput("header name"))?;
             let value = http::HeaderValue::from_bytes(value)
@@ -151,6 +160,39 @@ impl Forward {
         Ok(map)
     }
 }
+
+/// The header lines of a [`Forward`], as `(name, value)`, ending with `X-Authenticated-User`.
+#[derive(Debug)]
+pub struct ForwardHeaders<'a, N, V> {
+    lines: core::slice::Iter<'a, (N, V)>,
+    user: Option<&'a str>,
+}
+
+impl<'a, N: AsRef<str>, V: AsRef<[u8]>> Iterator for ForwardHeaders<'a, N, V> {
+    type Item = (&'a str, &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.lines.next() {
+            Some((name, value)) => Some((name.as_ref(), value.as_ref())),
+            None => self
+                .user
+                .take()
+                .map(|user| (AUTHENTICATED_USER_HEADER, user.as_bytes())),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self
+            .lines
+            .len()
+            .saturating_add(usize::from(self.user.is_some()));
+        (n, Some(n))
+    }
+}
+
+impl<N: AsRef<str>, V: AsRef<[u8]>> ExactSizeIterator for ForwardHeaders<'_, N, V> {}
+
+impl<N: AsRef<str>, V: AsRef<[u8]>> FusedIterator for ForwardHeaders<'_, N, V> {}
 
 /// Why a request was rejected. `Display` is safe to log: it never contains the token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,6 +219,8 @@ impl fmt::Display for Rejection {
         write!(f, "forbidden: {}", self.reason)
     }
 }
+
+impl std::error::Error for Rejection {}
 
 /// The reason for a [`Rejection`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -225,7 +269,7 @@ impl Sidecar {
             keys,
             validation,
             capacity: DEFAULT_VERIFIED_CACHE,
-            cache: HashMap::new(),
+            cache: HashMap::default(),
         }
     }
 
@@ -243,101 +287,230 @@ impl Sidecar {
         self.cache.len()
     }
 
-    /// Decides on a request given its header list as name/value pairs, at `now`.
-    pub fn decide<I, N, V>(&mut self, headers: I, now: SystemTime) -> Decision
+    /// Decides on a request given its header lines as name/value pairs, at `now`.
+    ///
+    /// The lines are moved into the decision, not copied: [`Decision::Forward`] hands back the
+    /// ones to forward (see [`Forward::headers`] and [`Forward::into_parts`]); on
+    /// [`Decision::Reject`] they are dropped. Borrowed lines work too, e.g.
+    /// `map.iter().map(|(n, v)| (n.as_str(), v.as_bytes()))` for an `http::HeaderMap`.
+    pub fn decide<I, N, V>(&mut self, headers: I, now: SystemTime) -> Decision<N, V>
     where
         I: IntoIterator<Item = (N, V)>,
         N: AsRef<str>,
         V: AsRef<[u8]>,
     {
-        match self.decide_inner(headers, now) {
+        match self.decide_lines(headers, now) {
             Ok(forward) => Decision::Forward(forward),
             Err(reason) => Decision::Reject(Rejection { reason }),
         }
     }
 
-    /// Decides on a request given its [`http::HeaderMap`], at `now`.
+    /// Decides on a request given its [`http::HeaderMap`], at `now`, editing the map in place
+    /// (what a proxy built on `hyper` wants): on success every `Authorization`, client
+    /// `X-Authenticated-User`, hop-by-hop and `Connection`-named header has been removed and
+    /// then `x-authenticated-user: <sub>` inserted, and the verified user is returned.
+    ///
+    /// On rejection the map is emptied, so a request sent upstream by mistake carries neither
+    /// the credential nor any identity. Read what you want to log before calling.
+    ///
+    /// ```
+    /// # use std::time::{Duration, UNIX_EPOCH};
+    /// # use addon_jwt::{Minter, Sidecar, SigningKey, Validation};
+    /// # let pem = "-----BEGIN PRIVATE KEY-----\n\
+    /// # MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
+    /// # -----END PRIVATE KEY-----\n";
+    /// # let key = SigningKey::from_pkcs8_pem(pem)?;
+    /// # let mut sidecar = Sidecar::new(key.public_key_set()?, Validation::new("dash", "iss"));
+    /// # let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    /// # let token = Minter::new(key, "iss").mint("jane", "dash", now)?;
+    /// let mut headers = http::HeaderMap::new();
+    /// headers.insert("authorization", format!("Bearer {}", token.expose_secret()).parse()?);
+    /// headers.insert("x-authenticated-user", "admin".parse()?); // spoofed: removed
+    /// headers.insert("accept", "text/html".parse()?);
+    /// let user = sidecar.decide_header_map(&mut headers, now)?;
+    /// assert_eq!(&*user, "jane");
+    /// assert_eq!(headers.len(), 2);
+    /// assert_eq!(headers["x-authenticated-user"], "jane");
+    /// assert!(headers.get("authorization").is_none());
+    ///
+    /// headers.insert("authorization", "Bearer forged".parse()?);
+    /// assert!(sidecar.decide_header_map(&mut headers, now).is_err()); // answer 403
+    /// assert!(headers.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The [`Rejection`] (answer 403), as for [`Sidecar::decide`].
     #[cfg(feature = "http")]
-    pub fn decide_header_map(&mut self, headers: &http::HeaderMap, now: SystemTime) -> Decision {
-        self.decide(headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())), now)
+    pub fn decide_header_map(
+        &mut self,
+        headers: &mut http::HeaderMap,
+        now: SystemTime,
+    ) -> Result<Arc<str>, Rejection> {
+        match self.decide_map(headers, now) {
+            Ok(user) => Ok(user),
+            Err(reason) => {
+                headers.clear();
+                Err(Rejection { reason })
+            }
+        }
     }
 
-    fn decide_inner<I, N, V>(
+    fn decide_lines<I, N, V>(
         &mut self,
         headers: I,
         now: SystemTime,
-    ) -> Result<Forward, RejectReason>
+    ) -> Result<Forward<N, V>, RejectReason>
     where
         I: IntoIterator<Item = (N, V)>,
         N: AsRef<str>,
         V: AsRef<[u8]>,
     {
+        let headers = headers.into_iter();
+        let mut lines: Vec<(N, V)> =
+            Vec::with_capacity(headers.size_hint().0.min(MAX_REQUEST_HEADERS));
         let mut total: usize = 0;
-        let mut lines: Vec<(N, V)> = Vec::new();
+        let mut authorization: Option<usize> = None;
+        let mut multiple = false;
+        let mut connection = false;
         for (name, value) in headers {
             if lines.len() >= MAX_REQUEST_HEADERS {
                 return Err(RejectReason::HeadersTooLarge);
             }
+            let n = name.as_ref();
             total = total
-                .saturating_add(name.as_ref().len())
+                .saturating_add(n.len())
                 .saturating_add(value.as_ref().len())
                 .saturating_add(4);
             if total > MAX_REQUEST_HEADER_BYTES {
                 return Err(RejectReason::HeadersTooLarge);
             }
+            if n.eq_ignore_ascii_case("authorization") {
+                multiple |= authorization.is_some();
+                authorization = Some(lines.len());
+            } else if n.eq_ignore_ascii_case("connection") {
+                connection = true;
+            }
             lines.push((name, value));
         }
+        if multiple {
+            return Err(RejectReason::MultipleAuthorization);
+        }
+        let value = authorization
+            .and_then(|i| lines.get(i))
+            .ok_or(RejectReason::MissingAuthorization)?;
+        let token = bearer_token(value.1.as_ref()).ok_or(RejectReason::MalformedAuthorization)?;
+        let user = self.verified(token, now, |v| Arc::clone(&v.user))?;
 
-        let mut authorization: Option<&[u8]> = None;
-        let mut connection_named: Vec<String> = Vec::new();
-        for (name, value) in &lines {
-            let name = name.as_ref();
-            if name.eq_ignore_ascii_case("authorization") {
-                if authorization.is_some() {
-                    return Err(RejectReason::MultipleAuthorization);
-                }
-                authorization = Some(value.as_ref());
-            } else if name.eq_ignore_ascii_case("connection") {
-                for token in value.as_ref().split(|b| *b == b',') {
-                    let token = String::from_utf8_lossy(token).trim().to_ascii_lowercase();
-                    if !token.is_empty() {
-                        connection_named.push(token);
-                    }
+        // Which lines go upstream: decided on all of them first (Connection may name any),
+        // then the others are dropped in one pass.
+        let mut keep = [0u64; MAX_REQUEST_HEADERS.div_ceil(64)];
+        for (i, (name, _)) in lines.iter().enumerate() {
+            let name = name.as_ref().as_bytes();
+            let dropped = is_always_dropped(name)
+                || (connection
+                    && named_by_connection(
+                        name,
+                        lines
+                            .iter()
+                            .filter(|(n, _)| n.as_ref().eq_ignore_ascii_case("connection"))
+                            .map(|(_, v)| v.as_ref()),
+                    ));
+            if !dropped {
+                if let Some(word) = keep.get_mut(i / 64) {
+                    *word |= 1 << (i % 64);
                 }
             }
         }
-        let authorization = authorization.ok_or(RejectReason::MissingAuthorization)?;
-        let token = bearer_token(authorization).ok_or(RejectReason::MalformedAuthorization)?;
-        let user = self.verified_user(token, now)?;
-
-        let mut forward: Vec<(String, Vec<u8>)> = Vec::with_capacity(lines.len().saturating_add(1));
-        for (name, value) in &lines {
-            let name = name.as_ref();
-            if same_name(name, "x-authenticated-user")
-                || same_name(name, "authorization")
-                || HOP_BY_HOP.iter().any(|h| same_name(name, h))
-                || connection_named.iter().any(|c| same_name(name, c))
-            {
-                continue;
-            }
-            forward.push((name.to_owned(), value.as_ref().to_vec()));
-        }
-        forward.push((
-            AUTHENTICATED_USER_HEADER.to_owned(),
-            user.as_bytes().to_vec(),
-        ));
-        Ok(Forward {
-            user,
-            headers: forward,
-        })
+        let mut i: usize = 0;
+        lines.retain(|_| {
+            let kept = keep.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0);
+            i = i.wrapping_add(1);
+            kept
+        });
+        Ok(Forward { user, lines })
     }
 
-    fn verified_user(&mut self, token: &str, now: SystemTime) -> Result<String, RejectReason> {
+    #[cfg(feature = "http")]
+    fn decide_map(
+        &mut self,
+        headers: &mut http::HeaderMap,
+        now: SystemTime,
+    ) -> Result<Arc<str>, RejectReason> {
+        if headers.len() > MAX_REQUEST_HEADERS {
+            return Err(RejectReason::HeadersTooLarge);
+        }
+        let total = headers.iter().fold(0usize, |total, (name, value)| {
+            total
+                .saturating_add(name.as_str().len())
+                .saturating_add(value.len())
+                .saturating_add(4)
+        });
+        if total > MAX_REQUEST_HEADER_BYTES {
+            return Err(RejectReason::HeadersTooLarge);
+        }
+        let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
+        let value = values.next().ok_or(RejectReason::MissingAuthorization)?;
+        if values.next().is_some() {
+            return Err(RejectReason::MultipleAuthorization);
+        }
+        let token = bearer_token(value.as_bytes()).ok_or(RejectReason::MalformedAuthorization)?;
+        let (user, value) =
+            self.verified(token, now, |v| (Arc::clone(&v.user), v.value.clone()))?;
+
+        // Every header to remove, found before anything is removed (Connection may name any).
+        // Listed names are removed by their static spelling; others (look-alikes, names
+        // Connection lists) by a clone of the map's name. A few slots on the stack, a vector
+        // beyond them: a usual request allocates nothing here.
+        let mut slots: [Option<Victim>; 8] = Default::default();
+        let mut more: Vec<Victim> = Vec::new();
+        let connection = headers.contains_key(http::header::CONNECTION);
+        for name in headers.keys() {
+            let bytes = name.as_str().as_bytes();
+            let dropped = is_always_dropped(bytes)
+                || (connection
+                    && named_by_connection(
+                        bytes,
+                        headers
+                            .get_all(http::header::CONNECTION)
+                            .iter()
+                            .map(http::HeaderValue::as_bytes),
+                    ));
+            if dropped {
+                let victim = match LISTED.iter().find(|l| **l == name.as_str()) {
+                    Some(listed) => Victim::Listed(listed),
+                    None => Victim::Named(name.clone()),
+                };
+                match slots.iter_mut().find(|s| s.is_none()) {
+                    Some(slot) => *slot = Some(victim),
+                    None => more.push(victim),
+                }
+            }
+        }
+        for victim in slots.into_iter().flatten().chain(more) {
+            match victim {
+                Victim::Listed(name) => headers.remove(name),
+                Victim::Named(name) => headers.remove(name),
+            };
+        }
+        headers.insert(http::HeaderName::from_static(USER_HEADER_LOWER), value);
+        Ok(user)
+    }
+
+    /// Looks `token` up in the cache (a hit while `now < exp + leeway`), else verifies it and
+    /// caches the result; `read` takes what the caller needs from the entry.
+    fn verified<R>(
+        &mut self,
+        token: &str,
+        now: SystemTime,
+        read: impl FnOnce(&Verified) -> R,
+    ) -> Result<R, RejectReason> {
         let now_s = unix_seconds(now);
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         if let Some(hit) = self.cache.get(&digest) {
             if now_s < hit.until {
-                return Ok(hit.user.clone());
+                return Ok(read(hit));
             }
             self.cache.remove(&digest);
         }
@@ -347,6 +520,16 @@ impl Sidecar {
         if !is_header_safe(user) {
             return Err(RejectReason::SubjectNotHeaderSafe);
         }
+        let until = i128::from(claims.expires_at_unix())
+            .saturating_add(i128::from(self.validation.leeway_duration().as_secs()));
+        let verified = Verified {
+            user: Arc::from(user),
+            #[cfg(feature = "http")]
+            value: http::HeaderValue::from_str(user)
+                .map_err(|_| RejectReason::SubjectNotHeaderSafe)?,
+            until,
+        };
+        let out = read(&verified);
         if self.capacity > 0 {
             if self.cache.len() >= self.capacity {
                 self.cache.retain(|_, v| now_s < v.until);
@@ -361,51 +544,130 @@ impl Sidecar {
                     self.cache.remove(&first);
                 }
             }
-            let until = i128::from(claims.expires_at_unix())
-                .saturating_add(i128::from(self.validation.leeway_duration().as_secs()));
-            self.cache.insert(
-                digest,
-                Verified {
-                    user: user.to_owned(),
-                    until,
-                },
-            );
+            self.cache.insert(digest, verified);
         }
-        Ok(user.to_owned())
+        Ok(out)
     }
+}
+
+/// A header `decide_header_map` removes.
+#[cfg(feature = "http")]
+enum Victim {
+    /// One of [`LISTED`], by its static name (no clone of the map's name).
+    Listed(&'static str),
+    Named(http::HeaderName),
+}
+
+/// The names [`is_always_dropped`] matches, in the lower case `http` uses.
+#[cfg(feature = "http")]
+const LISTED: [&str; 11] = [
+    "authorization",
+    USER_HEADER_LOWER,
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// The verified-token cache's hasher. Its keys are SHA-256 digests of tokens that passed
+/// verification: uniformly distributed and not chosen by a client, so their first eight bytes
+/// serve as the hash (SipHash would only add work to every request).
+#[derive(Debug, Default, Clone, Copy)]
+struct DigestHasher(u64);
+
+impl Hasher for DigestHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if let Some(head) = bytes.first_chunk::<8>() {
+            self.0 ^= u64::from_le_bytes(*head);
+        }
+    }
+
+    fn write_usize(&mut self, _: usize) {}
+}
+
+/// Removed from every forwarded request: any client `X-Authenticated-User` look-alike,
+/// `Authorization` and the hop-by-hop headers (RFC 9110 §7.6.1: `Connection`, `Keep-Alive`,
+/// `Proxy-Connection`, `Proxy-Authenticate`, `Proxy-Authorization`, `TE`, `Trailer`,
+/// `Transfer-Encoding`, `Upgrade`).
+fn is_always_dropped(name: &[u8]) -> bool {
+    // By length first: most request headers are none of these and cost one comparison.
+    let any = |names: &[&str]| names.iter().any(|n| same_name(name, n.as_bytes()));
+    match name.len() {
+        2 => any(&["te"]),
+        7 => any(&["trailer", "upgrade"]),
+        10 => any(&["connection", "keep-alive"]),
+        13 => any(&["authorization"]),
+        16 => any(&["proxy-connection"]),
+        17 => any(&["transfer-encoding"]),
+        18 => any(&["proxy-authenticate"]),
+        19 => any(&["proxy-authorization"]),
+        20 => any(&[USER_HEADER_LOWER]),
+        _ => false,
+    }
+}
+
+/// Whether one of the `Connection` header values names `name` (comma-separated tokens,
+/// optional whitespace).
+fn named_by_connection<'v>(name: &[u8], mut values: impl Iterator<Item = &'v [u8]>) -> bool {
+    values.any(|value| {
+        value.split(|b| *b == b',').any(|token| {
+            let token = token.trim_ascii();
+            !token.is_empty() && same_name(name, token)
+        })
+    })
 }
 
 /// Header-name equality ignoring ASCII case and reading `_` as `-`, so look-alike names
 /// (`X_Authenticated_User`) compare equal.
-fn same_name(name: &str, other: &str) -> bool {
-    let fold = |b: u8| {
-        if b == b'_' {
-            b'-'
-        } else {
-            b.to_ascii_lowercase()
-        }
-    };
+fn same_name(name: &[u8], other: &[u8]) -> bool {
+    let fold = |b: u8| if b == b'_' { b'-' } else { b }.to_ascii_lowercase();
     name.len() == other.len()
         && name
-            .bytes()
-            .zip(other.bytes())
-            .all(|(a, b)| fold(a) == fold(b))
+            .iter()
+            .zip(other)
+            .fold(true, |same, (a, b)| same & (fold(*a) == fold(*b)))
 }
 
 /// `Bearer` (any case), exactly one space, then a token68 value (RFC 7235 §2.1) and nothing else.
 fn bearer_token(value: &[u8]) -> Option<&str> {
-    let scheme = value.get(..7)?;
-    let rest = value.get(7..)?;
-    if !scheme.eq_ignore_ascii_case(b"bearer ") || rest.is_empty() {
+    let (scheme, rest) = value.split_at_checked(7)?;
+    if !scheme.eq_ignore_ascii_case(b"bearer ") {
         return None;
     }
-    let body_len = rest.iter().position(|b| *b == b'=').unwrap_or(rest.len());
-    let (body, pad) = rest.split_at_checked(body_len)?;
-    let token68 = |b: &u8| b.is_ascii_alphanumeric() || b"-._~+/".contains(b);
-    if body.is_empty() || !body.iter().all(token68) || !pad.iter().all(|b| *b == b'=') {
+    // Padding is a suffix of `=`; before it, token68 characters only, at least one. The check
+    // has no early exit, so it runs over whole words (the token is on every request).
+    let body_len = rest.iter().rposition(|b| *b != b'=')?.checked_add(1)?;
+    let body = rest.get(..body_len)?;
+    if body
+        .iter()
+        .fold(0u8, |bad, b| bad | u8::from(!is_token68(*b)))
+        != 0
+    {
         return None;
     }
     core::str::from_utf8(rest).ok()
+}
+
+/// A token68 character before the padding: `ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/"`.
+/// Comparisons without branches, so checking a whole token vectorises.
+fn is_token68(b: u8) -> bool {
+    ((b | 0x20).wrapping_sub(b'a') < 26)
+        | (b.wrapping_sub(b'0') < 10)
+        | (b == b'-')
+        | (b == b'.')
+        | (b == b'_')
+        | (b == b'~')
+        | (b == b'+')
+        | (b == b'/')
 }
 
 fn is_header_safe(user: &str) -> bool {
@@ -418,12 +680,29 @@ fn is_header_safe(user: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// Hop-by-hop headers (RFC 9110 §7.6.1) that are never forwarded.
+    const HOP_BY_HOP: [&str; 9] = [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    ];
+
     #[test]
     fn bearer_parsing() {
         assert_eq!(bearer_token(b"Bearer abc.def.ghi"), Some("abc.def.ghi"));
         assert_eq!(bearer_token(b"bearer abc"), Some("abc"));
         assert_eq!(bearer_token(b"BEARER abc"), Some("abc"));
         assert_eq!(bearer_token(b"Bearer abc=="), Some("abc=="));
+        for b in 0..=u8::MAX {
+            let listed = b.is_ascii_alphanumeric() || b"-._~+/".contains(&b);
+            assert_eq!(is_token68(b), listed, "{b:#x}");
+        }
         for bad in [
             &b"Bearer  abc"[..],
             b"Bearer\tabc",
@@ -448,10 +727,47 @@ mod tests {
 
     #[test]
     fn look_alike_names_compare_equal() {
-        assert!(same_name("X_Authenticated_User", "x-authenticated-user"));
-        assert!(same_name("x-AUTHENTICATED-user", "x-authenticated-user"));
-        assert!(!same_name("x-authenticated-users", "x-authenticated-user"));
-        assert!(!same_name("x-authenticated-use", "x-authenticated-user"));
+        assert!(same_name(b"X_Authenticated_User", b"x-authenticated-user"));
+        assert!(same_name(b"x-AUTHENTICATED-user", b"x-authenticated-user"));
+        assert!(!same_name(
+            b"x-authenticated-users",
+            b"x-authenticated-user"
+        ));
+        assert!(!same_name(b"x-authenticated-use", b"x-authenticated-user"));
+    }
+
+    #[test]
+    fn always_dropped_covers_every_listed_name_and_look_alike() {
+        for name in HOP_BY_HOP
+            .iter()
+            .chain(&["authorization", USER_HEADER_LOWER])
+        {
+            assert!(is_always_dropped(name.as_bytes()), "{name}");
+            let upper = name.to_ascii_uppercase().replace('-', "_");
+            assert!(is_always_dropped(upper.as_bytes()), "{upper}");
+        }
+        for kept in [
+            "host",
+            "accept",
+            "x-authenticated-users",
+            "authorizations",
+            "t",
+            "",
+        ] {
+            assert!(!is_always_dropped(kept.as_bytes()), "{kept}");
+        }
+    }
+
+    #[cfg(feature = "http")]
+    #[test]
+    fn listed_names_are_the_always_dropped_ones() {
+        assert_eq!(LISTED.len(), HOP_BY_HOP.len() + 2);
+        for name in HOP_BY_HOP
+            .iter()
+            .chain(&["authorization", USER_HEADER_LOWER])
+        {
+            assert!(LISTED.contains(name), "{name}");
+        }
     }
 
     #[test]

@@ -38,7 +38,7 @@ fn bearer(minter: &mut Minter, user: &str) -> String {
     )
 }
 
-fn forward(d: Decision) -> Forward {
+fn forward<N, V>(d: Decision<N, V>) -> Forward<N, V> {
     match d {
         Decision::Forward(f) => f,
         Decision::Reject(r) => panic!("rejected: {r}"),
@@ -46,7 +46,7 @@ fn forward(d: Decision) -> Forward {
     }
 }
 
-fn reject(d: Decision) -> RejectReason {
+fn reject<N: AsRef<str>, V: AsRef<[u8]>>(d: Decision<N, V>) -> RejectReason {
     match d {
         Decision::Reject(r) => {
             assert_eq!(r.status(), 403);
@@ -57,14 +57,13 @@ fn reject(d: Decision) -> RejectReason {
     }
 }
 
-fn user_headers(f: &Forward) -> Vec<&[u8]> {
+fn user_headers<N: AsRef<str>, V: AsRef<[u8]>>(f: &Forward<N, V>) -> Vec<&[u8]> {
     f.headers()
-        .iter()
         .filter(|(n, _)| {
             n.replace('_', "-")
                 .eq_ignore_ascii_case("x-authenticated-user")
         })
-        .map(|(_, v)| v.as_slice())
+        .map(|(_, v)| v)
         .collect()
 }
 
@@ -89,7 +88,7 @@ fn spoofed_user_headers_never_reach_upstream() {
         let f = forward(sidecar.decide(headers, now()));
         assert_eq!(user_headers(&f), vec![b"jane".as_slice()], "{spoof}");
         assert_eq!(f.headers().last().unwrap().0, "X-Authenticated-User");
-        assert!(f.headers().iter().any(|(n, _)| n == "Accept"));
+        assert!(f.headers().any(|(n, _)| n == "Accept"));
         // Without a token: rejected, nothing forwarded.
         let r = reject(sidecar.decide([(spoof, "admin")], now()));
         assert_eq!(r, RejectReason::MissingAuthorization);
@@ -173,20 +172,17 @@ fn connection_cannot_strip_the_injected_header() {
         assert_eq!(user_headers(&f), vec![b"jane".as_slice()]);
         assert!(
             !f.headers()
-                .iter()
                 .any(|(n, _)| n.eq_ignore_ascii_case("connection"))
         );
         assert!(
             !f.headers()
-                .iter()
                 .any(|(n, _)| n.eq_ignore_ascii_case("keep-alive"))
         );
         assert!(
             !f.headers()
-                .iter()
                 .any(|(n, _)| n.eq_ignore_ascii_case("authorization"))
         );
-        assert!(f.headers().iter().any(|(n, _)| n == "X-Custom"));
+        assert!(f.headers().any(|(n, _)| n == "X-Custom"));
     }
     // A header named by Connection is dropped (hop-by-hop).
     let f = forward(sidecar.decide(
@@ -197,7 +193,7 @@ fn connection_cannot_strip_the_injected_header() {
         ],
         now(),
     ));
-    assert!(!f.headers().iter().any(|(n, _)| n == "X-Custom"));
+    assert!(!f.headers().any(|(n, _)| n == "X-Custom"));
     // Hop-by-hop headers never go upstream.
     let f = forward(sidecar.decide(
         [
@@ -298,16 +294,22 @@ fn limits_and_unsafe_subjects() {
 fn bytes_values_and_order_are_kept() {
     let (mut sidecar, mut minter) = setup();
     let auth = bearer(&mut minter, "jane");
+    let bin: &[u8] = b"\x80\xff";
     let headers: Vec<(&str, &[u8])> = vec![
         ("Host", b"dashboard"),
-        ("X-Bin", b"\x80\xff"),
+        ("X-Bin", bin),
         ("Authorization", auth.as_bytes()),
         ("Accept", b"*/*"),
     ];
     let f = forward(sidecar.decide(headers, now()));
-    let names: Vec<&str> = f.headers().iter().map(|(n, _)| n.as_str()).collect();
+    let names: Vec<&str> = f.headers().map(|(n, _)| n).collect();
     assert_eq!(names, ["Host", "X-Bin", "Accept", "X-Authenticated-User"]);
-    assert_eq!(f.headers()[1].1, b"\x80\xff");
+    assert_eq!(f.headers().nth(1).unwrap().1, b"\x80\xff");
+    // The lines are moved in and handed back, not copied.
+    let (lines, user) = f.into_parts();
+    assert_eq!(&*user, "jane");
+    assert_eq!(lines.len(), 3);
+    assert!(std::ptr::eq(lines[1].1, bin));
 }
 
 #[cfg(feature = "http")]
@@ -320,11 +322,93 @@ fn header_map_round_trip() {
     map.append("x-authenticated-user", "admin".parse().unwrap());
     map.append("x_authenticated_user", "root".parse().unwrap());
     map.insert("accept", "*/*".parse().unwrap());
-    let f = forward(sidecar.decide_header_map(&map, now()));
+    // Borrowed lines, then a new map.
+    let f = forward(sidecar.decide(map.iter().map(|(n, v)| (n.as_str(), v.as_bytes())), now()));
     let out = f.to_header_map().unwrap();
     let users: Vec<_> = out.get_all("x-authenticated-user").iter().collect();
     assert_eq!(users, ["jane"]);
     assert!(out.get("x_authenticated_user").is_none());
     assert!(out.get("authorization").is_none());
     assert_eq!(out.get("accept").unwrap(), "*/*");
+}
+
+#[cfg(feature = "http")]
+#[test]
+fn header_map_in_place() {
+    let (mut sidecar, mut minter) = setup();
+    let auth = bearer(&mut minter, "jane");
+    for cached in [false, true] {
+        let mut map = http::HeaderMap::new();
+        map.append("x-authenticated-user", "admin".parse().unwrap());
+        map.insert("authorization", auth.parse().unwrap());
+        map.append("x_authenticated_user", "root".parse().unwrap());
+        map.append("x-authenticated_user", "root".parse().unwrap());
+        map.insert("accept", "*/*".parse().unwrap());
+        map.insert(
+            "connection",
+            "X-Custom, x_authenticated_user, keep-alive"
+                .parse()
+                .unwrap(),
+        );
+        map.append("connection", "x_other".parse().unwrap());
+        map.insert("keep-alive", "timeout=5".parse().unwrap());
+        map.insert("keep_alive", "timeout=5".parse().unwrap());
+        map.insert("x-custom", "1".parse().unwrap());
+        map.insert("x-other", "1".parse().unwrap());
+        map.insert("te", "trailers".parse().unwrap());
+        map.insert("transfer-encoding", "chunked".parse().unwrap());
+        map.insert("proxy-authorization", "Basic x".parse().unwrap());
+        map.insert("x-kept", "yes".parse().unwrap());
+        let user = sidecar.decide_header_map(&mut map, now()).unwrap();
+        assert_eq!(&*user, "jane");
+        assert_eq!(sidecar.cached(), 1, "{cached}");
+        let names: Vec<&str> = map.keys().map(|k| k.as_str()).collect();
+        assert_eq!(map.len(), 3, "{names:?}");
+        assert_eq!(map["accept"], "*/*");
+        assert_eq!(map["x-kept"], "yes");
+        let users: Vec<_> = map.get_all("x-authenticated-user").iter().collect();
+        assert_eq!(users, ["jane"]);
+    }
+    // Rejections empty the map: nothing can be forwarded by mistake.
+    for bad in [
+        vec![("authorization", "Bearer abc")],
+        vec![
+            ("authorization", auth.as_str()),
+            ("authorization", auth.as_str()),
+        ],
+        vec![("x-authenticated-user", "admin")],
+        vec![("authorization", "Basic amFuZTpzZWNyZXQ=")],
+    ] {
+        let mut map = http::HeaderMap::new();
+        for (n, v) in &bad {
+            map.append(*n, v.parse().unwrap());
+        }
+        map.insert("accept", "*/*".parse().unwrap());
+        let r = sidecar.decide_header_map(&mut map, now()).unwrap_err();
+        assert_eq!(r.status(), 403);
+        assert!(map.is_empty(), "{bad:?}");
+    }
+    let big = "a".repeat(70 * 1024);
+    let mut map = http::HeaderMap::new();
+    map.insert("authorization", auth.parse().unwrap());
+    map.insert("x-big", big.parse().unwrap());
+    assert_eq!(
+        sidecar
+            .decide_header_map(&mut map, now())
+            .unwrap_err()
+            .reason(),
+        &RejectReason::HeadersTooLarge
+    );
+    let mut map = http::HeaderMap::new();
+    map.insert("authorization", auth.parse().unwrap());
+    for i in 0..300 {
+        map.append("x-h", i.to_string().parse().unwrap());
+    }
+    assert_eq!(
+        sidecar
+            .decide_header_map(&mut map, now())
+            .unwrap_err()
+            .reason(),
+        &RejectReason::HeadersTooLarge
+    );
 }

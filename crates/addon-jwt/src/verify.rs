@@ -117,11 +117,14 @@ pub(crate) fn split(token: &str) -> Result<Parts<'_>, Error> {
             limit: MAX_TOKEN_BYTES,
         });
     }
-    if token.bytes().filter(|b| *b == b'.').count() != 2 {
+    // Exactly two dots: the first, the second, and none after it.
+    let (header, rest) = token.split_once('.').ok_or(Error::Malformed)?;
+    let (payload, signature) = rest.split_once('.').ok_or(Error::Malformed)?;
+    if signature.contains('.') {
         return Err(Error::Malformed);
     }
-    let (signing_input, signature) = token.rsplit_once('.').ok_or(Error::Malformed)?;
-    let (header, payload) = signing_input.split_once('.').ok_or(Error::Malformed)?;
+    let signing_len = header.len().saturating_add(1).saturating_add(payload.len());
+    let signing_input = token.get(..signing_len).ok_or(Error::Malformed)?;
     Ok(Parts {
         header,
         payload,

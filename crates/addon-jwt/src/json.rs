@@ -8,6 +8,7 @@ use core::cell::Cell;
 use core::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
 use crate::error::{Error, JsonProblem};
@@ -129,14 +130,15 @@ impl<'de> Visitor<'de> for Seed<'_> {
         let inner = self.nested()?;
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if out.contains_key(&key) {
+            let full = out.len() >= MAX_JSON_MEMBERS;
+            // One lookup per member: the vacant slot found by the duplicate check takes the value.
+            let Entry::Vacant(slot) = out.entry(key) else {
                 return Err(self.fail(JsonProblem::DuplicateMember));
-            }
-            if out.len() >= MAX_JSON_MEMBERS {
+            };
+            if full {
                 return Err(self.fail(JsonProblem::TooManyMembers));
             }
-            let value = map.next_value_seed(inner)?;
-            out.insert(key, value);
+            slot.insert(map.next_value_seed(inner)?);
         }
         Ok(Value::Object(out))
     }

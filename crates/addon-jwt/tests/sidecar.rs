@@ -412,3 +412,96 @@ fn header_map_in_place() {
         &RejectReason::HeadersTooLarge
     );
 }
+
+/// The in-place `HeaderMap` form forwards exactly what the list form forwards (names compared
+/// in lower case, as `http` stores them; values as a multiset, since a map groups by name).
+#[cfg(feature = "http")]
+mod in_place_matches_list {
+    use super::*;
+    use proptest::prelude::*;
+
+    const NAMES: [&str; 16] = [
+        "Host",
+        "Accept",
+        "X-Custom",
+        "x_custom",
+        "X-Other",
+        "Connection",
+        "Keep-Alive",
+        "keep_alive",
+        "TE",
+        "Upgrade",
+        "Transfer_Encoding",
+        "X-Authenticated-User",
+        "x_authenticated-USER",
+        "Proxy-Authorization",
+        "Authorization",
+        "Trailer",
+    ];
+    const CONNECTION_TOKENS: [&str; 7] = [
+        "close",
+        "keep-alive",
+        "X-Custom",
+        "x_other",
+        " x-authenticated-user ",
+        "",
+        "Accept",
+    ];
+
+    proptest! {
+        #[test]
+        fn same_headers_forwarded(
+            names in prop::collection::vec(prop::sample::select(NAMES.to_vec()), 0..10),
+            tokens in prop::collection::vec(prop::sample::select(CONNECTION_TOKENS.to_vec()), 0..4),
+            with_token in any::<bool>(),
+        ) {
+            let (mut sidecar, mut minter) = setup();
+            let auth = bearer(&mut minter, "jane");
+            let connection = tokens.join(",");
+            let mut lines: Vec<(String, String)> = names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    let value = match *n {
+                        "Connection" => connection.clone(),
+                        "Authorization" => auth.clone(),
+                        _ => format!("v{i}"),
+                    };
+                    ((*n).to_owned(), value)
+                })
+                .collect();
+            if with_token {
+                lines.push(("Authorization".to_owned(), auth.clone()));
+            }
+            let mut map = http::HeaderMap::new();
+            for (n, v) in &lines {
+                map.append(http::HeaderName::from_bytes(n.as_bytes()).unwrap(), v.parse().unwrap());
+            }
+            let list = sidecar.decide(lines.clone(), now());
+            let in_place = sidecar.decide_header_map(&mut map, now());
+            match (list, in_place) {
+                (Decision::Forward(f), Ok(user)) => {
+                    prop_assert_eq!(f.user(), &*user);
+                    let mut want: Vec<(String, Vec<u8>)> = f
+                        .headers()
+                        .map(|(n, v)| (n.to_ascii_lowercase(), v.to_vec()))
+                        .collect();
+                    let mut got: Vec<(String, Vec<u8>)> = map
+                        .iter()
+                        .map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec()))
+                        .collect();
+                    want.sort();
+                    got.sort();
+                    prop_assert_eq!(want, got);
+                }
+                (Decision::Reject(a), Err(b)) => {
+                    prop_assert_eq!(a.reason(), b.reason());
+                    prop_assert!(map.is_empty());
+                }
+                (list, in_place) => {
+                    prop_assert!(false, "list {:?} but in place {:?}", list, in_place);
+                }
+            }
+        }
+    }
+}

@@ -98,6 +98,7 @@ struct Verified {
 /// list that was passed in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
+#[must_use = "a request may only be forwarded with the headers of `Decision::Forward`"]
 pub enum Decision<N, V> {
     /// Forward the request upstream with these headers.
     Forward(Forward<N, V>),

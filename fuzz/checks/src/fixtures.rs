@@ -24,6 +24,11 @@ pub(crate) fn exec_credential_now() -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(1_700_000_000)
 }
 
+/// `now` for the addon-jwt checks (the reference tokens' clock): 2025-06-15T15:06:40Z.
+pub(crate) fn addon_jwt_now() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_750_000_000)
+}
+
 /// Where discovery starts: 2027-01-15T08:00:00Z.
 pub(crate) fn discovery_start() -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(1_800_000_000)

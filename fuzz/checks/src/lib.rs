@@ -10,6 +10,7 @@
     clippy::arithmetic_side_effects
 )]
 
+mod addon_jwt;
 mod bootstrap_token;
 mod clusterinfo;
 mod exec_credential;
@@ -19,6 +20,7 @@ mod input;
 mod jws_detached;
 mod outcome;
 
+pub use addon_jwt::{addon_jwt_jwks, addon_jwt_pem, addon_jwt_sidecar, addon_jwt_verify};
 pub use bootstrap_token::{
     bootstrap_token_authenticate, bootstrap_token_expiration, bootstrap_token_groups,
     bootstrap_token_kubeadm_json, bootstrap_token_parse, bootstrap_token_secret_json,

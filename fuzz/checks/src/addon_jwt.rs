@@ -1,0 +1,144 @@
+//! Checks for the `addon_jwt_*` targets.
+
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use addon_jwt::{
+    Algorithm, Decision, KeySet, MAX_KEYS, Sidecar, SigningKey, Validation, verify, verify_jws,
+};
+
+use crate::fixtures::addon_jwt_now;
+use crate::outcome::Outcome;
+
+/// The reference JWKS: the public keys of every algorithm that signed `vectors/jwt.jsonl`.
+const JWKS: &str = include_str!("../../../vectors/jwt_jwks.json");
+
+/// The HMAC secret the verify check adds to the reference keys.
+const HMAC_SECRET: &[u8] = b"fuzz-shared-secret-0123456789abcdef";
+
+/// The user of every header-safe token the reference keys signed.
+const REFERENCE_USER: &[u8] = b"system:serviceaccount:default:oracle";
+
+/// The reference JWKS and the HMAC secret, loaded once.
+fn keys() -> &'static KeySet {
+    static KEYS: OnceLock<KeySet> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let mut keys = KeySet::from_jwks(JWKS).expect("reference JWKS loads");
+        keys.extend(KeySet::from_hmac_secret(HMAC_SECRET))
+            .expect("room for one more key");
+        keys
+    })
+}
+
+/// The audience and issuer of the reference tokens.
+fn validation() -> Validation {
+    Validation::new(
+        "https://kubernetes.default.svc",
+        "https://kubernetes.default.svc.cluster.local",
+    )
+}
+
+/// `addon_jwt::verify` and `verify_jws` on a token (the whole input as UTF-8), with the
+/// reference JWKS plus an HMAC key, every algorithm allowed, 60 s leeway, at 2025-06-15.
+///
+/// Verified claims carry a subject. Accepted: `verify` accepts the token.
+pub fn addon_jwt_verify(data: &[u8]) -> Outcome {
+    let Ok(token) = std::str::from_utf8(data) else {
+        return Outcome::Rejected;
+    };
+    let validation = validation()
+        .algorithms(&Algorithm::ALL)
+        .leeway(Duration::from_secs(60));
+    let verified = verify(token, keys(), &validation, addon_jwt_now());
+    if let Ok(claims) = &verified {
+        assert!(!claims.subject().is_empty());
+    }
+    let _ = verify_jws(token, keys(), &Algorithm::ALL);
+    Outcome::accepted_if(verified.is_ok())
+}
+
+/// `KeySet::from_jwks` on a JWKS document (the whole input as UTF-8).
+///
+/// A loaded key set holds between one and [`MAX_KEYS`] keys. Accepted: the document loads.
+pub fn addon_jwt_jwks(data: &[u8]) -> Outcome {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return Outcome::Rejected;
+    };
+    let Ok(keys) = KeySet::from_jwks(text) else {
+        return Outcome::Rejected;
+    };
+    assert!(!keys.is_empty() && keys.len() <= MAX_KEYS);
+    Outcome::Accepted
+}
+
+/// PEM public key and certificate loading: the first byte picks the algorithm (an index into
+/// `Algorithm::ALL`), the rest is the PEM text (as UTF-8), also tried as SPKI DER and as a PKCS
+/// #8 DER signing key.
+///
+/// A PEM key set is never HS256 and never empty. Accepted: `KeySet::from_pem` loads.
+pub fn addon_jwt_pem(data: &[u8]) -> Outcome {
+    let Some((first, rest)) = data.split_first() else {
+        return Outcome::Rejected;
+    };
+    let Ok(text) = std::str::from_utf8(rest) else {
+        return Outcome::Rejected;
+    };
+    let algs = Algorithm::ALL;
+    let alg = algs[usize::from(*first) % algs.len()];
+    let loaded = KeySet::from_pem(text, alg);
+    if let Ok(keys) = &loaded {
+        assert!(alg != Algorithm::Hs256);
+        assert!(!keys.is_empty());
+    }
+    let _ = KeySet::from_spki_der(rest, alg);
+    let _ = SigningKey::from_pkcs8_der(rest);
+    Outcome::accepted_if(loaded.is_ok())
+}
+
+/// The sidecar header decision: header lines `name:value` separated by `\n` (a line without
+/// a colon is skipped; the name is read lossily as UTF-8), decided at 2025-06-15 by one sidecar
+/// with the reference JWKS and a 64-token cache, shared by every input.
+///
+/// A forwarded request carries no `Authorization` and exactly one `X-Authenticated-User`
+/// (whatever its case, `_` for `-`): the last header, `X-Authenticated-User` with the only
+/// header-safe subject the reference keys ever signed. Accepted: the request is forwarded.
+pub fn addon_jwt_sidecar(data: &[u8]) -> Outcome {
+    static SIDECAR: Mutex<Option<Sidecar>> = Mutex::new(None);
+    let headers: Vec<(String, &[u8])> = data
+        .split(|b| *b == b'\n')
+        .filter_map(|line| {
+            let colon = line.iter().position(|b| *b == b':')?;
+            let (name, value) = line.split_at(colon);
+            Some((String::from_utf8_lossy(name).into_owned(), value.get(1..)?))
+        })
+        .collect();
+    let mut guard = SIDECAR.lock().unwrap_or_else(|e| e.into_inner());
+    let sidecar = guard.get_or_insert_with(|| {
+        let keys = KeySet::from_jwks(JWKS).expect("reference JWKS loads");
+        Sidecar::new(keys, validation()).cache_capacity(64)
+    });
+    let decision = sidecar.decide(
+        headers.iter().map(|(n, v)| (n.as_str(), *v)),
+        addon_jwt_now(),
+    );
+    let Decision::Forward(f) = decision else {
+        return Outcome::Rejected;
+    };
+    let users = f
+        .headers()
+        .filter(|(n, _)| {
+            n.replace('_', "-")
+                .eq_ignore_ascii_case("x-authenticated-user")
+        })
+        .count();
+    assert_eq!(users, 1);
+    assert_eq!(
+        f.headers().last(),
+        Some(("X-Authenticated-User", REFERENCE_USER))
+    );
+    assert!(
+        !f.headers()
+            .any(|(n, _)| n.eq_ignore_ascii_case("authorization"))
+    );
+    Outcome::Accepted
+}

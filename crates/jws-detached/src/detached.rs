@@ -10,7 +10,7 @@ pub(crate) struct Parts<'a> {
     pub(crate) signature: &'a [u8],
 }
 
-/// Splits `detached` after checking its length and counting the dots, before anything else.
+/// Splits `detached` after checking its length, before anything else: exactly two dots, adjacent.
 pub(crate) fn split(detached: &str) -> Result<Parts<'_>, Error> {
     let bytes = detached.as_bytes();
     if bytes.len() > MAX_DETACHED_LEN {
@@ -19,6 +19,18 @@ pub(crate) fn split(detached: &str) -> Result<Parts<'_>, Error> {
             max: MAX_DETACHED_LEN,
         });
     }
+    // The well-formed case in one scan: `header` `..` `signature` with no further dot.
+    if let Some((header, rest)) = detached.split_once('.') {
+        if let Some(signature) = rest.strip_prefix('.') {
+            if !signature.contains('.') {
+                return Ok(Parts {
+                    header: header.as_bytes(),
+                    signature: signature.as_bytes(),
+                });
+            }
+        }
+    }
+    // Anything else is an error; count the dots to say which.
     let dots = bytes.iter().filter(|&&b| b == b'.').count();
     let (Some((header, rest)), 2) = (detached.split_once('.'), dots) else {
         return Err(Error::SegmentCount { dots });

@@ -13,10 +13,44 @@ const SMALL_KID_LEN: usize = 32;
 const SMALL_JSON_LEN: usize = 24 + 6 * SMALL_KID_LEN;
 const SMALL_B64_LEN: usize = (SMALL_JSON_LEN * 4).div_ceil(3);
 
+/// The first 21 bytes of every canonical header, `{"alg":"HS256","kid":`, a whole number of
+/// base64 groups ...
+#[cfg(test)]
+const PREFIX_JSON: &[u8; 21] = br#"{"alg":"HS256","kid":"#;
+/// ... and their encoding, so only `"<kid>"}` is encoded per call.
+const PREFIX_B64: &[u8; 28] = b"eyJhbGciOiJIUzI1NiIsImtpZCI6";
+/// Kids up to this length with nothing to escape take the fast path.
+const FAST_KID_LEN: usize = 32;
+/// `"` + kid + `"}`.
+const FAST_TAIL_LEN: usize = FAST_KID_LEN + 3;
+const FAST_B64_LEN: usize = PREFIX_B64.len() + FAST_TAIL_LEN.div_ceil(3) * 4;
+
 /// Builds the base64url-encoded canonical header for `kid` in a stack buffer sized for the kid
 /// and passes it to `f`.
 pub(crate) fn with_canonical_header<R>(kid: &str, f: impl FnOnce(&[u8]) -> R) -> Result<R, Error> {
     check_kid(kid)?;
+    // Token ids (`[a-z0-9]{6}`) and other short kids without characters to escape: the JSON
+    // is the constant prefix, then `"<kid>"}`.
+    if kid.len() <= FAST_KID_LEN && kid.bytes().all(|b| b.is_ascii() && is_plain(char::from(b))) {
+        let mut tail = [0u8; FAST_TAIL_LEN];
+        let mut b64 = [0u8; FAST_B64_LEN];
+        let tail_len = kid.len().wrapping_add(3);
+        if let (Some(t), Some((prefix, rest))) = (
+            tail.get_mut(..tail_len),
+            b64.split_first_chunk_mut::<{ PREFIX_B64.len() }>(),
+        ) {
+            if let Some((quote, t)) = t.split_first_mut() {
+                *quote = b'"';
+                if let Some((k, end)) = t.split_at_mut_checked(kid.len()) {
+                    k.copy_from_slice(kid.as_bytes());
+                    end.copy_from_slice(br#""}"#);
+                }
+            }
+            *prefix = *PREFIX_B64;
+            let n = b64::encode(tail.get(..tail_len).unwrap_or_default(), rest);
+            return Ok(f(b64.get(..PREFIX_B64.len().wrapping_add(n)).unwrap_or_default()));
+        }
+    }
     if kid.len() <= SMALL_KID_LEN {
         let mut b64 = [0u8; SMALL_B64_LEN];
         let len = build::<SMALL_JSON_LEN>(kid, &mut b64)?;
@@ -160,6 +194,23 @@ mod tests {
         let kid = "\u{1}".repeat(SMALL_KID_LEN);
         let len = with_canonical_header(&kid, <[u8]>::len).unwrap();
         assert_eq!(len, SMALL_B64_LEN);
+    }
+
+    /// The fast path's constant prefix is the encoding of the JSON prefix, and the fast path
+    /// builds the same header as the general one for every kid length it takes.
+    #[test]
+    fn fast_path_matches_general_build() {
+        let mut prefix = [0u8; 28];
+        assert_eq!(b64::encode(PREFIX_JSON, &mut prefix), 28);
+        assert_eq!(&prefix, PREFIX_B64);
+        for len in 1..=FAST_KID_LEN + 1 {
+            for kid in ["a".repeat(len), "Z9-_.~ /".chars().cycle().take(len).collect()] {
+                let fast = with_canonical_header(&kid, <[u8]>::to_vec).unwrap();
+                let mut general = [0u8; MAX_CANONICAL_HEADER_B64_LEN];
+                let n = build::<MAX_CANONICAL_HEADER_JSON_LEN>(&kid, &mut general).unwrap();
+                assert_eq!(fast, &general[..n], "kid {kid:?}");
+            }
+        }
     }
 
     #[test]

@@ -10,10 +10,15 @@ use crate::{Error, b64};
 
 type HmacSha256 = Hmac<Sha256>;
 
+/// SHA-256 block size.
+const BLOCK: usize = 64;
 /// Input bytes encoded per chunk: a multiple of 3, so only the last chunk has a tail.
 const CHUNK_IN: usize = 768;
-/// Characters produced per full chunk: 1 KiB, a multiple of the SHA-256 block size.
+/// Characters produced per full chunk: 1 KiB.
 const CHUNK_OUT: usize = CHUNK_IN / 3 * 4;
+/// The staging buffer: characters carried over from the previous chunk (less than a block)
+/// followed by one chunk's encoding.
+const STAGE: usize = CHUNK_OUT + BLOCK;
 
 /// The payload part of the signing input.
 #[derive(Clone, Copy)]
@@ -33,16 +38,41 @@ pub(crate) fn tag(key: &[u8], header_b64: &[u8], body: Body<'_>) -> Result<[u8; 
     mac.update(header_b64);
     mac.update(b".");
     match body {
-        Body::Raw(content) => update_encoded(&mut mac, content),
+        Body::Raw(content) => {
+            // The MAC has consumed the key block, the header and the dot.
+            let buffered = header_b64.len().wrapping_add(1) % BLOCK;
+            update_encoded(&mut mac, content, buffered);
+        }
         Body::Encoded(encoded) => mac.update(encoded),
     }
     Ok(mac.finalize().into_bytes().into())
 }
 
-fn update_encoded(mac: &mut HmacSha256, content: &[u8]) {
-    let mut buf = [0u8; CHUNK_OUT];
+/// Feeds `BASE64URL(content)` to `mac`, whose block buffer holds `buffered` bytes, in updates
+/// that end on block boundaries: each chunk is encoded behind the characters left over from the
+/// previous one, and everything up to the last whole block goes to the MAC in one update, which
+/// the hash compresses in place with one call and no copying into its buffer.
+fn update_encoded(mac: &mut HmacSha256, content: &[u8], buffered: usize) {
+    let mut stage = [0u8; STAGE];
+    // Bytes still needed to complete the MAC's partly filled block.
+    let mut need = BLOCK.wrapping_sub(buffered) % BLOCK;
+    let mut carried = 0usize;
     for chunk in content.chunks(CHUNK_IN) {
-        let n = b64::encode_content(chunk, &mut buf);
-        mac.update(buf.get(..n).unwrap_or_default());
+        let Some(out) = stage.get_mut(carried..) else {
+            break;
+        };
+        let filled = carried.wrapping_add(b64::encode_content(chunk, out));
+        let send = if filled < need {
+            0
+        } else {
+            filled.wrapping_sub(filled.wrapping_sub(need) % BLOCK)
+        };
+        mac.update(stage.get(..send).unwrap_or_default());
+        if send > 0 {
+            need = 0;
+        }
+        stage.copy_within(send..filled, 0);
+        carried = filled.wrapping_sub(send);
     }
+    mac.update(stage.get(..carried).unwrap_or_default());
 }

@@ -48,7 +48,9 @@ pub(crate) fn with_canonical_header<R>(kid: &str, f: impl FnOnce(&[u8]) -> R) ->
             }
             *prefix = *PREFIX_B64;
             let n = b64::encode(tail.get(..tail_len).unwrap_or_default(), rest);
-            return Ok(f(b64.get(..PREFIX_B64.len().wrapping_add(n)).unwrap_or_default()));
+            return Ok(f(b64
+                .get(..PREFIX_B64.len().wrapping_add(n))
+                .unwrap_or_default()));
         }
     }
     if kid.len() <= SMALL_KID_LEN {
@@ -204,7 +206,10 @@ mod tests {
         assert_eq!(b64::encode(PREFIX_JSON, &mut prefix), 28);
         assert_eq!(&prefix, PREFIX_B64);
         for len in 1..=FAST_KID_LEN + 1 {
-            for kid in ["a".repeat(len), "Z9-_.~ /".chars().cycle().take(len).collect()] {
+            for kid in [
+                "a".repeat(len),
+                "Z9-_.~ /".chars().cycle().take(len).collect(),
+            ] {
                 let fast = with_canonical_header(&kid, <[u8]>::to_vec).unwrap();
                 let mut general = [0u8; MAX_CANONICAL_HEADER_B64_LEN];
                 let n = build::<MAX_CANONICAL_HEADER_JSON_LEN>(&kid, &mut general).unwrap();

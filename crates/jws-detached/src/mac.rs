@@ -35,28 +35,42 @@ pub(crate) fn tag(key: &[u8], header_b64: &[u8], body: Body<'_>) -> Result<[u8; 
         return Err(Error::EmptyKey);
     }
     let mut mac = HmacSha256::new_from_slice(key).map_err(|_| Error::InvalidKey)?;
-    mac.update(header_b64);
-    mac.update(b".");
     match body {
-        Body::Raw(content) => {
-            // The MAC has consumed the key block, the header and the dot.
-            let buffered = header_b64.len().wrapping_add(1) % BLOCK;
-            update_encoded(&mut mac, content, buffered);
+        Body::Raw(content) => update_encoded(&mut mac, header_b64, content),
+        Body::Encoded(encoded) => {
+            mac.update(header_b64);
+            mac.update(b".");
+            mac.update(encoded);
         }
-        Body::Encoded(encoded) => mac.update(encoded),
     }
     Ok(mac.finalize().into_bytes().into())
 }
 
-/// Feeds `BASE64URL(content)` to `mac`, whose block buffer holds `buffered` bytes, in updates
-/// that end on block boundaries: each chunk is encoded behind the characters left over from the
-/// previous one, and everything up to the last whole block goes to the MAC in one update, which
-/// the hash compresses in place with one call and no copying into its buffer.
-fn update_encoded(mac: &mut HmacSha256, content: &[u8], buffered: usize) {
+/// Feeds `header || "." || BASE64URL(content)` to `mac` in updates that end on block
+/// boundaries: each chunk is encoded behind the characters left over from the previous one (at
+/// first, a short header and the dot), and everything up to the last whole block goes to the
+/// MAC in one update, which the hash compresses in place with one call and no copying into its
+/// buffer.
+fn update_encoded(mac: &mut HmacSha256, header: &[u8], content: &[u8]) {
     let mut stage = [0u8; STAGE];
-    // Bytes still needed to complete the MAC's partly filled block.
-    let mut need = BLOCK.wrapping_sub(buffered) % BLOCK;
     let mut carried = 0usize;
+    // Bytes still needed to complete the MAC's partly filled block (the key block before the
+    // header is exactly one block, so the buffer starts empty).
+    let mut need = 0usize;
+    match stage.get_mut(..header.len().wrapping_add(1)) {
+        Some(start) if start.len() <= BLOCK => {
+            if let Some((dot, h)) = start.split_last_mut() {
+                h.copy_from_slice(header);
+                *dot = b'.';
+            }
+            carried = start.len();
+        }
+        _ => {
+            mac.update(header);
+            mac.update(b".");
+            need = BLOCK.wrapping_sub(header.len().wrapping_add(1) % BLOCK) % BLOCK;
+        }
+    }
     for chunk in content.chunks(CHUNK_IN) {
         let Some(out) = stage.get_mut(carried..) else {
             break;

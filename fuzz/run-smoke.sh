@@ -20,7 +20,10 @@ for t in $targets; do
   echo "fuzz: $t for ${seconds}s"
   if ! cargo fuzz run -O "$t" "$work" "corpus/$t" -- "${args[@]}" > "corpus-work/$t.log" 2>&1; then
     failed=$((failed + 1))
-    echo "fuzz: $t FAILED"; tail -n 60 "corpus-work/$t.log"
+    echo "fuzz: $t FAILED"
+    # The panic message comes before libFuzzer's long stack trace: print it first.
+    grep -m 1 -A 3 "panicked at" "corpus-work/$t.log" || true
+    tail -n 60 "corpus-work/$t.log"
     for f in artifacts/"$t"/*; do
       [ -f "$f" ] || continue
       echo "reproducer $f (base64):"; base64 -w0 "$f"; echo

@@ -109,7 +109,7 @@ pub(crate) struct Parts<'a> {
     pub(crate) signing_input: &'a str,
 }
 
-/// Splits a compact JWS after checking its length and counting the dots.
+/// Splits a compact JWS, after checking its length, at its exactly two dots.
 pub(crate) fn split(token: &str) -> Result<Parts<'_>, Error> {
     if token.len() > MAX_TOKEN_BYTES {
         return Err(Error::TooLarge {
@@ -117,14 +117,12 @@ pub(crate) fn split(token: &str) -> Result<Parts<'_>, Error> {
             limit: MAX_TOKEN_BYTES,
         });
     }
-    // Exactly two dots: the first, the second, and none after it.
-    let (header, rest) = token.split_once('.').ok_or(Error::Malformed)?;
-    let (payload, signature) = rest.split_once('.').ok_or(Error::Malformed)?;
-    if signature.contains('.') {
+    // Exactly two dots: the last, the first, and none between them.
+    let (signing_input, signature) = token.rsplit_once('.').ok_or(Error::Malformed)?;
+    let (header, payload) = signing_input.split_once('.').ok_or(Error::Malformed)?;
+    if payload.contains('.') {
         return Err(Error::Malformed);
     }
-    let signing_len = header.len().saturating_add(1).saturating_add(payload.len());
-    let signing_input = token.get(..signing_len).ok_or(Error::Malformed)?;
     Ok(Parts {
         header,
         payload,

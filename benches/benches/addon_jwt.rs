@@ -14,7 +14,7 @@ use serde_json::Value;
 use sha2::Digest as _;
 use signature::Verifier as _;
 
-const VECTORS: &str = include_str!("../../vectors/jwt.jsonl");
+const VECTORS: &str = include_str!("../../crates/addon-jwt/tests/vectors/jwt.jsonl");
 const AUD: &str = "https://kubernetes.default.svc";
 const ISS: &str = "https://kubernetes.default.svc.cluster.local";
 

@@ -6,7 +6,7 @@ use std::process::Command;
 
 const KUBECONFIG: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../vectors/bench_kubeconfig.yaml"
+    "/../crates/clusterinfo/tests/vectors/bench_kubeconfig.yaml"
 ));
 
 #[test]

@@ -19,7 +19,7 @@ use crate::{Algorithm, KeySet, verify_jws};
 
 fn load(name: &str) -> Value {
     let path = format!(
-        "{}/../../vectors/wycheproof/{name}",
+        "{}/tests/vectors/wycheproof/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()

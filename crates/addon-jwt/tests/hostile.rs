@@ -20,7 +20,7 @@ use signature::Signer as _;
 const SECRET: &[u8] = b"CANARY-KEY-0123456789abcdef0123456789";
 const VECTORS: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../vectors/jwt.jsonl"
+    "/tests/vectors/jwt.jsonl"
 ));
 const GOOD: &str =
     r#"{"iss":"iss1","sub":"jane","aud":"aud1","exp":2000000000,"nbf":1000,"iat":1000}"#;

@@ -23,11 +23,11 @@ use serde_json::Value;
 
 const VECTORS: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../vectors/jwt.jsonl"
+    "/tests/vectors/jwt.jsonl"
 ));
 const JWKS: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../vectors/jwt_jwks.json"
+    "/tests/vectors/jwt_jwks.json"
 ));
 
 /// Cases where we pick `strict_expect` over `expect`, by case-name suffix.

@@ -20,7 +20,7 @@ use signature::Signer as _;
 
 const VECTORS: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../vectors/jwt.jsonl"
+    "/tests/vectors/jwt.jsonl"
 ));
 const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 
@@ -212,7 +212,7 @@ const SA_PAYLOAD: &str = r#"{"aud":["https://kubernetes.default.svc.cluster.loca
 fn sa_verifier() -> ServiceAccountVerifier {
     let jwks = include_str!(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../vectors/jwt_jwks.json"
+        "/tests/vectors/jwt_jwks.json"
     ));
     ServiceAccountVerifier::new(
         KeySet::from_jwks(jwks).unwrap(),

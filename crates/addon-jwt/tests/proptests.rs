@@ -21,7 +21,7 @@ use serde_json::Value;
 
 const VECTORS: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../vectors/jwt.jsonl"
+    "/tests/vectors/jwt.jsonl"
 ));
 const ISS: &str = "https://apiserver.example";
 const HMAC_KEY: &[u8] = b"proptest-shared-secret-0123456789abcdef";

@@ -19,7 +19,7 @@ use bootstrap_token::{
 use serde_json::Value;
 
 fn lines(file: &str) -> Vec<Value> {
-    let path = format!("{}/../../vectors/{file}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/tests/vectors/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap();
     text.split('\n')
         .filter(|l| !l.trim().is_empty())

@@ -301,7 +301,7 @@ fn bad_ca_data_is_rejected() {
     // The benchmark kubeconfig's CA is random bytes in PEM armour: not a certificate.
     let bench = include_str!(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../vectors/bench_kubeconfig.yaml"
+        "/tests/vectors/bench_kubeconfig.yaml"
     ));
     assert!(matches!(
         ClusterInfo::parse(bench.as_bytes()).unwrap_err(),

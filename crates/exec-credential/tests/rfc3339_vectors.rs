@@ -15,7 +15,7 @@ use exec_credential::{ApiVersion, Error, ExecCredential};
 
 const VECTORS: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../vectors/rfc3339.jsonl"
+    "/tests/vectors/rfc3339.jsonl"
 ));
 
 fn instant(secs: i64, nanos: u32) -> SystemTime {

@@ -14,7 +14,7 @@ use jws_detached::{Error, PreparedPayload, sign, verify, verify_kubernetes};
 
 const VECTORS: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../vectors/jws.jsonl"
+    "/tests/vectors/jws.jsonl"
 ));
 
 struct Vector {

@@ -16,7 +16,7 @@ use jws_detached::{HmacKey, PreparedPayload, sign, verify, verify_kubernetes};
 /// The kubeconfig kube-controller-manager would sign: one cluster, one CA certificate.
 const KUBECONFIG: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../vectors/bench_kubeconfig.yaml"
+    "/../crates/clusterinfo/tests/vectors/bench_kubeconfig.yaml"
 ));
 
 /// A demo bootstrap token `07401b.f395accd246ae52d` (the example token of the kubeadm docs).

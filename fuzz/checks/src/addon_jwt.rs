@@ -11,7 +11,7 @@ use crate::fixtures::addon_jwt_now;
 use crate::outcome::Outcome;
 
 /// The reference JWKS: the public keys of every algorithm that signed `vectors/jwt.jsonl`.
-const JWKS: &str = include_str!("../../../vectors/jwt_jwks.json");
+const JWKS: &str = include_str!("../../../crates/addon-jwt/tests/vectors/jwt_jwks.json");
 
 /// The HMAC secret the verify check adds to the reference keys.
 const HMAC_SECRET: &[u8] = b"fuzz-shared-secret-0123456789abcdef";

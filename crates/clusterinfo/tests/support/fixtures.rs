@@ -9,11 +9,11 @@ use clusterinfo::{CaBundle, ClusterInfo, ClusterInfoConfigMap};
 
 pub const PUBKEYPIN_VECTORS: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../vectors/pubkeypin.jsonl"
+    "/tests/vectors/pubkeypin.jsonl"
 ));
 pub const JWS_VECTORS: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../vectors/jws.jsonl"
+    "/tests/vectors/jws.jsonl"
 ));
 
 /// The canary token of the hostile-input catalogue.

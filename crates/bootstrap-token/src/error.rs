@@ -115,7 +115,8 @@ pub enum Error {
     /// Field validation of a kubeadm `BootstrapToken` failed.
     #[error("{}", join_field_errors(.0))]
     Validation(Vec<crate::FieldError>),
-    /// The operating system's random number generator failed.
+    /// The random source failed: the operating system's generator returned an error, or a
+    /// caller's source never produced a usable byte.
     #[error("could not generate random integer")]
     Rng,
     /// Serialising the Secret failed.

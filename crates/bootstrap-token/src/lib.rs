@@ -10,7 +10,7 @@ mod error;
 mod expiration;
 mod group;
 mod id;
-#[cfg(feature = "k8s-openapi")]
+#[cfg(any(feature = "k8s-openapi", feature = "k8s-openapi-0-28"))]
 mod k8s;
 mod kubeadm;
 mod model;

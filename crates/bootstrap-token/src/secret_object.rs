@@ -103,16 +103,33 @@ impl SecretObject {
         raw.into_object()
     }
 
-    /// Parses a Secret in YAML, as `kubectl get secret -o yaml` prints it or a manifest holds it.
-    /// Same rules and limits as [`from_json`](Self::from_json); duplicate mapping keys are rejected
-    /// everywhere; aliases and nesting are bounded by `serde-saphyr`'s default budget.
+    /// Parses a Secret in YAML, as `kubectl get secret -o yaml` prints it or a manifest holds it
+    /// (feature `yaml`). Same rules and limits as [`from_json`](Self::from_json); duplicate
+    /// mapping keys are rejected everywhere; one document only; aliases, anchors, nesting (64)
+    /// and nodes (100,000) are bounded.
     ///
     /// # Errors
     ///
     /// As [`from_json`](Self::from_json), with [`Error::Yaml`] for malformed YAML.
+    #[cfg(feature = "yaml")]
     pub fn from_yaml(yaml: &[u8]) -> Result<Self, Error> {
         check_len(yaml)?;
-        let raw: RawSecret = serde_saphyr::from_slice(yaml)
+        let options = serde_saphyr::options! {
+            budget: serde_saphyr::budget! {
+                max_reader_input_bytes: Some(MAX_DOCUMENT_LEN),
+                max_depth: 64,
+                max_nodes: 100_000,
+                max_events: 400_000,
+                max_aliases: 64,
+                max_anchors: 64,
+                max_documents: 1,
+                max_total_scalar_bytes: MAX_DOCUMENT_LEN,
+                max_merge_keys: 16,
+            },
+            duplicate_keys: serde_saphyr::DuplicateKeyPolicy::Error,
+            with_snippet: false,
+        };
+        let raw: RawSecret = serde_saphyr::from_slice_with_options(yaml, options)
             .map_err(|e| typed_error(&e.to_string()).unwrap_or(Error::Yaml))?;
         raw.into_object()
     }

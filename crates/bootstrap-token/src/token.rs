@@ -3,7 +3,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use rand::{CryptoRng, TryRngCore};
 
 use crate::constants::{TOKEN_ID_LEN, TOKEN_SECRET_LEN};
 use crate::{Error, TokenId, TokenSecret};
@@ -63,33 +62,61 @@ impl BootstrapToken {
         &self.secret
     }
 
-    /// Generates a token from a cryptographically secure RNG. Each of the 22 characters is drawn
-    /// uniformly from the 36-character alphabet (bytes ≥ 252 are rejected and redrawn, so there
-    /// is no modulo bias).
-    #[must_use]
-    pub fn generate<R: CryptoRng + ?Sized>(rng: &mut R) -> Self {
-        let mut chars = zeroize::Zeroizing::new([0u8; TOKEN_ID_LEN + TOKEN_SECRET_LEN]);
-        let filled = fill_token_chars(&mut chars[..], |buf| {
-            rng.fill_bytes(buf);
-            Ok::<(), std::convert::Infallible>(())
-        });
-        match filled {
-            Ok(()) => Self::from_chars(&chars),
-            Err(never) => match never {},
-        }
-    }
-
-    /// Generates a token from the operating system's RNG (`getrandom`).
+    /// Generates a token from the operating system's cryptographically secure random number
+    /// generator (`getrandom`), as kubeadm does. Each of the 22 characters is drawn uniformly
+    /// from the 36-character alphabet (bytes ≥ 252 are rejected and redrawn, so there is no
+    /// modulo bias).
+    ///
+    /// ```
+    /// let token = bootstrap_token::BootstrapToken::generate()?;
+    /// assert_eq!(token.to_string().len(), 23);
+    /// # Ok::<(), bootstrap_token::Error>(())
+    /// ```
     ///
     /// # Errors
     ///
-    /// [`Error::Rng`] if the operating system's RNG fails.
-    pub fn generate_with_os_rng() -> Result<Self, Error> {
-        let mut rng = rand::rngs::OsRng;
+    /// [`Error::Rng`] if the operating system's random number generator fails.
+    pub fn generate() -> Result<Self, Error> {
         let mut chars = zeroize::Zeroizing::new([0u8; TOKEN_ID_LEN + TOKEN_SECRET_LEN]);
-        fill_token_chars(&mut chars[..], |buf| rng.try_fill_bytes(buf)).map_err(|_| Error::Rng)?;
+        fill_token_chars(&mut chars[..], |buf| getrandom::fill(buf).map_err(|_| Error::Rng))?;
         Ok(Self::from_chars(&chars))
     }
+
+    /// Generates a token from random bytes the caller supplies: `fill` is called with a buffer
+    /// to fill completely, as often as characters are still missing. Use it for deterministic
+    /// tests (a seeded generator of any `rand` release: `|buf| rng.fill_bytes(buf)`) or a
+    /// hardware source. The bytes must be uniformly random for the token to be secret.
+    ///
+    /// ```
+    /// // A fixed byte stream gives a fixed token (for tests only!).
+    /// let mut next = 0u8;
+    /// let token = bootstrap_token::BootstrapToken::generate_with(|buf| {
+    ///     for b in buf {
+    ///         *b = next;
+    ///         next = next.wrapping_add(7);
+    ///     }
+    /// })?;
+    /// assert_eq!(token.id().as_str(), "07elsz");
+    /// # Ok::<(), bootstrap_token::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Rng`] if `fill` keeps producing bytes that cannot be used (≥ 252) for
+    /// [`MAX_FILL_CALLS`](Self::MAX_FILL_CALLS) calls: a stuck source, not a random one.
+    pub fn generate_with(mut fill: impl FnMut(&mut [u8])) -> Result<Self, Error> {
+        let mut chars = zeroize::Zeroizing::new([0u8; TOKEN_ID_LEN + TOKEN_SECRET_LEN]);
+        fill_token_chars(&mut chars[..], |buf| {
+            fill(buf);
+            Ok(())
+        })?;
+        Ok(Self::from_chars(&chars))
+    }
+
+    /// The most times generation asks its source for bytes before it gives up on a source that
+    /// never yields a usable byte. A uniform source needs more than 4 calls with probability
+    /// below 10⁻¹⁰.
+    pub const MAX_FILL_CALLS: usize = 64;
 
     fn from_chars(chars: &[u8; TOKEN_ID_LEN + TOKEN_SECRET_LEN]) -> Self {
         let mut id = [0u8; TOKEN_ID_LEN];
@@ -150,14 +177,19 @@ pub(crate) fn split_token(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
 /// Fills `out` with uniformly drawn token characters, rejecting random bytes ≥ 252 (= 7 × 36).
 /// Each draw asks for exactly as many bytes as characters are still missing, so the random
 /// stream is consumed without gaps.
-fn fill_token_chars<E>(
+fn fill_token_chars(
     out: &mut [u8],
-    mut fill: impl FnMut(&mut [u8]) -> Result<(), E>,
-) -> Result<(), E> {
+    mut fill: impl FnMut(&mut [u8]) -> Result<(), Error>,
+) -> Result<(), Error> {
     const CHARSET: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
     let mut pool = zeroize::Zeroizing::new([0u8; TOKEN_ID_LEN + TOKEN_SECRET_LEN]);
     let mut filled = 0usize;
+    let mut calls = 0usize;
     while filled < out.len() {
+        if calls == BootstrapToken::MAX_FILL_CALLS {
+            return Err(Error::Rng);
+        }
+        calls = calls.saturating_add(1);
         let missing = out.len().saturating_sub(filled);
         let Some(buf) = pool.get_mut(..missing) else {
             return Ok(());

@@ -401,6 +401,7 @@ fn model_builder_to_secret() {
     assert_eq!(s.data_map(), Some(&expected));
 }
 
+#[cfg(feature = "yaml")]
 #[test]
 fn secret_object_json_yaml_and_string_data() {
     let s = secret_with(&[("description", "ünïcode")]).with_uid("u-1");

@@ -66,7 +66,7 @@ fn k8s_openapi_round_trip() {
 fn k8s_openapi_deletion_and_bad_keys() {
     let mut s = k8s_secret();
     s.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-        k8s_openapi::chrono::DateTime::from_timestamp(1_704_164_645, 0).unwrap(),
+        k8s_openapi::jiff::Timestamp::from_second(1_704_164_645).unwrap(),
     ));
     let ours = SecretObject::try_from(&s).unwrap();
     assert_eq!(ours.deletion_timestamp(), Some("2024-01-02T03:04:05Z"));

@@ -86,7 +86,7 @@ fn run() -> Result<(), BoxError> {
         "control plane: create a bootstrap token and its Secret (kubeadm defaults: 24h, signing+authentication)",
     );
     let now = wall_clock();
-    let token = BootstrapToken::generate_with_os_rng()?;
+    let token = BootstrapToken::generate()?;
     let secret = KubeadmToken::new(Some(token.clone()))
         .with_defaults()
         .to_secret_object(now)?;

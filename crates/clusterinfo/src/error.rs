@@ -145,6 +145,15 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// An RBAC object was converted to a k8s-openapi type of another kind (a ClusterRole to a
+    /// `Role`, a RoleBinding to a `ClusterRoleBinding`, ...).
+    #[error("RBAC object is a {found}, not a {expected}")]
+    WrongKind {
+        /// The k8s-openapi kind asked for.
+        expected: &'static str,
+        /// The object's kind.
+        found: &'static str,
+    },
     /// The ConfigMap has no (or an empty) `kubeconfig` key (kubeadm's message).
     #[error(
         "there is no kubeconfig key in the cluster-info ConfigMap. This API Server isn't set up for token bootstrapping, can't connect"

@@ -9,12 +9,19 @@ mod configmap;
 mod discovery;
 mod error;
 mod extension;
+#[cfg(any(feature = "k8s-openapi", feature = "k8s-openapi-0-28"))]
+mod k8s;
 mod rbac;
 mod server;
 mod signer;
 mod tls_bootstrap;
 mod yaml;
 
+/// The `bootstrap-token` crate this crate builds on (tokens, token IDs), re-exported so one
+/// dependency is enough.
+pub use bootstrap_token;
+/// The `jws-detached` crate this crate builds on (cluster-info signatures), re-exported.
+pub use jws_detached;
 pub use ca_bundle::{CaBundle, MAX_BUNDLE_BYTES, MAX_BUNDLE_CERTIFICATES};
 pub use ca_pin::{Pin, PinSet};
 pub use cluster_info::{ClusterInfo, NamedExtension, ParseOptions, Trust};

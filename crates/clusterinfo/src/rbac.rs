@@ -42,6 +42,26 @@ impl PolicyRule {
             resource_names: own(resource_names),
         }
     }
+
+    /// The verbs allowed.
+    pub fn verbs(&self) -> &[String] {
+        &self.verbs
+    }
+
+    /// The API groups (`""` is the core group).
+    pub fn api_groups(&self) -> &[String] {
+        &self.api_groups
+    }
+
+    /// The resources.
+    pub fn resources(&self) -> &[String] {
+        &self.resources
+    }
+
+    /// The object names the rule is limited to; empty for all.
+    pub fn resource_names(&self) -> &[String] {
+        &self.resource_names
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -93,6 +113,21 @@ impl Role {
         &self.metadata.name
     }
 
+    /// `Role` or `ClusterRole`.
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// The namespace of a Role; `None` for a ClusterRole.
+    pub fn namespace(&self) -> Option<&str> {
+        self.metadata.namespace.as_deref()
+    }
+
+    /// The rules.
+    pub fn rules(&self) -> &[PolicyRule] {
+        &self.rules
+    }
+
     /// API-server JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
@@ -135,6 +170,21 @@ impl Subject {
             api_group: RBAC_GROUP,
             name: name.to_owned(),
         }
+    }
+
+    /// `User` or `Group`.
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// The subject's API group (`rbac.authorization.k8s.io`).
+    pub fn api_group(&self) -> &'static str {
+        self.api_group
+    }
+
+    /// The user or group name.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 }
 
@@ -204,6 +254,36 @@ impl RoleBinding {
     /// The object's name.
     pub fn name(&self) -> &str {
         &self.metadata.name
+    }
+
+    /// `RoleBinding` or `ClusterRoleBinding`.
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// The namespace of a RoleBinding; `None` for a ClusterRoleBinding.
+    pub fn namespace(&self) -> Option<&str> {
+        self.metadata.namespace.as_deref()
+    }
+
+    /// The subjects granted the role.
+    pub fn subjects(&self) -> &[Subject] {
+        &self.subjects
+    }
+
+    /// The API group of the role referred to (`rbac.authorization.k8s.io`).
+    pub fn role_ref_api_group(&self) -> &'static str {
+        self.role_ref.api_group
+    }
+
+    /// The kind of the role referred to: `Role` or `ClusterRole`.
+    pub fn role_ref_kind(&self) -> &'static str {
+        self.role_ref.kind
+    }
+
+    /// The name of the role referred to.
+    pub fn role_ref_name(&self) -> &str {
+        &self.role_ref.name
     }
 
     /// API-server JSON.

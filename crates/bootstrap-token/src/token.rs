@@ -3,7 +3,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-
 use crate::constants::{TOKEN_ID_LEN, TOKEN_SECRET_LEN};
 use crate::{Error, TokenId, TokenSecret};
 
@@ -78,7 +77,9 @@ impl BootstrapToken {
     /// [`Error::Rng`] if the operating system's random number generator fails.
     pub fn generate() -> Result<Self, Error> {
         let mut chars = zeroize::Zeroizing::new([0u8; TOKEN_ID_LEN + TOKEN_SECRET_LEN]);
-        fill_token_chars(&mut chars[..], |buf| getrandom::fill(buf).map_err(|_| Error::Rng))?;
+        fill_token_chars(&mut chars[..], |buf| {
+            getrandom::fill(buf).map_err(|_| Error::Rng)
+        })?;
         Ok(Self::from_chars(&chars))
     }
 

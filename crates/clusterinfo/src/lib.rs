@@ -20,8 +20,6 @@ mod yaml;
 /// The `bootstrap-token` crate this crate builds on (tokens, token IDs), re-exported so one
 /// dependency is enough.
 pub use bootstrap_token;
-/// The `jws-detached` crate this crate builds on (cluster-info signatures), re-exported.
-pub use jws_detached;
 pub use ca_bundle::{CaBundle, MAX_BUNDLE_BYTES, MAX_BUNDLE_CERTIFICATES};
 pub use ca_pin::{Pin, PinSet};
 pub use cluster_info::{ClusterInfo, NamedExtension, ParseOptions, Trust};
@@ -36,6 +34,8 @@ pub use discovery::{
 };
 pub use error::Error;
 pub use extension::{CLUSTER_EXTENSION_NAME, ClusterExtension, MAX_EQUIVALENT_SERVERS};
+/// The `jws-detached` crate this crate builds on (cluster-info signatures), re-exported.
+pub use jws_detached;
 pub use rbac::{
     ANONYMOUS_USER, CLUSTER_INFO_ROLE_NAME, DEFAULT_NODE_TOKEN_GROUP, PolicyRule, Role,
     RoleBinding, Subject, SubjectKind, cluster_info_role, cluster_info_role_binding,

@@ -74,10 +74,14 @@ fn main() {
     }
     let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
     if !filters.is_empty() && !filters.iter().any(|f| NAME.contains(f.as_str())) {
-        println!("\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out\n");
+        println!(
+            "\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out\n"
+        );
         return;
     }
     println!("\nrunning 1 test");
     cache_hit_allocates_nothing();
-    println!("test {NAME} ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n");
+    println!(
+        "test {NAME} ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n"
+    );
 }

@@ -517,3 +517,13 @@ fn large_data_maps_give_the_same_answers() {
         );
     }
 }
+
+/// Go writes a nil map as `null`: a Secret with `"data": null` (or `"stringData": null`) is a
+/// Secret without data, as the API server and client-go read it.
+#[test]
+fn null_data_and_string_data_are_no_data() {
+    let json = br#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"bootstrap-token-abcdef","namespace":"kube-system"},"type":"bootstrap.kubernetes.io/token","data":null,"stringData":null}"#;
+    let s = SecretObject::from_json(json).unwrap();
+    assert_eq!(s.data("token-id"), None);
+    assert!(s.data_map().is_none_or(|d| d.is_empty()));
+}

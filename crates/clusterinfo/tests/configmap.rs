@@ -241,3 +241,12 @@ fn no_signature_key_at_all_is_token_not_valid() {
         );
     }
 }
+
+/// Go writes a nil map as `null`: `"data": null` is a ConfigMap without keys.
+#[test]
+fn null_data_is_no_keys() {
+    let json = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cluster-info","namespace":"kube-public"},"data":null}"#;
+    let cm = clusterinfo::ClusterInfoConfigMap::from_json(json).unwrap();
+    assert!(cm.data().is_empty());
+    assert_eq!(cm.kubeconfig(), None);
+}

@@ -604,3 +604,83 @@ fn insecure_flag_must_be_a_boolean() {
         );
     }
 }
+
+/// What `kubectl config view -o json --raw` writes for a cluster-info kubeconfig: Go's nil
+/// slices and maps come out as `null` (`users`, `contexts`; `extensions` when kubectl read an
+/// empty list). Each must read as an empty list, as client-go reads it.
+fn kubectl_view_json(yaml: &str) -> Option<String> {
+    let dir = tempdir();
+    let path = dir.join("config");
+    std::fs::write(&path, yaml).unwrap();
+    let out = std::process::Command::new("kubectl")
+        .args(["config", "view", "-o", "json", "--raw", "--kubeconfig"])
+        .arg(&path)
+        .env("KUBECONFIG", "/dev/null")
+        .output()
+        .ok()?;
+    assert!(
+        out.status.success(),
+        "kubectl failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8(out.stdout).unwrap())
+}
+
+fn tempdir() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "clusterinfo-kubectl-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `kubectl config view -o json --raw` (v1.32.4) of a kubeadm cluster-info kubeconfig, with
+/// the CA replaced by a placeholder; the live half of the test below regenerates it.
+const KUBECTL_JSON_NULLS: &str = r#"{
+    "kind": "Config",
+    "apiVersion": "v1",
+    "preferences": {},
+    "clusters": [
+        {
+            "name": "",
+            "cluster": {
+                "server": "https://10.0.0.1:6443",
+                "certificate-authority-data": "CA"
+            }
+        }
+    ],
+    "users": null,
+    "contexts": null,
+    "current-context": ""
+}"#;
+
+#[test]
+fn kubectl_json_with_null_lists_parses() {
+    let json = KUBECTL_JSON_NULLS.replace("\"CA\"", &format!("\"{}\"", b64(&ca_pem())));
+    let info = ClusterInfo::parse(json.as_bytes()).unwrap();
+    assert_eq!(info.server(), "https://10.0.0.1:6443");
+    assert!(matches!(info.trust(), Trust::CaBundle(b) if b.len() == 1));
+    // client-go also reads `null` for the extension lists (Go never writes them: omitempty).
+    let with_null_extensions = json
+        .replace("\"server\":", "\"extensions\": null, \"server\":")
+        .replace("\"users\": null", "\"users\": null, \"extensions\": null");
+    assert_eq!(
+        ClusterInfo::parse(with_null_extensions.as_bytes()).unwrap(),
+        info
+    );
+    // Our own output, read by kubectl and written back as JSON, parses to the same cluster.
+    let yaml = cluster_info().to_kubeconfig_yaml();
+    let Some(kubectl_json) = kubectl_view_json(&yaml) else {
+        eprintln!("kubectl not installed: skipping the live half of this test");
+        return;
+    };
+    assert!(kubectl_json.contains("\"users\": null"), "{kubectl_json}");
+    assert_eq!(
+        ClusterInfo::parse(kubectl_json.as_bytes()).unwrap(),
+        cluster_info()
+    );
+}

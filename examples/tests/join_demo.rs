@@ -10,6 +10,16 @@ fn demo() -> Command {
     Command::new(env!("CARGO_BIN_EXE_join-demo"))
 }
 
+/// The token in the demo's `kubeadm join ... --token <token> ...` line.
+fn join_command_token(line: &str) -> Option<&str> {
+    line.split("join command: kubeadm join ")
+        .nth(1)?
+        .split(" --token ")
+        .nth(1)?
+        .split(' ')
+        .next()
+}
+
 fn out_path(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!(
         "join-demo-test-{}-{name}.kubeconfig",
@@ -46,12 +56,16 @@ fn demo_runs_end_to_end_and_catches_every_tampering() {
             "missing {expected:?} in:\n{stdout}"
         );
     }
-    // The token secret is printed once, at creation, and never again.
-    let token_line = stdout
+    // The token is printed once, in kubeadm's join command, and its secret never again.
+    let join_line = stdout
         .lines()
-        .find(|l| l.contains("token created: "))
+        .find(|l| l.contains("join command: kubeadm join 127.0.0.1:"))
         .unwrap();
-    let token = token_line.split("token created: ").nth(1).unwrap().trim();
+    let token = join_command_token(join_line).unwrap();
+    assert!(
+        join_line.contains(" --discovery-token-ca-cert-hash sha256:"),
+        "{join_line}"
+    );
     let secret = token.split('.').nth(1).unwrap();
     assert_eq!(secret.len(), 16);
     assert_eq!(stdout.matches(secret).count(), 1, "{stdout}");
@@ -62,6 +76,24 @@ fn demo_runs_end_to_end_and_catches_every_tampering() {
     assert!(info.ca_bundle().is_some());
     assert!(!written.contains(secret));
     let _ = std::fs::remove_file(&out);
+}
+
+/// Files the demo wrote to its default temporary paths are gone when it ends.
+#[test]
+fn demo_removes_its_default_temporary_files() {
+    let result = demo().output().unwrap();
+    let stdout = String::from_utf8(result.stdout).unwrap();
+    assert!(result.status.success(), "{stdout}");
+    let written: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.split(" to ").nth(1))
+        .filter_map(|rest| rest.split(' ').next())
+        .filter(|p| p.ends_with(".kubeconfig"))
+        .collect();
+    assert_eq!(written.len(), 2, "{stdout}");
+    for path in written {
+        assert!(!std::path::Path::new(path).exists(), "{path} left behind");
+    }
 }
 
 #[test]
@@ -79,9 +111,8 @@ fn demo_writes_the_tls_bootstrap_kubeconfig_with_the_token() {
     assert!(result.status.success(), "{stdout}");
     let token = stdout
         .lines()
-        .find_map(|l| l.split("token created: ").nth(1))
+        .find_map(join_command_token)
         .unwrap()
-        .trim()
         .to_owned();
     assert!(
         stdout.contains("wrote TLS-bootstrap kubeconfig (user tls-bootstrap-token-user, token ID"),
@@ -132,8 +163,8 @@ fn kubectl_reads_cluster_info_with_the_written_kubeconfig() {
         let line = line.unwrap();
         seen.push_str(&line);
         seen.push('\n');
-        if let Some(t) = line.split("token created: ").nth(1) {
-            token = Some(t.trim().to_owned());
+        if let Some(t) = join_command_token(&line) {
+            token = Some(t.to_owned());
         }
         if line.starts_with("join-demo: serving ") {
             serving = true;

@@ -11,7 +11,13 @@
 //! [--serve-for <seconds>]`
 //!
 //! With `--serve-for`, the API server keeps answering for that many seconds after the demo,
-//! so a real client can be pointed at the written kubeconfigs.
+//! so a real client can be pointed at the written kubeconfigs. The TLS-bootstrap kubeconfig
+//! (`--bootstrap-out`) is the one `kubectl` can use: it carries the bootstrap token. The
+//! `--out` kubeconfig has no user, as kubeadm's discovery result has none, and `kubectl`
+//! prompts for a username with it.
+//!
+//! Files written to the default paths (in the temporary directory) are removed when the demo
+//! ends; files at paths given with `--out`/`--bootstrap-out` are kept.
 
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
@@ -47,6 +53,7 @@ fn main() {
 
 fn run() -> Result<(), BoxError> {
     let args = Args::parse()?;
+    let _cleanup = RemoveOnDrop(args.temporary.clone());
 
     step("control plane: create the cluster CA and the API server's serving certificate");
     let pki = TestPki::new()?;
@@ -90,8 +97,12 @@ fn run() -> Result<(), BoxError> {
     let secret = KubeadmToken::new(Some(token.clone()))
         .with_defaults()
         .to_secret_object(now)?;
-    // Printed once, at creation, as `kubeadm token create` does; only the ID from now on.
-    say(&format!("token created: {token}"));
+    // The whole token is printed once, in the join command, as
+    // `kubeadm token create --print-join-command` prints it; only its ID from now on.
+    say(&format!("token created: ID {}", token.id()));
+    say(&format!(
+        "join command: kubeadm join {endpoint} --token {token} --discovery-token-ca-cert-hash {pin}"
+    ));
     say(&format!(
         "Secret kube-system/{} (type {})",
         secret.name(),
@@ -140,7 +151,7 @@ fn run() -> Result<(), BoxError> {
     let client_kubeconfig = discovered.to_client_kubeconfig_yaml();
     std::fs::write(&args.out, &client_kubeconfig)?;
     say(&format!(
-        "wrote kubeconfig (no credentials) to {}",
+        "wrote kubeconfig (no credentials) to {} (no user: kubectl would prompt for a username; use the TLS-bootstrap kubeconfig below)",
         args.out
     ));
     // kubeadm join then writes the kubelet's TLS-bootstrap kubeconfig: the cluster-info server
@@ -148,7 +159,7 @@ fn run() -> Result<(), BoxError> {
     let bootstrap = found.tls_bootstrap_kubeconfig(&token);
     write_private(&args.bootstrap_out, bootstrap.expose_secret())?;
     say(&format!(
-        "wrote TLS-bootstrap kubeconfig (user {}, token ID {}, server {}) to {}",
+        "wrote TLS-bootstrap kubeconfig (user {}, token ID {}, server {}) to {} (kubectl authenticates with it)",
         clusterinfo::TLS_BOOTSTRAP_USER,
         bootstrap.token_id(),
         bootstrap.server(),
@@ -237,9 +248,8 @@ fn run() -> Result<(), BoxError> {
     println!("join-demo: all checks passed");
     if let Some(secs) = args.serve_for {
         println!(
-            "join-demo: serving {} for {secs}s; kubeconfig {}; TLS-bootstrap kubeconfig {}",
+            "join-demo: serving {} for {secs}s; try: kubectl --kubeconfig {} get --raw /api/v1/namespaces/kube-public/configmaps/cluster-info",
             server.url(),
-            args.out,
             args.bootstrap_out
         );
         std::thread::sleep(Duration::from_secs(secs));
@@ -464,6 +474,20 @@ struct Args {
     out: String,
     bootstrap_out: String,
     serve_for: Option<u64>,
+    /// The default paths the demo chose itself, removed when it ends.
+    temporary: Vec<String>,
+}
+
+/// Removes the listed files when dropped (also when the demo fails).
+struct RemoveOnDrop(Vec<String>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            // A file never written is not an error.
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 impl Args {
@@ -480,12 +504,18 @@ impl Args {
             .display()
             .to_string();
         let mut serve_for = None;
+        let mut out_given = false;
+        let mut bootstrap_out_given = false;
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
             match arg.as_str() {
-                "--out" => out = args.next().ok_or("--out needs a path")?,
+                "--out" => {
+                    out = args.next().ok_or("--out needs a path")?;
+                    out_given = true;
+                }
                 "--bootstrap-out" => {
-                    bootstrap_out = args.next().ok_or("--bootstrap-out needs a path")?
+                    bootstrap_out = args.next().ok_or("--bootstrap-out needs a path")?;
+                    bootstrap_out_given = true;
                 }
                 "--serve-for" => {
                     serve_for = Some(args.next().ok_or("--serve-for needs seconds")?.parse()?)
@@ -499,10 +529,18 @@ impl Args {
                 other => return Err(format!("unknown argument {other:?}").into()),
             }
         }
+        let mut temporary = Vec::new();
+        if !out_given {
+            temporary.push(out.clone());
+        }
+        if !bootstrap_out_given {
+            temporary.push(bootstrap_out.clone());
+        }
         Ok(Args {
             out,
             bootstrap_out,
             serve_for,
+            temporary,
         })
     }
 }

@@ -4,4 +4,5 @@
 //! (`baseline/<primitive>`) and, where one exists, a peer crate, in the same run.
 
 /// The realistic 2 KiB cluster-info kubeconfig (one CA certificate) used as benchmark input.
-pub const BENCH_KUBECONFIG: &str = include_str!("../../crates/clusterinfo/tests/vectors/bench_kubeconfig.yaml");
+pub const BENCH_KUBECONFIG: &str =
+    include_str!("../../crates/clusterinfo/tests/vectors/bench_kubeconfig.yaml");

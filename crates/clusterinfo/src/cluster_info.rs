@@ -489,6 +489,13 @@ fn parse_cluster(
                     }
                 };
                 let value = item.get("extension").cloned().unwrap_or(Value::Null);
+                // What is accepted must be written back in a form that parses again.
+                if !crate::yaml::keys_writable(&value) {
+                    return Err(Error::InvalidField {
+                        field: format!("{path}.extension"),
+                        reason: "mapping key longer than 1024 characters",
+                    });
+                }
                 if ext_name == CLUSTER_EXTENSION_NAME {
                     if extension.is_some() {
                         return Err(Error::InvalidField {

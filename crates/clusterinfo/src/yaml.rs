@@ -168,8 +168,49 @@ fn inline(value: &Value) -> String {
         Value::String(s) => scalar(s),
         Value::Array(a) if a.is_empty() => "[]".to_owned(),
         Value::Object(o) if o.is_empty() => "{}".to_owned(),
-        other => other.to_string(),
+        other => yaml_safe(other.to_string()),
     }
+}
+
+/// The longest implicit mapping key YAML allows, in characters (YAML 1.2, section 7.4.2): a
+/// longer key cannot be written in the block layout kubectl reads.
+pub(crate) const MAX_IMPLICIT_KEY_CHARS: usize = 1024;
+
+/// True when every mapping key inside `value`, as [`scalar`] writes it, fits in an implicit
+/// key. Depth is bounded by the parser's budget.
+pub(crate) fn keys_writable(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map
+            .iter()
+            .all(|(k, v)| scalar(k).chars().count() <= MAX_IMPLICIT_KEY_CHARS && keys_writable(v)),
+        Value::Array(items) => items.iter().all(keys_writable),
+        _ => true,
+    }
+}
+
+/// JSON text made valid YAML: characters YAML does not allow raw in a document (DEL, C1
+/// controls, U+FFFE/U+FFFF) and those a YAML 1.1 reader takes as line breaks or a byte-order
+/// mark (U+0085, U+2028, U+2029, U+FEFF) are written as `\uXXXX` escapes. They can only occur
+/// inside JSON strings, where YAML's double-quoted style reads the escape back.
+fn yaml_safe(json: String) -> String {
+    let needs_escape = |c: char| {
+        matches!(
+            c,
+            '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
+        )
+    };
+    if !json.chars().any(needs_escape) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len().saturating_add(16));
+    for c in json.chars() {
+        if needs_escape(c) {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A string as a YAML scalar: plain when that reads back as the same string, else a JSON
@@ -178,7 +219,7 @@ pub(crate) fn scalar(s: &str) -> String {
     if is_plain_safe(s) {
         s.to_owned()
     } else {
-        Value::String(s.to_owned()).to_string()
+        yaml_safe(Value::String(s.to_owned()).to_string())
     }
 }
 

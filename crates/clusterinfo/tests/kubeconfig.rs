@@ -684,3 +684,70 @@ fn kubectl_json_with_null_lists_parses() {
         cluster_info()
     );
 }
+
+fn json_kubeconfig_with_extension(extension: &serde_json::Value) -> String {
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "", "cluster": {
+            "server": "https://10.0.0.1:6443",
+            "certificate-authority-data": b64(&ca_pem()),
+            "extensions": [{"name": "example.com/x", "extension": extension}],
+        }}],
+    })
+    .to_string()
+    // DEL and every non-ASCII character as a JSON escape (the input must be valid YAML).
+    .chars()
+    .map(|c| {
+        if c.is_ascii() && c != '\u{7f}' {
+            c.to_string()
+        } else {
+            format!("\\u{:04x}", u32::from(c))
+        }
+    })
+    .collect()
+}
+
+/// Whatever `parse` accepts, its own output parses back to the same value: characters YAML
+/// cannot hold raw (DEL, C1 controls, U+FFFE) and YAML 1.1 line breaks are escaped, in keys
+/// and values, in block and flow layouts.
+#[test]
+fn extensions_with_control_characters_round_trip() {
+    let odd = "a\u{2}b\u{7f}c\u{85}d\u{9f}e\u{2028}f\u{feff}g\u{fffe}h\t\r\n";
+    let extension = serde_json::json!({
+        odd: odd,
+        "list": [odd, [odd, {odd: odd}]],
+    });
+    let json = json_kubeconfig_with_extension(&extension);
+    let info = ClusterInfo::parse(json.as_bytes()).unwrap();
+    let yaml = info.to_kubeconfig_yaml();
+    let again = ClusterInfo::parse(yaml.as_bytes()).unwrap();
+    assert_eq!(again.other_extensions(), info.other_extensions());
+    assert_eq!(again.to_kubeconfig_yaml(), yaml);
+    let client = ClusterInfo::parse(info.to_client_kubeconfig_yaml().as_bytes()).unwrap();
+    assert_eq!(client.other_extensions(), info.other_extensions());
+}
+
+/// A mapping key that fits YAML's 1024-character implicit-key limit as read, but not as
+/// written (escapes are longer than the raw characters), cannot be written back in the block
+/// layout: refused on input, at every depth.
+#[test]
+fn extension_keys_longer_than_yaml_allows_are_refused() {
+    let yaml_with_key = |key: &str| {
+        kubeconfig_with_cluster(&format!(
+            "    server: https://10.0.0.1:6443\n    extensions:\n    - name: example.com/x\n      extension:\n        a:\n        - {key}: 1\n"
+        ))
+    };
+    // 1,000 plain characters: fits as read and as written.
+    let info = ClusterInfo::parse(yaml_with_key(&"k".repeat(1000)).as_bytes()).unwrap();
+    ClusterInfo::parse(info.to_kubeconfig_yaml().as_bytes()).unwrap();
+    // 200 control characters: 802 characters as read ("\x01" each), 1,202 as written.
+    let escaped = format!("\"{}\"", "\\x01".repeat(200));
+    for too_long in [yaml_with_key(&escaped)] {
+        let err = ClusterInfo::parse(too_long.as_bytes()).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidField { reason, .. } if reason.contains("1024")),
+            "{err:?}"
+        );
+    }
+}

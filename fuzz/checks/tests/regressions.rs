@@ -30,3 +30,15 @@ fn crit_member_is_refused_whatever_its_value() {
         );
     }
 }
+
+/// A kubeconfig whose cluster extension holds a long key with C0 control characters: the
+/// parser once accepted it, and its own `to_kubeconfig_yaml()` output did not parse back (the
+/// writer produced an implicit key over YAML's 1024-character limit). The same class of input
+/// in valid YAML is covered in `crates/clusterinfo/tests/kubeconfig.rs`.
+#[test]
+fn kubeconfig_extension_key_with_control_characters() {
+    let input =
+        include_bytes!("../../corpus/clusterinfo_kubeconfig/regression-extension-control-chars");
+    // Raw C0 controls are not allowed in a YAML plain scalar: rejected on input.
+    assert_eq!(checks::clusterinfo_kubeconfig(input), Outcome::Rejected);
+}

@@ -12,18 +12,27 @@ pub const CLUSTER_EXTENSION_KEY: &str = "client.authentication.k8s.io/exec";
 ///
 /// Field-for-field the `Cluster` type of `client.authentication.k8s.io/v1` and `v1beta1`; empty
 /// strings, `false` and empty data are omitted on the wire, `config` is always written (`null`
-/// when there is no extension).
+/// when there is no extension). A JSON `null` reads as the field's zero value (no data, no
+/// extension), as in Go.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Cluster {
     /// `server`: the API server URL.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::wire::null_as_default")]
     pub server: String,
     /// `tls-server-name`: the name to verify the server certificate against, if not the host.
-    #[serde(default, rename = "tls-server-name")]
+    #[serde(
+        default,
+        deserialize_with = "crate::wire::null_as_default",
+        rename = "tls-server-name"
+    )]
     pub tls_server_name: String,
     /// `insecure-skip-tls-verify`.
-    #[serde(default, rename = "insecure-skip-tls-verify")]
+    #[serde(
+        default,
+        deserialize_with = "crate::wire::null_as_default",
+        rename = "insecure-skip-tls-verify"
+    )]
     pub insecure_skip_tls_verify: bool,
     /// `certificate-authority-data`: the CA bundle (PEM bytes; base64 on the wire).
     #[serde(
@@ -33,10 +42,18 @@ pub struct Cluster {
     )]
     pub certificate_authority_data: Vec<u8>,
     /// `proxy-url`.
-    #[serde(default, rename = "proxy-url")]
+    #[serde(
+        default,
+        deserialize_with = "crate::wire::null_as_default",
+        rename = "proxy-url"
+    )]
     pub proxy_url: String,
     /// `disable-compression`.
-    #[serde(default, rename = "disable-compression")]
+    #[serde(
+        default,
+        deserialize_with = "crate::wire::null_as_default",
+        rename = "disable-compression"
+    )]
     pub disable_compression: bool,
     /// `config`: the kubeconfig cluster's [`CLUSTER_EXTENSION_KEY`] extension object, if any.
     #[serde(default)]

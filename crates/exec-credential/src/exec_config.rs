@@ -6,6 +6,7 @@ use std::path::Path;
 
 use crate::api_version::ApiVersion;
 use crate::error::{Error, bounded};
+use crate::wire::{empty_as_null, null_as_default, null_tolerant_vec};
 
 /// `interactiveMode`: whether and how a plugin may use stdin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -63,14 +64,14 @@ impl FromStr for InteractiveMode {
 ///
 /// Kubeconfigs sometimes pass secrets this way (access keys, client secrets), so `Debug` prints
 /// the name and hides the value.
-#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct ExecEnvVar {
     /// `name` (required).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub name: String,
     /// `value`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub value: String,
 }
 
@@ -99,36 +100,62 @@ impl ExecEnvVar {
 /// Deserialise it from the kubeconfig (any serde format), then call
 /// [`ExecConfig::apply_defaults`] and [`ExecConfig::validate`] as client-go's loader does.
 /// `interactiveMode` is kept as written so that validation can report client-go's messages.
+///
+/// As Go's `encoding/json` does, a JSON `null` reads as the field's zero value, for every field
+/// and for each `args` and `env` element; `kubectl config view -o json` writes `"args": null` and
+/// `"env": null` for a stanza without them. `Serialize` writes the stanza as kubectl does:
+/// `command`, `args` and `env` (`null` when empty), `apiVersion` and `installHint` (omitted when
+/// empty), `provideClusterInfo` (always), `interactiveMode` (omitted when empty).
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct ExecConfig {
     /// `command`: a bare name (looked up in `PATH` by the caller), an absolute path, or a
     /// relative path (see [`ExecConfig::resolve_relative_to`]).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub command: String,
-    /// `args`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// `args` (written as `null` when empty, as Go writes a nil slice).
+    #[serde(
+        default,
+        deserialize_with = "null_tolerant_vec",
+        serialize_with = "empty_as_null"
+    )]
     pub args: Vec<String>,
-    /// `env`: added to the plugin's environment after the host's, so they override it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// `env`: added to the plugin's environment after the host's, so they override it
+    /// (written as `null` when empty, as Go writes a nil slice).
+    #[serde(
+        default,
+        deserialize_with = "null_tolerant_vec",
+        serialize_with = "empty_as_null"
+    )]
     pub env: Vec<ExecEnvVar>,
     /// `apiVersion`: the `ExecCredential` version to speak.
-    #[serde(default, rename = "apiVersion")]
+    #[serde(
+        default,
+        rename = "apiVersion",
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub api_version: String,
     /// `installHint`: shown when the command is not found (sanitised first).
     #[serde(
         default,
         rename = "installHint",
+        deserialize_with = "null_as_default",
         skip_serializing_if = "String::is_empty"
     )]
     pub install_hint: String,
     /// `provideClusterInfo`: send `spec.cluster` to the plugin.
-    #[serde(default, rename = "provideClusterInfo")]
+    #[serde(
+        default,
+        rename = "provideClusterInfo",
+        deserialize_with = "null_as_default"
+    )]
     pub provide_cluster_info: bool,
     /// `interactiveMode`: `Never`, `IfAvailable` or `Always`; empty when not set.
     #[serde(
         default,
         rename = "interactiveMode",
+        deserialize_with = "null_as_default",
         skip_serializing_if = "String::is_empty"
     )]
     pub interactive_mode: String,

@@ -2,7 +2,10 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use core::fmt;
+
 use serde::ser::SerializeStruct as _;
+use sha2::{Digest as _, Sha256};
 
 /// The name of the kubeconfig cluster extension whose object becomes [`Cluster::config`].
 pub const CLUSTER_EXTENSION_KEY: &str = "client.authentication.k8s.io/exec";
@@ -14,7 +17,7 @@ pub const CLUSTER_EXTENSION_KEY: &str = "client.authentication.k8s.io/exec";
 /// strings, `false` and empty data are omitted on the wire, `config` is always written (`null`
 /// when there is no extension). A JSON `null` reads as the field's zero value (no data, no
 /// extension), as in Go.
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Deserialize)]
+#[derive(Clone, PartialEq, Eq, Default, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Cluster {
     /// `server`: the API server URL.
@@ -85,6 +88,23 @@ impl Cluster {
     }
 }
 
+impl fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cluster")
+            .field("server", &self.server)
+            .field("tls_server_name", &self.tls_server_name)
+            .field("insecure_skip_tls_verify", &self.insecure_skip_tls_verify)
+            .field(
+                "certificate_authority_data",
+                &CaSummary(&self.certificate_authority_data),
+            )
+            .field("proxy_url", &self.proxy_url)
+            .field("disable_compression", &self.disable_compression)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
 impl serde::Serialize for Cluster {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut st = s.serialize_struct("Cluster", 7)?;
@@ -109,6 +129,32 @@ impl serde::Serialize for Cluster {
         }
         st.serialize_field("config", &self.config)?;
         st.end()
+    }
+}
+
+/// `Debug` of a CA bundle: `"<n> bytes, <m> PEM certificates, sha256:<hex>"`, or `"empty"`.
+struct CaSummary<'a>(&'a [u8]);
+
+impl fmt::Debug for CaSummary<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("\"empty\"");
+        }
+        let certificates = self
+            .0
+            .split(|&b| b == b'\n')
+            .filter(|line| line.trim_ascii() == b"-----BEGIN CERTIFICATE-----")
+            .count();
+        let plural = if certificates == 1 { "" } else { "s" };
+        write!(
+            f,
+            "\"{} bytes, {certificates} PEM certificate{plural}, sha256:",
+            self.0.len()
+        )?;
+        for b in Sha256::digest(self.0) {
+            write!(f, "{b:02x}")?;
+        }
+        f.write_str("\"")
     }
 }
 

@@ -59,7 +59,8 @@
 //!   `PolicyDenied`, with the token in the plugin's environment), `CacheEntry::from_json`
 //!   (`CacheKeyMismatch`, `Decode`, `OutputTooLarge`); `Debug` of `Token`, `ClientKey`,
 //!   `ExecCredential`, `ExecCredentialStatus`, `Credential`, `ClientIdentity`, `CacheEntry`,
-//!   `ExecAuthenticator`, `Action`, `PluginRun`, `ExecConfig` with secret env values.
+//!   `ExecAuthenticator`, `Action`, `PluginRun`, `ExecConfig` and `Cluster` with secret
+//!   arguments (`--client-secret=…`), env values and cluster extension values.
 //! - `addon-jwt`: `SigningKey::{from_pkcs8_pem, from_pkcs8_der}` on generated, truncated,
 //!   bit-flipped, relabelled and mismatched keys (`InvalidKey(PrivateKey)`, `UnsupportedKey`),
 //!   `KeySet::{from_pem, from_jwks}` fed private keys (`InvalidKey`, `InvalidJwks`), `verify`,
@@ -1278,7 +1279,10 @@ mod exec {
     fn authenticator() -> ExecAuthenticator {
         ExecAuthenticator::new(
             ExecConfig::new("plugin", ApiVersion::V1, InteractiveMode::Never)
-                .env("PLUGIN_TOKEN", EXEC_TOKEN),
+                .env("PLUGIN_TOKEN", EXEC_TOKEN)
+                .arg(format!("--client-secret={EXEC_TOKEN}"))
+                .arg("--token")
+                .arg(EXEC_TOKEN),
             Cluster::new("https://10.0.0.1:6443"),
         )
         .unwrap()
@@ -1450,6 +1454,49 @@ mod exec {
         while let Some(action) = a.poll_action() {
             assert_debug_clean("Action", &action, &extra);
         }
+    }
+
+    /// Plugin arguments and `env` values (`--client-secret=<canary>`, a bare canary argument)
+    /// appear in no `Debug` of the configuration, the run, the action, the state machine or a
+    /// cluster carrying an extension, and in no error of a run.
+    #[test]
+    fn plugin_arguments_and_env_values_never_reach_debug() {
+        let extra = extra();
+        let config = ExecConfig::new("plugin", ApiVersion::V1, InteractiveMode::Never)
+            .arg(format!("--client-secret={EXEC_TOKEN}"))
+            .arg(EXEC_TOKEN)
+            .env("SECRET", EXEC_TOKEN)
+            .provide_cluster_info(true);
+        assert_debug_clean("ExecConfig", &config, &extra);
+        let cluster = Cluster::new("https://10.0.0.1:6443")
+            .with_config(serde_json::json!({ "clientSecret": EXEC_TOKEN }));
+        assert_debug_clean("Cluster", &cluster, &extra);
+        let mut a = ExecAuthenticator::new(config, cluster).unwrap();
+        assert_debug_clean("ExecAuthenticator", &a, &extra);
+        let _ = a.credential(now()).unwrap();
+        assert_debug_clean("ExecAuthenticator with a run queued", &a, &extra);
+        let action = a.poll_action().unwrap();
+        assert_debug_clean("Action", &action, &extra);
+        let Action::RunPlugin(run) = action else {
+            panic!("{action:?}")
+        };
+        assert_debug_clean("PluginRun", &run, &extra);
+        // The run still carries them: the caller needs them to spawn the plugin.
+        assert_eq!(run.args()[1], EXEC_TOKEN);
+        assert!(run.exec_info().contains(EXEC_TOKEN));
+        let err = a
+            .handle_run_result(
+                now(),
+                run.id(),
+                RunResult::Exited {
+                    code: 2,
+                    stdout: b"",
+                    stderr: b"",
+                },
+            )
+            .unwrap_err();
+        assert_error_clean("run failure", &err, &extra);
+        assert_debug_clean("ExecAuthenticator after a failure", &a, &extra);
     }
 
     #[test]

@@ -100,7 +100,10 @@ impl fmt::Debug for Cluster {
             )
             .field("proxy_url", &self.proxy_url)
             .field("disable_compression", &self.disable_compression)
-            .field("config", &self.config)
+            .field(
+                "config",
+                &self.config.as_ref().map(|_| crate::exec_config::REDACTED),
+            )
             .finish()
     }
 }

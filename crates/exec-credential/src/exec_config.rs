@@ -79,7 +79,39 @@ impl fmt::Debug for ExecEnvVar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ExecEnvVar")
             .field("name", &self.name)
-            .field("value", &format_args!("<redacted>"))
+            .field("value", &REDACTED)
+            .finish()
+    }
+}
+
+/// What `Debug` prints instead of a plugin argument or environment value (client-go's
+/// placeholder).
+pub(crate) const REDACTED: &str = "--- REDACTED ---";
+
+/// `Debug` of plugin arguments: `[]`, or `["--- REDACTED ---"]` for any number of arguments, as
+/// client-go prints them.
+pub(crate) struct RedactedArgs<'a>(pub(crate) &'a [String]);
+
+impl fmt::Debug for RedactedArgs<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut list = f.debug_list();
+        if !self.0.is_empty() {
+            list.entry(&REDACTED);
+        }
+        list.finish()
+    }
+}
+
+impl fmt::Debug for ExecConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExecConfig")
+            .field("command", &self.command)
+            .field("args", &RedactedArgs(&self.args))
+            .field("env", &self.env)
+            .field("api_version", &self.api_version)
+            .field("install_hint", &self.install_hint)
+            .field("provide_cluster_info", &self.provide_cluster_info)
+            .field("interactive_mode", &self.interactive_mode)
             .finish()
     }
 }
@@ -106,7 +138,12 @@ impl ExecEnvVar {
 /// `"env": null` for a stanza without them. `Serialize` writes the stanza as kubectl does:
 /// `command`, `args` and `env` (`null` when empty), `apiVersion` and `installHint` (omitted when
 /// empty), `provideClusterInfo` (always), `interactiveMode` (omitted when empty).
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+///
+/// `Debug` does not show argument or `env` values, which often carry secrets
+/// (`--client-secret=…`): as client-go's `ExecConfig.String`, non-empty `args` print as
+/// `["--- REDACTED ---"]`, and each `env` entry shows its name with the value
+/// `--- REDACTED ---`.
+#[derive(Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct ExecConfig {
     /// `command`: a bare name (looked up in `PATH` by the caller), an absolute path, or a

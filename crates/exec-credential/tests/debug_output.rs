@@ -41,3 +41,47 @@ fn cluster_debug_summarises_the_ca_bundle() {
     let not_pem = Cluster::new("s").with_certificate_authority_data(vec![0_u8; 3]);
     assert!(format!("{not_pem:?}").contains("\"3 bytes, 0 PEM certificates, sha256:"));
 }
+
+#[test]
+fn exec_config_and_plugin_run_debug_redact_arguments_as_client_go() {
+    use exec_credential::{Action, ApiVersion, ExecAuthenticator, ExecConfig, InteractiveMode};
+    let config = ExecConfig::new("aws", ApiVersion::V1, InteractiveMode::Never)
+        .arg("--client-secret=s3cr3t-arg")
+        .arg("plain-arg")
+        .env("AWS_SECRET", "s3cr3t-env");
+    let debug = format!("{config:?}");
+    assert!(debug.contains(r#"args: ["--- REDACTED ---"]"#), "{debug}");
+    assert!(
+        debug.contains(r#"name: "AWS_SECRET", value: "--- REDACTED ---""#),
+        "{debug}"
+    );
+    for leaked in ["s3cr3t", "plain-arg", "client-secret"] {
+        assert!(!debug.contains(leaked), "{debug}");
+    }
+    let no_args = ExecConfig::new("aws", ApiVersion::V1, InteractiveMode::Never);
+    assert!(format!("{no_args:?}").contains("args: []"));
+
+    let cluster = Cluster::new("s").with_config(serde_json::json!({"k": "s3cr3t-ext"}));
+    let debug = format!("{cluster:?}");
+    assert!(
+        debug.contains(r#"config: Some("--- REDACTED ---")"#),
+        "{debug}"
+    );
+
+    let mut auth = ExecAuthenticator::new(config, cluster).unwrap();
+    let _ = auth.credential(std::time::SystemTime::UNIX_EPOCH).unwrap();
+    let debug = format!("{auth:#?}");
+    assert!(
+        !debug.contains("s3cr3t") && !debug.contains("plain-arg"),
+        "{debug}"
+    );
+    let Some(Action::RunPlugin(run)) = auth.poll_action() else {
+        panic!("no run")
+    };
+    let debug = format!("{run:?}");
+    assert!(debug.contains(r#"args: ["--- REDACTED ---"]"#), "{debug}");
+    assert!(
+        !debug.contains("s3cr3t") && !debug.contains("plain-arg"),
+        "{debug}"
+    );
+}

@@ -56,8 +56,9 @@
 //!   (`InvalidKeyPair` for mismatched, garbled, truncated, encrypted keys;
 //!   `InvalidLeafCertificate`), stderr holding the token (`PluginFailed`, `PluginKilled`), the
 //!   state machine (`UnknownRun`, `PluginTimedOut`, `PluginNotFound`, `SpawnFailed`,
-//!   `PolicyDenied`, with the token in the plugin's environment), `CacheEntry::from_json`
-//!   (`CacheKeyMismatch`, `Decode`, `OutputTooLarge`); `Debug` of `Token`, `ClientKey`,
+//!   `PolicyDenied`, `RunBackoff`, with the token in the plugin's environment),
+//!   `CacheEntry::from_json` (`CacheKeyMismatch`, `Decode`, `OutputTooLarge`); `Debug` of `Token`,
+//!   `ClientKey`,
 //!   `ExecCredential`, `ExecCredentialStatus`, `Credential`, `ClientIdentity`, `CacheEntry`,
 //!   `ExecAuthenticator`, `Action`, `PluginRun`, `ExecConfig` and `Cluster` with secret
 //!   arguments (`--client-secret=…`), env values and cluster extension values.
@@ -1374,6 +1375,9 @@ mod exec {
         );
         let mut seen = std::collections::BTreeSet::new();
         let mut a = authenticator();
+        // Failures back to back at one instant: no backoff between them here (the backoff
+        // error itself is checked below).
+        a.set_failure_backoff(Duration::ZERO, Duration::ZERO);
         for result in [
             RunResult::Exited {
                 code: 1,
@@ -1397,6 +1401,14 @@ mod exec {
             assert_error_clean("run failure", &err, &extra);
             assert_debug_clean("ExecAuthenticator", &a, &extra);
         }
+        // The wait after a failed run.
+        let mut backing_off = authenticator();
+        let run = start_run(&mut backing_off);
+        let _ = backing_off.handle_run_result(now(), run.id(), RunResult::TimedOut);
+        let err = backing_off.credential(now()).unwrap_err();
+        seen.insert(variant(&err));
+        assert_error_clean("backoff", &err, &extra);
+        assert_debug_clean("ExecAuthenticator", &backing_off, &extra);
         // A policy that refuses the plugin: the refusal names the command only.
         let mut denied = authenticator();
         denied.set_policy(exec_credential::PluginPolicy::allowlist(["/usr/bin/other"]).unwrap());
@@ -1414,6 +1426,7 @@ mod exec {
                 "PluginNotFound",
                 "SpawnFailed",
                 "PolicyDenied",
+                "RunBackoff",
             ],
         );
         // A success, then a stale run id, then a refresh.

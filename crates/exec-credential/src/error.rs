@@ -1,6 +1,6 @@
 //! The crate's error type.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use crate::stderr::StderrSummary;
 
@@ -177,6 +177,19 @@ pub enum Error {
     InvalidLeafCertificate {
         /// Why (never certificate bytes).
         reason: String,
+    },
+
+    /// A plugin run is needed, but the last one failed too recently: the authenticator waits
+    /// between failed runs (see
+    /// [`ExecAuthenticator::set_failure_backoff`](crate::ExecAuthenticator::set_failure_backoff)).
+    #[error("exec plugin failed {failures} time(s) in a row; next run allowed in {retry_in:?}")]
+    RunBackoff {
+        /// Consecutive failed runs.
+        failures: u32,
+        /// When the next run may start.
+        retry_at: SystemTime,
+        /// How long that is after the `now` of the call that was refused.
+        retry_in: Duration,
     },
 
     /// The output handed back does not belong to the run the state machine is waiting for.

@@ -257,12 +257,16 @@ impl ExecConfig {
         }
     }
 
-    /// client-go's kubeconfig validation of the stanza for user `user`, with its messages.
+    /// client-go's kubeconfig validation of the stanza for user `user`, with its messages; as in
+    /// client-go it runs after [`apply_defaults`](Self::apply_defaults). The first problem is
+    /// reported (client-go lists them all).
     ///
     /// # Errors
     ///
     /// [`Error::MissingField`] for a missing `command`, `apiVersion`, env variable name, or
-    /// (for `…/v1`) `interactiveMode`; [`Error::InvalidInteractiveMode`] for an unknown mode.
+    /// `interactiveMode` (required for every `apiVersion`; the defaulting supplies it only for
+    /// exactly `client.authentication.k8s.io/v1beta1` and `…/v1alpha1`);
+    /// [`Error::InvalidInteractiveMode`] for an unknown mode.
     pub fn validate(&self, user: &str) -> Result<(), Error> {
         let user = bounded(user, 256);
         let missing = |field| Error::MissingField {
@@ -279,11 +283,9 @@ impl ExecConfig {
             return Err(missing("env variable name"));
         }
         match self.interactive_mode.as_str() {
-            "" => {
-                if self.api_version == ApiVersion::V1.as_str() {
-                    return Err(missing("interactiveMode"));
-                }
-            }
+            // Required whatever the apiVersion: only the defaulting fills it in (for exactly
+            // `…/v1beta1` and `…/v1alpha1`), so a misspelled version is caught here.
+            "" => return Err(missing("interactiveMode")),
             "Never" | "IfAvailable" | "Always" => {}
             other => {
                 return Err(Error::InvalidInteractiveMode {

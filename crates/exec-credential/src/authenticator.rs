@@ -1,6 +1,7 @@
 //! The client side: a sans-IO state machine reproducing client-go's exec authenticator.
 
 use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use crate::api_version::ApiVersion;
@@ -107,6 +108,19 @@ pub struct ExecAuthenticator {
     failures: u32,
     /// When the last run failed, and when the next one may start.
     backoff: Option<(SystemTime, SystemTime)>,
+    resolver: Option<PathResolver>,
+}
+
+/// A `PATH` lookup: the name in, the executable's path out.
+type ResolveFn = dyn FnMut(&str) -> Option<PathBuf> + Send + Sync;
+
+/// The caller's `PATH` lookup for policy decisions.
+struct PathResolver(Box<ResolveFn>);
+
+impl core::fmt::Debug for PathResolver {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("PathResolver")
+    }
 }
 
 impl ExecAuthenticator {
@@ -145,6 +159,7 @@ impl ExecAuthenticator {
             backoff_max: DEFAULT_FAILURE_BACKOFF_MAX,
             failures: 0,
             backoff: None,
+            resolver: None,
         })
     }
 
@@ -153,9 +168,24 @@ impl ExecAuthenticator {
         self.stdin = stdin;
     }
 
-    /// Sets the plugin policy, checked before every run.
+    /// Sets the plugin policy, checked before every run (with
+    /// [`PluginPolicy::check`], or with [`PluginPolicy::check_resolved`] once a lookup is set
+    /// with [`set_path_resolver`](Self::set_path_resolver)).
     pub fn set_policy(&mut self, policy: PluginPolicy) {
         self.policy = policy;
+    }
+
+    /// Sets the `PATH` lookup the policy uses, as Go's `exec.LookPath` behaves (a bare name is
+    /// searched in `PATH`, a path is returned if it names an executable file, `None`
+    /// otherwise). The policy then decides as kubectl does
+    /// ([`PluginPolicy::check_resolved`]), and when the decision resolved the command,
+    /// [`PluginRun::command`] is the resolved path, so the program checked is the program run.
+    /// It is called only while checking an allow-list.
+    pub fn set_path_resolver<R>(&mut self, resolve: R)
+    where
+        R: FnMut(&str) -> Option<PathBuf> + Send + Sync + 'static,
+    {
+        self.resolver = Some(PathResolver(Box::new(resolve)));
     }
 
     /// Sets the run timeouts for non-interactive and interactive runs.
@@ -420,7 +450,17 @@ impl ExecAuthenticator {
             });
         }
         let interactive = self.interactive()?;
-        self.policy.check(&self.config.command)?;
+        let command = match &mut self.resolver {
+            Some(PathResolver(resolve)) => self
+                .policy
+                .check_resolved(&self.config.command, |c| resolve(c))?
+                .map(|p| p.to_string_lossy().into_owned()),
+            None => {
+                self.policy.check(&self.config.command)?;
+                None
+            }
+        }
+        .unwrap_or_else(|| self.config.command.clone());
         let spec = ExecCredentialSpec::new(
             self.config
                 .provide_cluster_info
@@ -445,7 +485,7 @@ impl ExecAuthenticator {
         self.in_flight = Some((id, timeout));
         self.actions.push_back(Action::RunPlugin(PluginRun {
             id,
-            command: self.config.command.clone(),
+            command,
             args: self.config.args.clone(),
             env,
             interactive,

@@ -49,17 +49,19 @@
 //!   state machine, its actions and `Reconciled`.
 //! - `exec-credential`: `ExecCredential::{from_plugin_output, from_plugin_output_with_limit,
 //!   from_exec_info, into_credential}` and `ExecAuthenticator::handle_run_result` on invalid plugin
-//!   stdout holding the token (`InvalidApiVersion`, `WrongKind`, `MissingApiVersion`,
+//!   stdout holding the token (`UnsupportedApiVersion`, `WrongKind`, `MissingApiVersion`,
 //!   `ApiVersionMismatch`, `Decode` (JSON and YAML: status as a string, token of the wrong type,
 //!   non-UTF-8, trailing garbage, duplicate fields), `MissingStatus`, `NoCredential`,
 //!   `PartialKeyPair`, `InvalidExpiration`, `ExpiredOnArrival`, `OutputTooLarge`), client keys
 //!   (`InvalidKeyPair` for mismatched, garbled, truncated, encrypted keys;
 //!   `InvalidLeafCertificate`), stderr holding the token (`PluginFailed`, `PluginKilled`), the
 //!   state machine (`UnknownRun`, `PluginTimedOut`, `PluginNotFound`, `SpawnFailed`,
-//!   `PolicyDenied`, with the token in the plugin's environment), `CacheEntry::from_json`
-//!   (`CacheKeyMismatch`, `Decode`, `OutputTooLarge`); `Debug` of `Token`, `ClientKey`,
+//!   `PolicyDenied`, `RunBackoff`, with the token in the plugin's environment),
+//!   `CacheEntry::from_json` (`CacheKeyMismatch`, `Decode`, `OutputTooLarge`); `Debug` of `Token`,
+//!   `ClientKey`,
 //!   `ExecCredential`, `ExecCredentialStatus`, `Credential`, `ClientIdentity`, `CacheEntry`,
-//!   `ExecAuthenticator`, `Action`, `PluginRun`, `ExecConfig` with secret env values.
+//!   `ExecAuthenticator`, `Action`, `PluginRun`, `ExecConfig` and `Cluster` with secret
+//!   arguments (`--client-secret=…`), env values and cluster extension values.
 //! - `addon-jwt`: `SigningKey::{from_pkcs8_pem, from_pkcs8_der}` on generated, truncated,
 //!   bit-flipped, relabelled and mismatched keys (`InvalidKey(PrivateKey)`, `UnsupportedKey`),
 //!   `KeySet::{from_pem, from_jwks}` fed private keys (`InvalidKey`, `InvalidJwks`), `verify`,
@@ -1278,7 +1280,10 @@ mod exec {
     fn authenticator() -> ExecAuthenticator {
         ExecAuthenticator::new(
             ExecConfig::new("plugin", ApiVersion::V1, InteractiveMode::Never)
-                .env("PLUGIN_TOKEN", EXEC_TOKEN),
+                .env("PLUGIN_TOKEN", EXEC_TOKEN)
+                .arg(format!("--client-secret={EXEC_TOKEN}"))
+                .arg("--token")
+                .arg(EXEC_TOKEN),
             Cluster::new("https://10.0.0.1:6443"),
         )
         .unwrap()
@@ -1345,7 +1350,7 @@ mod exec {
             "exec-credential",
             &seen,
             &[
-                "InvalidApiVersion",
+                "UnsupportedApiVersion",
                 "WrongKind",
                 "MissingApiVersion",
                 "Decode",
@@ -1370,6 +1375,9 @@ mod exec {
         );
         let mut seen = std::collections::BTreeSet::new();
         let mut a = authenticator();
+        // Failures back to back at one instant: no backoff between them here (the backoff
+        // error itself is checked below).
+        a.set_failure_backoff(Duration::ZERO, Duration::ZERO);
         for result in [
             RunResult::Exited {
                 code: 1,
@@ -1393,6 +1401,14 @@ mod exec {
             assert_error_clean("run failure", &err, &extra);
             assert_debug_clean("ExecAuthenticator", &a, &extra);
         }
+        // The wait after a failed run.
+        let mut backing_off = authenticator();
+        let run = start_run(&mut backing_off);
+        let _ = backing_off.handle_run_result(now(), run.id(), RunResult::TimedOut);
+        let err = backing_off.credential(now()).unwrap_err();
+        seen.insert(variant(&err));
+        assert_error_clean("backoff", &err, &extra);
+        assert_debug_clean("ExecAuthenticator", &backing_off, &extra);
         // A policy that refuses the plugin: the refusal names the command only.
         let mut denied = authenticator();
         denied.set_policy(exec_credential::PluginPolicy::allowlist(["/usr/bin/other"]).unwrap());
@@ -1410,6 +1426,7 @@ mod exec {
                 "PluginNotFound",
                 "SpawnFailed",
                 "PolicyDenied",
+                "RunBackoff",
             ],
         );
         // A success, then a stale run id, then a refresh.
@@ -1450,6 +1467,231 @@ mod exec {
         while let Some(action) = a.poll_action() {
             assert_debug_clean("Action", &action, &extra);
         }
+    }
+
+    /// Plugin stdout whose canary is a number (integer, negative, float), a string in a place
+    /// that expects another type, a nested object key or value, or the `apiVersion` itself: no
+    /// error (`Display`, alternate `Display`, `Debug`, every `source()`) shows any of it, whether
+    /// the output is decoded directly, as `KUBERNETES_EXEC_INFO`, through the state machine or
+    /// inside a cache entry.
+    #[test]
+    fn plugin_stdout_canaries_never_reach_errors() {
+        const INT: &str = "123456789123";
+        const NEG: &str = "-987654321987";
+        const FLOAT: &str = "4.2424242424e300";
+        let mut extra = extra();
+        extra.extend(["123456789123", "987654321987", "42424242"].map(String::from));
+        let t = EXEC_TOKEN;
+        let head = format!(r#""apiVersion":"{V1}","kind":"ExecCredential""#);
+        let json: Vec<(&str, String)> = vec![
+            (
+                "numeric token",
+                format!(r#"{{{head},"status":{{"token":{INT}}}}}"#),
+            ),
+            (
+                "negative numeric key",
+                format!(r#"{{{head},"status":{{"clientKeyData":{NEG}}}}}"#),
+            ),
+            (
+                "float expiration",
+                format!(r#"{{{head},"status":{{"token":"x","expirationTimestamp":{FLOAT}}}}}"#),
+            ),
+            (
+                "numeric certificate",
+                format!(r#"{{{head},"status":{{"clientCertificateData":{INT}}}}}"#),
+            ),
+            (
+                "numeric kind",
+                format!(r#"{{"apiVersion":"{V1}","kind":{INT},"status":{{"token":"x"}}}}"#),
+            ),
+            (
+                "numeric apiVersion",
+                format!(r#"{{"apiVersion":{INT},"kind":"ExecCredential"}}"#),
+            ),
+            (
+                "numeric interactive",
+                format!(r#"{{{head},"spec":{{"interactive":{INT}}}}}"#),
+            ),
+            (
+                "numeric server",
+                format!(r#"{{{head},"spec":{{"cluster":{{"server":{FLOAT}}}}}}}"#),
+            ),
+            ("numeric status", format!(r#"{{{head},"status":{NEG}}}"#)),
+            (
+                "canary apiVersion",
+                format!(
+                    r#"{{"apiVersion":"{t}","kind":"ExecCredential","status":{{"token":"{t}"}}}}"#
+                ),
+            ),
+            (
+                "canary apiVersion, v1 prefix",
+                format!(r#"{{"apiVersion":"{V1}{t}","kind":"ExecCredential"}}"#),
+            ),
+            (
+                "string interactive",
+                format!(r#"{{{head},"spec":{{"interactive":"{t}"}}}}"#),
+            ),
+            (
+                "string insecure flag",
+                format!(r#"{{{head},"spec":{{"cluster":{{"insecure-skip-tls-verify":"{t}"}}}}}}"#),
+            ),
+            (
+                "string CA data",
+                format!(
+                    r#"{{{head},"spec":{{"cluster":{{"certificate-authority-data":"{t}!"}}}}}}"#
+                ),
+            ),
+            ("string spec", format!(r#"{{{head},"spec":"{t}"}}"#)),
+            (
+                "string in certificate array",
+                format!(r#"{{{head},"status":{{"clientCertificateData":["{t}"]}}}}"#),
+            ),
+            (
+                "nested key and value as token",
+                format!(r#"{{{head},"status":{{"token":{{"{t}":{{"{t}-NESTED":"{t}-V"}}}}}}}}"#),
+            ),
+            (
+                "nested number as server",
+                format!(r#"{{{head},"spec":{{"cluster":{{"server":{{"{t}":{INT}}}}}}}}}"#),
+            ),
+            (
+                "nested kind",
+                format!(r#"{{"apiVersion":"{V1}","kind":{{"{t}":[{INT},"{t}"]}}}}"#),
+            ),
+            (
+                "nested duplicate",
+                format!(
+                    r#"{{{head},"status":{{"token":"{t}","{t}":{{"token":{INT}}},"token":"{t}"}}}}"#
+                ),
+            ),
+            (
+                "trailing number",
+                format!(r#"{{{head},"status":{{"token":"{t}"}}}}{INT}"#),
+            ),
+            ("number instead of object", INT.to_owned()),
+            ("string instead of object", format!(r#""{t}""#)),
+            (
+                "canary kind",
+                format!(r#"{{"apiVersion":"{V1}","kind":"{t}","status":{{"token":"{t}"}}}}"#),
+            ),
+            (
+                "null apiVersion",
+                format!(
+                    r#"{{"apiVersion":null,"kind":"ExecCredential","status":{{"token":"{t}"}}}}"#
+                ),
+            ),
+        ];
+        let yaml: Vec<(&str, String)> = vec![
+            // (A bare YAML scalar reads as a string here, so the number goes in a list.)
+            (
+                "yaml numeric token",
+                format!("apiVersion: {V1}\nkind: ExecCredential\nstatus:\n  token: [{INT}]\n"),
+            ),
+            (
+                "yaml canary apiVersion",
+                format!("apiVersion: {t}\nkind: ExecCredential\nstatus:\n  token: {t}\n"),
+            ),
+            (
+                "yaml nested token",
+                format!(
+                    "apiVersion: {V1}\nkind: ExecCredential\nstatus:\n  token:\n    {t}: {INT}\n"
+                ),
+            ),
+        ];
+        let mut seen = std::collections::BTreeSet::new();
+        for (what, stdout) in json.iter().chain(&yaml) {
+            let mut errors = Vec::new();
+            match ExecCredential::from_plugin_output(stdout.as_bytes()) {
+                Err(e) => errors.push(e),
+                Ok(cred) => {
+                    errors.push(cred.into_credential(ApiVersion::V1, now()).expect_err(what))
+                }
+            }
+            if let Err(e) = ExecCredential::from_exec_info(stdout) {
+                errors.push(e);
+            }
+            let mut a = authenticator();
+            let run = start_run(&mut a);
+            errors.push(
+                a.handle_run_result(
+                    now(),
+                    run.id(),
+                    RunResult::Exited {
+                        code: 0,
+                        stdout: stdout.as_bytes(),
+                        stderr: b"",
+                    },
+                )
+                .expect_err(what),
+            );
+            assert_debug_clean("ExecAuthenticator", &a, &extra);
+            // Inside a cache entry (JSON only: the cache file is JSON).
+            if stdout.starts_with('{') {
+                let key = CacheKey::builder().part("k", b"v").finish();
+                let entry = format!(
+                    r#"{{"version":1,"key":"{}","credential":{stdout}}}"#,
+                    key.to_hex()
+                );
+                errors.push(CacheEntry::from_json(entry.as_bytes(), &key).expect_err(what));
+            }
+            for e in &errors {
+                assert_error_clean(what, e, &extra);
+                seen.insert(variant(e));
+            }
+        }
+        assert_reached(
+            "plugin stdout canaries",
+            &seen,
+            &[
+                "Decode",
+                "UnsupportedApiVersion",
+                "WrongKind",
+                "MissingApiVersion",
+            ],
+        );
+    }
+
+    /// Plugin arguments and `env` values (`--client-secret=<canary>`, a bare canary argument)
+    /// appear in no `Debug` of the configuration, the run, the action, the state machine or a
+    /// cluster carrying an extension, and in no error of a run.
+    #[test]
+    fn plugin_arguments_and_env_values_never_reach_debug() {
+        let extra = extra();
+        let config = ExecConfig::new("plugin", ApiVersion::V1, InteractiveMode::Never)
+            .arg(format!("--client-secret={EXEC_TOKEN}"))
+            .arg(EXEC_TOKEN)
+            .env("SECRET", EXEC_TOKEN)
+            .provide_cluster_info(true);
+        assert_debug_clean("ExecConfig", &config, &extra);
+        let cluster = Cluster::new("https://10.0.0.1:6443")
+            .with_config(serde_json::json!({ "clientSecret": EXEC_TOKEN }));
+        assert_debug_clean("Cluster", &cluster, &extra);
+        let mut a = ExecAuthenticator::new(config, cluster).unwrap();
+        assert_debug_clean("ExecAuthenticator", &a, &extra);
+        let _ = a.credential(now()).unwrap();
+        assert_debug_clean("ExecAuthenticator with a run queued", &a, &extra);
+        let action = a.poll_action().unwrap();
+        assert_debug_clean("Action", &action, &extra);
+        let Action::RunPlugin(run) = action else {
+            panic!("{action:?}")
+        };
+        assert_debug_clean("PluginRun", &run, &extra);
+        // The run still carries them: the caller needs them to spawn the plugin.
+        assert_eq!(run.args()[1], EXEC_TOKEN);
+        assert!(run.exec_info().contains(EXEC_TOKEN));
+        let err = a
+            .handle_run_result(
+                now(),
+                run.id(),
+                RunResult::Exited {
+                    code: 2,
+                    stdout: b"",
+                    stderr: b"",
+                },
+            )
+            .unwrap_err();
+        assert_error_clean("run failure", &err, &extra);
+        assert_debug_clean("ExecAuthenticator after a failure", &a, &extra);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The client side: a sans-IO state machine reproducing client-go's exec authenticator.
 
 use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use crate::api_version::ApiVersion;
@@ -22,6 +23,13 @@ pub const DEFAULT_INTERACTIVE_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The install hint is appended to "not found" errors at most this many times per hour.
 pub const INSTALL_HINT_PER_HOUR: usize = 10;
+
+/// Default wait after a failed plugin run before the next run may start (doubled after each
+/// further consecutive failure, up to [`DEFAULT_FAILURE_BACKOFF_MAX`]).
+pub const DEFAULT_FAILURE_BACKOFF: Duration = Duration::from_secs(1);
+
+/// Default cap of the wait between failed plugin runs.
+pub const DEFAULT_FAILURE_BACKOFF_MAX: Duration = Duration::from_secs(60);
 
 /// Something the caller must do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +72,16 @@ pub enum CredentialState<'a> {
 /// flight), re-runs it at most once per credential after an HTTP 401, and signals TLS identity
 /// rotation.
 ///
+/// After a failed run (any error from [`handle_run_result`](Self::handle_run_result) other than
+/// [`Error::UnknownRun`]: a non-zero exit, a signal, a timeout, a missing command, bad output, a
+/// credential that expired on arrival) the next run waits: 1 s after the first failure, doubling
+/// with each consecutive failure up to 60 s ([`set_failure_backoff`](Self::set_failure_backoff)
+/// changes both; a zero initial wait turns the backoff off). Until then
+/// [`credential`](Self::credential) answers [`Error::RunBackoff`], which says when the next run
+/// may start, and [`handle_unauthorized`](Self::handle_unauthorized) schedules nothing. A
+/// successful run resets the backoff. client-go has no such wait: it runs a failing plugin again
+/// on every request.
+///
 /// The caller owns all I/O: it spawns the plugin described by [`Action::RunPlugin`] and
 /// enforces its timeout and stdout limit (client-go has neither), and it decides which
 /// requests need a credential (one that already carries an `Authorization` header bypasses the
@@ -85,6 +103,24 @@ pub struct ExecAuthenticator {
     in_flight: Option<(RunId, Duration)>,
     actions: VecDeque<Action>,
     hints_shown: VecDeque<SystemTime>,
+    backoff_initial: Duration,
+    backoff_max: Duration,
+    failures: u32,
+    /// When the last run failed, and when the next one may start.
+    backoff: Option<(SystemTime, SystemTime)>,
+    resolver: Option<PathResolver>,
+}
+
+/// A `PATH` lookup: the name in, the executable's path out.
+type ResolveFn = dyn FnMut(&str) -> Option<PathBuf> + Send + Sync;
+
+/// The caller's `PATH` lookup for policy decisions.
+struct PathResolver(Box<ResolveFn>);
+
+impl core::fmt::Debug for PathResolver {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("PathResolver")
+    }
 }
 
 impl ExecAuthenticator {
@@ -119,6 +155,11 @@ impl ExecAuthenticator {
             in_flight: None,
             actions: VecDeque::new(),
             hints_shown: VecDeque::new(),
+            backoff_initial: DEFAULT_FAILURE_BACKOFF,
+            backoff_max: DEFAULT_FAILURE_BACKOFF_MAX,
+            failures: 0,
+            backoff: None,
+            resolver: None,
         })
     }
 
@@ -127,9 +168,24 @@ impl ExecAuthenticator {
         self.stdin = stdin;
     }
 
-    /// Sets the plugin policy, checked before every run.
+    /// Sets the plugin policy, checked before every run (with
+    /// [`PluginPolicy::check`], or with [`PluginPolicy::check_resolved`] once a lookup is set
+    /// with [`set_path_resolver`](Self::set_path_resolver)).
     pub fn set_policy(&mut self, policy: PluginPolicy) {
         self.policy = policy;
+    }
+
+    /// Sets the `PATH` lookup the policy uses, as Go's `exec.LookPath` behaves (a bare name is
+    /// searched in `PATH`, a path is returned if it names an executable file, `None`
+    /// otherwise). The policy then decides as kubectl does
+    /// ([`PluginPolicy::check_resolved`]), and when the decision resolved the command,
+    /// [`PluginRun::command`] is the resolved path, so the program checked is the program run.
+    /// It is called only while checking an allow-list.
+    pub fn set_path_resolver<R>(&mut self, resolve: R)
+    where
+        R: FnMut(&str) -> Option<PathBuf> + Send + Sync + 'static,
+    {
+        self.resolver = Some(PathResolver(Box::new(resolve)));
     }
 
     /// Sets the run timeouts for non-interactive and interactive runs.
@@ -152,6 +208,22 @@ impl ExecAuthenticator {
         self.refresh_skew = skew;
     }
 
+    /// Sets the wait after a failed run (`initial`, doubled after each further consecutive
+    /// failure) and its cap (`max`). `Duration::ZERO` as `initial` turns the backoff off, as in
+    /// client-go. The defaults are [`DEFAULT_FAILURE_BACKOFF`] and
+    /// [`DEFAULT_FAILURE_BACKOFF_MAX`]. A wait already running keeps its end.
+    pub fn set_failure_backoff(&mut self, initial: Duration, max: Duration) {
+        self.backoff_initial = initial;
+        self.backoff_max = max;
+    }
+
+    /// When the next plugin run may start, if a failed run made it wait; a driver can sleep
+    /// until then. `None` when a run may start now (or at any time).
+    #[must_use]
+    pub fn next_run_allowed_at(&self, now: SystemTime) -> Option<SystemTime> {
+        self.backoff_until(now)
+    }
+
     /// The configured `ExecCredential` version.
     #[must_use]
     pub fn api_version(&self) -> ApiVersion {
@@ -167,14 +239,15 @@ impl ExecAuthenticator {
     /// # Errors
     ///
     /// [`Error::Interactive`] when the interactive mode cannot be honoured with the current
-    /// stdin; [`Error::PolicyDenied`] when the policy refuses the command.
+    /// stdin; [`Error::PolicyDenied`] when the policy refuses the command;
+    /// [`Error::RunBackoff`] when a run is needed but the last one failed too recently.
     pub fn credential(&mut self, now: SystemTime) -> Result<CredentialState<'_>, Error> {
         if let Some((id, _)) = self.in_flight {
             return Ok(CredentialState::Pending(id));
         }
         let fresh = self.cached.as_ref().is_some_and(|c| self.is_fresh(c, now));
         if !fresh {
-            let id = self.schedule_run()?;
+            let id = self.schedule_run(now)?;
             return Ok(CredentialState::Pending(id));
         }
         match &self.cached {
@@ -201,21 +274,25 @@ impl ExecAuthenticator {
     /// As client-go's `maybeRefreshCreds`: if `used` is still the cached credential and no run
     /// is in flight, a run is scheduled (the old credential stays cached until a new one
     /// arrives, and is kept if the run fails); otherwise someone already refreshed and nothing
-    /// happens. The failed request itself is not retried. Returns the scheduled run, if any.
+    /// happens. The failed request itself is not retried. Nothing is scheduled while a failed
+    /// run's backoff lasts. Returns the scheduled run, if any.
     ///
     /// # Errors
     ///
     /// As [`credential`](Self::credential), when the run cannot be scheduled.
     pub fn handle_unauthorized(
         &mut self,
-        _now: SystemTime,
+        now: SystemTime,
         used: CredentialId,
     ) -> Result<Option<RunId>, Error> {
         if self.in_flight.is_some() {
             return Ok(None);
         }
+        if self.backoff_until(now).is_some() {
+            return Ok(None);
+        }
         match &self.cached {
-            Some(c) if c.id() == used => self.schedule_run().map(Some),
+            Some(c) if c.id() == used => self.schedule_run(now).map(Some),
             _ => Ok(None),
         }
     }
@@ -243,6 +320,26 @@ impl ExecAuthenticator {
             _ => return Err(Error::UnknownRun),
         };
         self.in_flight = None;
+        match self.run_outcome(now, timeout, result) {
+            Ok(credential) => {
+                self.failures = 0;
+                self.backoff = None;
+                Ok(self.store(credential))
+            }
+            Err(e) => {
+                self.record_failure(now);
+                Err(e)
+            }
+        }
+    }
+
+    /// The credential a finished run produced, validated, or why there is none.
+    fn run_outcome(
+        &mut self,
+        now: SystemTime,
+        timeout: Duration,
+        result: RunResult<'_>,
+    ) -> Result<Credential, Error> {
         let command_text = self.config.command.clone();
         let command = || command_text.clone();
         let stdout = match result {
@@ -288,8 +385,12 @@ impl ExecAuthenticator {
                 });
             }
         };
-        let credential = ExecCredential::from_plugin_output_with_limit(stdout, self.max_stdout)?
-            .into_credential(self.api_version, now)?;
+        ExecCredential::from_plugin_output_with_limit(stdout, self.max_stdout)?
+            .into_credential(self.api_version, now)
+    }
+
+    /// Caches a new credential, queueing a TLS rotation when the client certificate changed.
+    fn store(&mut self, credential: Credential) -> &Credential {
         let id = CredentialId(self.next_credential);
         self.next_credential = self.next_credential.saturating_add(1);
         let credential = credential.with_id(id);
@@ -302,7 +403,33 @@ impl ExecAuthenticator {
                 });
             }
         }
-        Ok(self.cached.insert(credential))
+        self.cached.insert(credential)
+    }
+
+    /// Starts (or lengthens) the wait after a failed run.
+    fn record_failure(&mut self, now: SystemTime) {
+        self.failures = self.failures.saturating_add(1);
+        if self.backoff_initial.is_zero() {
+            self.backoff = None;
+            return;
+        }
+        let factor = 1_u32
+            .checked_shl(self.failures.saturating_sub(1))
+            .unwrap_or(u32::MAX);
+        let wait = self
+            .backoff_initial
+            .saturating_mul(factor)
+            .min(self.backoff_max.max(self.backoff_initial));
+        self.backoff = now.checked_add(wait).map(|until| (now, until));
+    }
+
+    /// The end of the current backoff, if `now` is inside it. A clock that went back before
+    /// the failure ends the wait (how long ago the failure was is then unknown).
+    fn backoff_until(&self, now: SystemTime) -> Option<SystemTime> {
+        match self.backoff {
+            Some((failed, until)) if failed <= now && now < until => Some(until),
+            _ => None,
+        }
     }
 
     /// Valid at `now` with the refresh skew applied (a skew reaching past the end of time
@@ -314,9 +441,26 @@ impl ExecAuthenticator {
         }
     }
 
-    fn schedule_run(&mut self) -> Result<RunId, Error> {
+    fn schedule_run(&mut self, now: SystemTime) -> Result<RunId, Error> {
+        if let Some(until) = self.backoff_until(now) {
+            return Err(Error::RunBackoff {
+                failures: self.failures,
+                retry_at: until,
+                retry_in: until.duration_since(now).unwrap_or_default(),
+            });
+        }
         let interactive = self.interactive()?;
-        self.policy.check(&self.config.command)?;
+        let command = match &mut self.resolver {
+            Some(PathResolver(resolve)) => self
+                .policy
+                .check_resolved(&self.config.command, |c| resolve(c))?
+                .map(|p| p.to_string_lossy().into_owned()),
+            None => {
+                self.policy.check(&self.config.command)?;
+                None
+            }
+        }
+        .unwrap_or_else(|| self.config.command.clone());
         let spec = ExecCredentialSpec::new(
             self.config
                 .provide_cluster_info
@@ -341,7 +485,7 @@ impl ExecAuthenticator {
         self.in_flight = Some((id, timeout));
         self.actions.push_back(Action::RunPlugin(PluginRun {
             id,
-            command: self.config.command.clone(),
+            command,
             args: self.config.args.clone(),
             env,
             interactive,

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 use sha2::{Digest as _, Sha256};
 
 use crate::credential::ExecCredential;
-use crate::error::{DecodeError, Error, redact_serde_message};
+use crate::error::{Error, sanitize_json_error};
 
 /// Largest cache entry [`CacheEntry::from_json`] reads (1 MiB).
 const MAX_ENTRY_BYTES: usize = 1024 * 1024;
@@ -157,14 +157,8 @@ impl CacheEntry {
                 limit: MAX_ENTRY_BYTES,
             });
         }
-        let wire: WireEntry = serde_json::from_slice(bytes).map_err(|e| {
-            Error::Decode(DecodeError {
-                format: "JSON",
-                line: e.line(),
-                column: e.column(),
-                reason: redact_serde_message(&e.to_string()),
-            })
-        })?;
+        let wire: WireEntry =
+            serde_json::from_slice(bytes).map_err(|e| Error::Decode(sanitize_json_error(&e)))?;
         if wire.version != 1 || wire.key != key.to_hex() {
             return Err(Error::CacheKeyMismatch);
         }

@@ -6,7 +6,7 @@ use serde::ser::SerializeStruct as _;
 
 use crate::api_version::{ApiVersion, KIND};
 use crate::cluster::Cluster;
-use crate::error::{DecodeError, Error, redact_serde_message};
+use crate::error::{DecodeError, Error, sanitize_json_error};
 use crate::rfc3339;
 use crate::secret::{ClientKey, Token};
 use crate::wire::Obj;
@@ -80,7 +80,7 @@ impl ExecCredential {
     /// # Errors
     ///
     /// [`Error::OutputTooLarge`] above [`MAX_EXEC_INFO_BYTES`]; [`Error::Decode`],
-    /// [`Error::WrongKind`], [`Error::MissingApiVersion`], [`Error::InvalidApiVersion`] for
+    /// [`Error::WrongKind`], [`Error::MissingApiVersion`], [`Error::UnsupportedApiVersion`] for
     /// malformed input.
     pub fn from_exec_info(value: &str) -> Result<ExecCredential, Error> {
         if value.len() > MAX_EXEC_INFO_BYTES {
@@ -122,7 +122,7 @@ impl ExecCredential {
     ///
     /// [`Error::OutputTooLarge`], [`Error::Decode`] (not UTF-8, a byte-order mark, trailing
     /// data, wrong types, duplicate fields), [`Error::WrongKind`],
-    /// [`Error::MissingApiVersion`], [`Error::InvalidApiVersion`],
+    /// [`Error::MissingApiVersion`], [`Error::UnsupportedApiVersion`],
     /// [`Error::InvalidExpiration`].
     pub fn from_plugin_output(stdout: &[u8]) -> Result<ExecCredential, Error> {
         ExecCredential::from_plugin_output_with_limit(stdout, MAX_PLUGIN_OUTPUT_BYTES)
@@ -465,7 +465,8 @@ impl WireCredential {
             .api_version
             .as_deref()
             .ok_or(Error::MissingApiVersion)?
-            .parse()?;
+            .parse()
+            .map_err(|_| Error::UnsupportedApiVersion)?;
         let spec = self.spec.map(|Obj(s)| s.into_spec()).unwrap_or_default();
         let status = match self.status {
             Some(Obj(s)) => Some(s.into_status()?),
@@ -529,12 +530,7 @@ fn decode_json(bytes: &[u8]) -> Result<ExecCredential, Error> {
         .and_then(|v| de.end().map(|()| v));
     match result {
         Ok(Obj(wire)) => wire.into_credential(),
-        Err(e) => Err(Error::Decode(DecodeError {
-            format: "JSON",
-            line: e.line(),
-            column: e.column(),
-            reason: redact_serde_message(&e.to_string()),
-        })),
+        Err(e) => Err(Error::Decode(sanitize_json_error(&e))),
     }
 }
 

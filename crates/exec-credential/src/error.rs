@@ -1,6 +1,6 @@
 //! The crate's error type.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use crate::stderr::StderrSummary;
 
@@ -120,6 +120,13 @@ pub enum Error {
     #[error("decoding stdout: kind must be \"ExecCredential\"")]
     WrongKind,
 
+    /// The `apiVersion` of a decoded `ExecCredential` is not one this crate knows. The value is
+    /// not shown: it is the plugin's (or the client's) text.
+    #[error(
+        "decoding stdout: apiVersion is not a client.authentication.k8s.io version this client reads"
+    )]
+    UnsupportedApiVersion,
+
     /// `apiVersion` is missing from an `ExecCredential`.
     #[error("decoding stdout: apiVersion is missing")]
     MissingApiVersion,
@@ -170,6 +177,19 @@ pub enum Error {
     InvalidLeafCertificate {
         /// Why (never certificate bytes).
         reason: String,
+    },
+
+    /// A plugin run is needed, but the last one failed too recently: the authenticator waits
+    /// between failed runs (see
+    /// [`ExecAuthenticator::set_failure_backoff`](crate::ExecAuthenticator::set_failure_backoff)).
+    #[error("exec plugin failed {failures} time(s) in a row; next run allowed in {retry_in:?}")]
+    RunBackoff {
+        /// Consecutive failed runs.
+        failures: u32,
+        /// When the next run may start.
+        retry_at: SystemTime,
+        /// How long that is after the `now` of the call that was refused.
+        retry_in: Duration,
     },
 
     /// The output handed back does not belong to the run the state machine is waiting for.
@@ -228,22 +248,76 @@ pub(crate) fn bounded(s: &str, max: usize) -> String {
     out
 }
 
-/// Removes anything quoted from a serde message (serde echoes scalar input values between
-/// double quotes), then bounds the length.
-pub(crate) fn redact_serde_message(msg: &str) -> String {
-    // serde_json appends " at line X column Y"; the position is reported separately.
-    let msg = match msg.rfind(" at line ") {
-        Some(i) => msg.get(..i).unwrap_or(msg),
-        None => msg,
-    };
-    let redacted = match (msg.find('"'), msg.rfind('"')) {
-        (Some(a), Some(b)) if a < b => {
-            let head = msg.get(..a).unwrap_or("");
-            let tail = msg.get(b.saturating_add(1)..).unwrap_or("");
-            format!("{head}<redacted>{tail}")
+/// Messages this crate's own deserialisers produce. They hold no input, so a decode error may
+/// repeat them.
+const OWN_MESSAGES: &[&str] = &[
+    "invalid type: string, expected an object",
+    "invalid type: bytes, expected an object",
+    "invalid type: boolean, expected an object",
+    "invalid type: integer, expected an object",
+    "invalid type: number, expected an object",
+    "invalid type: null, expected an object",
+    "invalid type: sequence, expected an object",
+    "certificate-authority-data is not valid base64",
+];
+
+/// Field names of the wire types: a duplicate-field message may name one of these.
+const FIELD_NAMES: &[&str] = &[
+    "kind",
+    "apiVersion",
+    "spec",
+    "status",
+    "cluster",
+    "interactive",
+    "expirationTimestamp",
+    "token",
+    "clientCertificateData",
+    "clientKeyData",
+    "server",
+    "tls-server-name",
+    "insecure-skip-tls-verify",
+    "certificate-authority-data",
+    "proxy-url",
+    "disable-compression",
+    "config",
+    "version",
+    "key",
+    "credential",
+];
+
+/// A JSON decode error reduced to its position and a category. serde's messages quote input
+/// (`invalid type: integer `123`, expected a string`, string values in `invalid value`), so the
+/// message is never kept: only this crate's own fixed messages and duplicate-field messages for
+/// known field names are recognised, and rebuilt from static text.
+pub(crate) fn sanitize_json_error(e: &serde_json::Error) -> DecodeError {
+    use serde_json::error::Category;
+    let reason = match e.classify() {
+        Category::Io => "read error".to_owned(),
+        Category::Syntax => "syntax error".to_owned(),
+        Category::Eof => "unexpected end of input".to_owned(),
+        Category::Data => {
+            let text = e.to_string();
+            let message = match text.rfind(" at line ") {
+                Some(i) => text.get(..i).unwrap_or(""),
+                None => text.as_str(),
+            };
+            if let Some(own) = OWN_MESSAGES.iter().find(|m| **m == message) {
+                (*own).to_owned()
+            } else if let Some(field) = message
+                .strip_prefix("duplicate field `")
+                .and_then(|rest| rest.strip_suffix('`'))
+                .and_then(|name| FIELD_NAMES.iter().find(|f| **f == name))
+            {
+                format!("duplicate field `{field}`")
+            } else {
+                "wrong type or value".to_owned()
+            }
         }
-        (Some(a), _) => format!("{}<redacted>", msg.get(..a).unwrap_or("")),
-        _ => msg.to_owned(),
     };
-    bounded(&redacted, 160)
+    DecodeError {
+        format: "JSON",
+        line: e.line(),
+        column: e.column(),
+        reason,
+    }
 }

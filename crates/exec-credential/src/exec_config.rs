@@ -6,6 +6,7 @@ use std::path::Path;
 
 use crate::api_version::ApiVersion;
 use crate::error::{Error, bounded};
+use crate::wire::{empty_as_null, null_as_default, null_tolerant_vec};
 
 /// `interactiveMode`: whether and how a plugin may use stdin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -63,14 +64,14 @@ impl FromStr for InteractiveMode {
 ///
 /// Kubeconfigs sometimes pass secrets this way (access keys, client secrets), so `Debug` prints
 /// the name and hides the value.
-#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct ExecEnvVar {
     /// `name` (required).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub name: String,
     /// `value`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub value: String,
 }
 
@@ -78,7 +79,39 @@ impl fmt::Debug for ExecEnvVar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ExecEnvVar")
             .field("name", &self.name)
-            .field("value", &format_args!("<redacted>"))
+            .field("value", &REDACTED)
+            .finish()
+    }
+}
+
+/// What `Debug` prints instead of a plugin argument or environment value (client-go's
+/// placeholder).
+pub(crate) const REDACTED: &str = "--- REDACTED ---";
+
+/// `Debug` of plugin arguments: `[]`, or `["--- REDACTED ---"]` for any number of arguments, as
+/// client-go prints them.
+pub(crate) struct RedactedArgs<'a>(pub(crate) &'a [String]);
+
+impl fmt::Debug for RedactedArgs<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut list = f.debug_list();
+        if !self.0.is_empty() {
+            list.entry(&REDACTED);
+        }
+        list.finish()
+    }
+}
+
+impl fmt::Debug for ExecConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExecConfig")
+            .field("command", &self.command)
+            .field("args", &RedactedArgs(&self.args))
+            .field("env", &self.env)
+            .field("api_version", &self.api_version)
+            .field("install_hint", &self.install_hint)
+            .field("provide_cluster_info", &self.provide_cluster_info)
+            .field("interactive_mode", &self.interactive_mode)
             .finish()
     }
 }
@@ -99,36 +132,67 @@ impl ExecEnvVar {
 /// Deserialise it from the kubeconfig (any serde format), then call
 /// [`ExecConfig::apply_defaults`] and [`ExecConfig::validate`] as client-go's loader does.
 /// `interactiveMode` is kept as written so that validation can report client-go's messages.
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+///
+/// As Go's `encoding/json` does, a JSON `null` reads as the field's zero value, for every field
+/// and for each `args` and `env` element; `kubectl config view -o json` writes `"args": null` and
+/// `"env": null` for a stanza without them. `Serialize` writes the stanza as kubectl does:
+/// `command`, `args` and `env` (`null` when empty), `apiVersion` and `installHint` (omitted when
+/// empty), `provideClusterInfo` (always), `interactiveMode` (omitted when empty).
+///
+/// `Debug` does not show argument or `env` values, which often carry secrets
+/// (`--client-secret=…`): as client-go's `ExecConfig.String`, non-empty `args` print as
+/// `["--- REDACTED ---"]`, and each `env` entry shows its name with the value
+/// `--- REDACTED ---`.
+#[derive(Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct ExecConfig {
     /// `command`: a bare name (looked up in `PATH` by the caller), an absolute path, or a
     /// relative path (see [`ExecConfig::resolve_relative_to`]).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub command: String,
-    /// `args`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// `args` (written as `null` when empty, as Go writes a nil slice).
+    #[serde(
+        default,
+        deserialize_with = "null_tolerant_vec",
+        serialize_with = "empty_as_null"
+    )]
     pub args: Vec<String>,
-    /// `env`: added to the plugin's environment after the host's, so they override it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// `env`: added to the plugin's environment after the host's, so they override it
+    /// (written as `null` when empty, as Go writes a nil slice).
+    #[serde(
+        default,
+        deserialize_with = "null_tolerant_vec",
+        serialize_with = "empty_as_null"
+    )]
     pub env: Vec<ExecEnvVar>,
     /// `apiVersion`: the `ExecCredential` version to speak.
-    #[serde(default, rename = "apiVersion")]
+    #[serde(
+        default,
+        rename = "apiVersion",
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub api_version: String,
     /// `installHint`: shown when the command is not found (sanitised first).
     #[serde(
         default,
         rename = "installHint",
+        deserialize_with = "null_as_default",
         skip_serializing_if = "String::is_empty"
     )]
     pub install_hint: String,
     /// `provideClusterInfo`: send `spec.cluster` to the plugin.
-    #[serde(default, rename = "provideClusterInfo")]
+    #[serde(
+        default,
+        rename = "provideClusterInfo",
+        deserialize_with = "null_as_default"
+    )]
     pub provide_cluster_info: bool,
     /// `interactiveMode`: `Never`, `IfAvailable` or `Always`; empty when not set.
     #[serde(
         default,
         rename = "interactiveMode",
+        deserialize_with = "null_as_default",
         skip_serializing_if = "String::is_empty"
     )]
     pub interactive_mode: String,
@@ -193,12 +257,16 @@ impl ExecConfig {
         }
     }
 
-    /// client-go's kubeconfig validation of the stanza for user `user`, with its messages.
+    /// client-go's kubeconfig validation of the stanza for user `user`, with its messages; as in
+    /// client-go it runs after [`apply_defaults`](Self::apply_defaults). The first problem is
+    /// reported (client-go lists them all).
     ///
     /// # Errors
     ///
     /// [`Error::MissingField`] for a missing `command`, `apiVersion`, env variable name, or
-    /// (for `…/v1`) `interactiveMode`; [`Error::InvalidInteractiveMode`] for an unknown mode.
+    /// `interactiveMode` (required for every `apiVersion`; the defaulting supplies it only for
+    /// exactly `client.authentication.k8s.io/v1beta1` and `…/v1alpha1`);
+    /// [`Error::InvalidInteractiveMode`] for an unknown mode.
     pub fn validate(&self, user: &str) -> Result<(), Error> {
         let user = bounded(user, 256);
         let missing = |field| Error::MissingField {
@@ -215,11 +283,9 @@ impl ExecConfig {
             return Err(missing("env variable name"));
         }
         match self.interactive_mode.as_str() {
-            "" => {
-                if self.api_version == ApiVersion::V1.as_str() {
-                    return Err(missing("interactiveMode"));
-                }
-            }
+            // Required whatever the apiVersion: only the defaulting fills it in (for exactly
+            // `…/v1beta1` and `…/v1alpha1`), so a misspelled version is caught here.
+            "" => return Err(missing("interactiveMode")),
             "Never" | "IfAvailable" | "Always" => {}
             other => {
                 return Err(Error::InvalidInteractiveMode {

@@ -142,6 +142,8 @@ impl ClientIdentity {
                 reason: "private key is not valid PEM".to_owned(),
             }
         })?);
+        // As Go's `tls.X509KeyPair`: the first block whose label ends in "PRIVATE KEY", parsed
+        // by content (PKCS#1, PKCS#8 or SEC1) whatever the label names.
         let (label, der) = keys
             .0
             .iter()
@@ -155,7 +157,7 @@ impl ClientIdentity {
                 reason: "encrypted private keys are not supported".to_owned(),
             });
         }
-        crate::keypair::check(&cert.tbs_certificate.subject_public_key_info, label, der)?;
+        crate::keypair::check(&cert.tbs_certificate.subject_public_key_info, der)?;
         Ok(ClientIdentity {
             certificate_pem,
             key,

@@ -22,19 +22,11 @@ enum Public {
     Ed25519(Vec<u8>),
 }
 
-/// Checks that the private key (`label`, DER) matches `spki`. Errors carry fixed reasons only.
-pub(crate) fn check(
-    spki: &SubjectPublicKeyInfoOwned,
-    label: &str,
-    der: &[u8],
-) -> Result<(), Error> {
+/// Checks that the private key (DER from a block labelled `... PRIVATE KEY`) matches `spki`.
+/// Errors carry fixed reasons only.
+pub(crate) fn check(spki: &SubjectPublicKeyInfoOwned, der: &[u8]) -> Result<(), Error> {
     let cert_key = certificate_key(spki)?;
-    let private = match label {
-        "PRIVATE KEY" => pkcs8_public(der)?,
-        "RSA PRIVATE KEY" => rsa_public(der)?,
-        "EC PRIVATE KEY" => sec1_public(der, &cert_key)?,
-        _ => return Err(bad("unsupported private key type")),
-    };
+    let private = private_key_public(der, &cert_key)?;
     let same = match (&cert_key, &private) {
         (Public::Rsa { n: a, e: b }, Public::Rsa { n: c, e: d }) => a == c && b == d,
         (Public::P256(a), Public::P256(b))
@@ -84,6 +76,24 @@ fn certificate_key(spki: &SubjectPublicKeyInfoOwned) -> Result<Public, Error> {
     Err(bad("unsupported public key algorithm in certificate"))
 }
 
+/// The public half of a private key, recognised by content whatever its PEM label says, in
+/// Go's `tls.X509KeyPair` order: PKCS#1, then PKCS#8, then SEC1.
+fn private_key_public(der: &[u8], cert_key: &Public) -> Result<Public, Error> {
+    if let Ok(k) = pkcs1::RsaPrivateKey::from_der(der) {
+        return Ok(Public::Rsa {
+            n: k.modulus.as_bytes().to_vec(),
+            e: k.public_exponent.as_bytes().to_vec(),
+        });
+    }
+    if pkcs8::PrivateKeyInfo::from_der(der).is_ok() {
+        return pkcs8_public(der);
+    }
+    if let Ok(k) = sec1::EcPrivateKey::from_der(der) {
+        return sec1_public(der, &k, cert_key);
+    }
+    Err(bad("failed to parse private key"))
+}
+
 fn pkcs8_public(der: &[u8]) -> Result<Public, Error> {
     let info =
         pkcs8::PrivateKeyInfo::from_der(der).map_err(|_| bad("failed to parse private key"))?;
@@ -126,18 +136,32 @@ fn rsa_public(der: &[u8]) -> Result<Public, Error> {
     })
 }
 
-/// SEC1 keys do not always name their curve; the certificate's curve decides.
-fn sec1_public(der: &[u8], cert_key: &Public) -> Result<Public, Error> {
-    match cert_key {
-        Public::P384(_) => {
-            let k = p384::SecretKey::from_sec1_der(der)
-                .map_err(|_| bad("failed to parse private key"))?;
-            Ok(Public::P384(k.public_key().to_sec1_bytes().to_vec()))
+/// A SEC1 key's curve is its named-curve parameter. Without one (Go rejects such keys) the
+/// certificate's curve is used.
+fn sec1_public(
+    der: &[u8],
+    key: &sec1::EcPrivateKey<'_>,
+    cert_key: &Public,
+) -> Result<Public, Error> {
+    let curve = match key.parameters.as_ref().and_then(|p| p.named_curve()) {
+        Some(oid) => oid,
+        None if key.parameters.is_some() => {
+            return Err(bad("unsupported elliptic curve in private key"));
         }
-        _ => {
-            let k = p256::SecretKey::from_sec1_der(der)
-                .map_err(|_| bad("failed to parse private key"))?;
-            Ok(Public::P256(k.public_key().to_sec1_bytes().to_vec()))
-        }
+        None => match cert_key {
+            Public::P384(_) => P384,
+            _ => P256,
+        },
+    };
+    if curve == P256 {
+        let k =
+            p256::SecretKey::from_sec1_der(der).map_err(|_| bad("failed to parse private key"))?;
+        Ok(Public::P256(k.public_key().to_sec1_bytes().to_vec()))
+    } else if curve == P384 {
+        let k =
+            p384::SecretKey::from_sec1_der(der).map_err(|_| bad("failed to parse private key"))?;
+        Ok(Public::P384(k.public_key().to_sec1_bytes().to_vec()))
+    } else {
+        Err(bad("unsupported elliptic curve in private key"))
     }
 }

@@ -60,7 +60,8 @@ impl Stdin {
 /// [`ExecAuthenticator::handle_run_result`](crate::ExecAuthenticator::handle_run_result).
 ///
 /// `Debug` shows the environment's names but not its values (kubeconfig `env` entries may hold
-/// secrets).
+/// secrets), and prints non-empty arguments as `["--- REDACTED ---"]`, as client-go does
+/// (`--client-secret=…` is a common argument).
 #[derive(Clone, PartialEq, Eq)]
 pub struct PluginRun {
     pub(crate) id: RunId,
@@ -78,7 +79,7 @@ impl core::fmt::Debug for PluginRun {
         f.debug_struct("PluginRun")
             .field("id", &self.id)
             .field("command", &self.command)
-            .field("args", &self.args)
+            .field("args", &crate::exec_config::RedactedArgs(&self.args))
             .field("env", &names)
             .field("interactive", &self.interactive)
             .field("timeout", &self.timeout)

@@ -54,3 +54,44 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjVisitor<T> {
         Err(reject("sequence"))
     }
 }
+
+/// `deserialize_with` for fields that Go reads from a JSON `null` as their zero value
+/// (`encoding/json` leaves a string, number or boolean unchanged and sets a slice or map to nil):
+/// `null` becomes `T::default()`.
+pub(crate) fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// `deserialize_with` for a Go slice of values: the slice may be `null` (a nil slice) and so may
+/// each element (Go leaves the element at its zero value).
+pub(crate) fn null_tolerant_vec<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    let items: Option<Vec<Option<T>>> = Deserialize::deserialize(d)?;
+    Ok(items
+        .unwrap_or_default()
+        .into_iter()
+        .map(Option::unwrap_or_default)
+        .collect())
+}
+
+/// `serialize_with` for a Go slice that is written without `omitempty`: an empty slice is
+/// written as `null`, as Go writes a nil slice (what `kubectl config view -o json` prints for a
+/// stanza without the field).
+pub(crate) fn empty_as_null<S, T>(v: &[T], s: S) -> Result<S::Ok, S::Error>
+where
+    S: serde::Serializer,
+    T: serde::Serialize,
+{
+    if v.is_empty() {
+        s.serialize_none()
+    } else {
+        s.serialize_some(v)
+    }
+}

@@ -355,6 +355,8 @@ fn run_failures_are_typed() {
         Cluster::new("https://x"),
     )
     .unwrap();
+    // Failures back to back at one instant: no backoff between runs.
+    a.set_failure_backoff(Duration::ZERO, Duration::ZERO);
     let mut fail = |result: RunResult<'_>| {
         let _ = a.credential(t(0)).unwrap();
         let r = take_run(&mut a);
@@ -405,6 +407,7 @@ fn install_hint_is_rate_limited_to_ten_per_hour() {
         Cluster::new("https://x"),
     )
     .unwrap();
+    a.set_failure_backoff(Duration::ZERO, Duration::ZERO);
     let mut shown = |now: SystemTime| {
         let _ = a.credential(now).unwrap();
         let r = take_run(&mut a);
@@ -601,4 +604,145 @@ fn refresh_skew_renews_early_when_asked() {
     a.set_refresh_skew(Duration::MAX);
     run_with(&mut a, t(0), &token_output("short", Some(10)));
     assert_eq!(ready_token(&mut a, t(1)), None);
+}
+
+/// Starts a run at `now` (asserting one is scheduled) and fails it with exit code 1.
+fn fail_run(a: &mut ExecAuthenticator, now: SystemTime) -> Error {
+    assert!(matches!(
+        a.credential(now).unwrap(),
+        CredentialState::Pending(_)
+    ));
+    let run = take_run(a);
+    a.handle_run_result(
+        now,
+        run.id(),
+        RunResult::Exited {
+            code: 1,
+            stdout: b"",
+            stderr: b"",
+        },
+    )
+    .unwrap_err()
+}
+
+/// Counts the runs 1,000 calls at `now` schedule (failing each one at once).
+fn runs_from_a_thousand_calls(a: &mut ExecAuthenticator, now: SystemTime) -> usize {
+    let mut runs = 0;
+    for _ in 0..1000 {
+        match a.credential(now) {
+            Ok(CredentialState::Pending(_)) => {
+                let run = take_run(a);
+                runs += 1;
+                let _ = a.handle_run_result(now, run.id(), RunResult::TimedOut);
+            }
+            Err(Error::RunBackoff { .. }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    runs
+}
+
+#[test]
+fn failed_run_backs_off_instead_of_rerunning_at_once() {
+    let mut a = auth();
+    // The first call runs the plugin; it fails. 1,000 calls at the same instant run nothing.
+    fail_run(&mut a, t(0));
+    assert_eq!(runs_from_a_thousand_calls(&mut a, t(0)), 0);
+    let e = a.credential(t(0)).unwrap_err();
+    assert_eq!(
+        e,
+        Error::RunBackoff {
+            failures: 1,
+            retry_at: t(1),
+            retry_in: Duration::from_secs(1)
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "exec plugin failed 1 time(s) in a row; next run allowed in 1s"
+    );
+    assert!(a.poll_action().is_none());
+    assert_eq!(a.next_run_allowed_at(t(0)), Some(t(1)));
+    // After the wait, exactly one run again.
+    assert_eq!(a.next_run_allowed_at(t(1)), None);
+    assert_eq!(runs_from_a_thousand_calls(&mut a, t(1)), 1);
+}
+
+#[test]
+fn expired_on_arrival_backs_off_too() {
+    let mut a = auth();
+    assert!(matches!(
+        a.credential(t(10)).unwrap(),
+        CredentialState::Pending(_)
+    ));
+    let run = take_run(&mut a);
+    let e = a
+        .handle_run_result(t(10), run.id(), ok(&token_output("x", Some(5))))
+        .unwrap_err();
+    assert_eq!(e, Error::ExpiredOnArrival);
+    assert!(matches!(a.credential(t(10)), Err(Error::RunBackoff { .. })));
+    assert!(matches!(
+        a.credential(t(11)).unwrap(),
+        CredentialState::Pending(_)
+    ));
+}
+
+#[test]
+fn backoff_doubles_is_capped_and_resets_on_success() {
+    let mut a = auth();
+    a.set_failure_backoff(Duration::from_secs(2), Duration::from_secs(10));
+    let mut now = 0;
+    let mut waits = Vec::new();
+    for _ in 0..6 {
+        fail_run(&mut a, t(now));
+        let Err(Error::RunBackoff { retry_in, .. }) = a.credential(t(now)) else {
+            panic!("no backoff")
+        };
+        // One second before the end: still waiting; at the end: a run.
+        let wait = retry_in.as_secs();
+        assert!(matches!(
+            a.credential(t(now + wait - 1)),
+            Err(Error::RunBackoff { .. })
+        ));
+        waits.push(wait);
+        now += wait;
+    }
+    assert_eq!(waits, [2, 4, 8, 10, 10, 10]);
+    // A success resets: the next failure waits the initial time again.
+    run_with(&mut a, t(now), &token_output("good", Some(now + 5)));
+    assert!(a.next_run_allowed_at(t(now)).is_none());
+    fail_run(&mut a, t(now + 6));
+    assert_eq!(a.next_run_allowed_at(t(now + 6)), Some(t(now + 8)));
+}
+
+#[test]
+fn backoff_blocks_unauthorized_refreshes_and_can_be_turned_off() {
+    let mut a = auth();
+    let id = run_with(&mut a, t(0), &token_output("good", None));
+    assert!(a.handle_unauthorized(t(1), id).unwrap().is_some());
+    let run = take_run(&mut a);
+    let _ = a.handle_run_result(t(1), run.id(), RunResult::TimedOut);
+    // The refresh failed: the old credential stays; a second 401 waits for the backoff.
+    assert_eq!(ready_token(&mut a, t(1)).as_deref(), Some("good"));
+    assert_eq!(a.handle_unauthorized(t(1), id).unwrap(), None);
+    assert!(a.handle_unauthorized(t(2), id).unwrap().is_some());
+    // client-go's behaviour: no backoff.
+    let mut b = auth();
+    b.set_failure_backoff(Duration::ZERO, Duration::ZERO);
+    fail_run(&mut b, t(0));
+    assert_eq!(runs_from_a_thousand_calls(&mut b, t(0)), 1000);
+}
+
+#[test]
+fn clock_going_back_before_a_failure_ends_the_backoff() {
+    let mut a = auth();
+    fail_run(&mut a, t(100));
+    assert!(matches!(
+        a.credential(t(100)),
+        Err(Error::RunBackoff { .. })
+    ));
+    assert!(matches!(
+        a.credential(t(50)).unwrap(),
+        CredentialState::Pending(_)
+    ));
 }

@@ -121,3 +121,78 @@ fn builder_serialises_to_the_kubeconfig_shape() {
         r#"{"command":"p","args":["a"],"env":[{"name":"K","value":"V"}],"apiVersion":"client.authentication.k8s.io/v1","provideClusterInfo":true,"interactiveMode":"Never"}"#
     );
 }
+
+/// client-go requires `interactiveMode` for every `apiVersion`; its defaulting fills it in only
+/// for exactly `client.authentication.k8s.io/v1beta1` and `…/v1alpha1`. A misspelled group or an
+/// unknown version without `interactiveMode` fails validation, with client-go's message (and,
+/// when `kubectl` is on `PATH`, the message kubectl prints for the same kubeconfig).
+#[test]
+fn interactive_mode_is_required_unless_defaulting_fills_it() {
+    let want = "interactiveMode must be specified for alice to use exec authentication plugin";
+    let refused = [
+        "client.authentication.k8s.io/v1",
+        "clientauthentication.k8s.io/v1beta1",
+        "clientauthentication.k8s.io/v1alpha1",
+        "client.authentication.k8s.io/v2",
+        "client.authentication.k8s.io/V1beta1",
+        " client.authentication.k8s.io/v1beta1",
+    ];
+    for version in refused {
+        let mut c = stanza(&format!(r#"{{"command":"x","apiVersion":"{version}"}}"#));
+        c.apply_defaults();
+        assert_eq!(c.interactive_mode, "", "{version}");
+        assert_eq!(
+            c.validate("alice").unwrap_err().to_string(),
+            want,
+            "{version}"
+        );
+    }
+    for version in [
+        "client.authentication.k8s.io/v1beta1",
+        "client.authentication.k8s.io/v1alpha1",
+    ] {
+        let mut c = stanza(&format!(r#"{{"command":"x","apiVersion":"{version}"}}"#));
+        // Without the defaulting the field is missing too; with it, the stanza is valid.
+        assert_eq!(c.validate("alice").unwrap_err().to_string(), want);
+        c.apply_defaults();
+        assert_eq!(c.interactive_mode, "IfAvailable");
+        assert!(c.validate("alice").is_ok(), "{version}");
+    }
+    kubectl_agrees(&refused, want);
+}
+
+/// Runs `kubectl get ns` on a kubeconfig per version; kubectl validates the kubeconfig before
+/// any connection, so each must fail with `want`. Skipped when kubectl is not on `PATH`.
+fn kubectl_agrees(versions: &[&str], want: &str) {
+    let present = std::process::Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !present {
+        println!("SKIP kubectl comparison: kubectl is not on PATH");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("exec-credential-im-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, version) in versions.iter().enumerate() {
+        let path = dir.join(format!("kubeconfig-{i}.json"));
+        let kubeconfig = serde_json::json!({
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+            "contexts": [{"name": "x", "context": {"cluster": "c", "user": "alice"}}],
+            "current-context": "x",
+            "users": [{"name": "alice", "user": {"exec": {"command": "/bin/false", "apiVersion": version}}}],
+        });
+        std::fs::write(&path, kubeconfig.to_string()).unwrap();
+        let out = std::process::Command::new("kubectl")
+            .args(["get", "ns", "--request-timeout=2s", "--kubeconfig"])
+            .arg(&path)
+            .env_remove("KUBECONFIG")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{version}");
+        assert!(stderr.contains(want), "{version}: kubectl said {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -69,7 +69,7 @@ fn row50_bad_or_mismatched_api_version() {
         let e = validate(&out, ApiVersion::V1).unwrap_err();
         match want {
             "mismatch" => assert!(matches!(e, Error::ApiVersionMismatch { .. }), "{e:?}"),
-            _ => assert!(matches!(e, Error::InvalidApiVersion(_)), "{e:?}"),
+            _ => assert!(matches!(e, Error::UnsupportedApiVersion), "{e:?}"),
         }
     }
     let missing = r#"{"kind":"ExecCredential","status":{"token":"x"}}"#;
@@ -355,4 +355,47 @@ fn field_names_are_case_sensitive() {
         validate(out, ApiVersion::V1).unwrap_err(),
         Error::NoCredential
     );
+}
+
+#[test]
+fn decode_errors_keep_only_position_and_category() {
+    // serde quotes numbers with backticks (`invalid type: integer `123456789123`, ...`).
+    let out = r#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":123456789123}}"#;
+    let e = validate(out, ApiVersion::V1).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "decoding stdout: invalid JSON: wrong type or value at line 1 column 102"
+    );
+    assert!(!format!("{e:?}").contains("123456789"));
+    assert!(std::error::Error::source(&e).is_none());
+    // Syntax and end-of-input errors name the category only.
+    let e = validate(r#"{"kind":"ExecCredential" 123456789123}"#, ApiVersion::V1).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "decoding stdout: invalid JSON: syntax error at line 1 column 26"
+    );
+    let e = validate(r#"{"kind":"#, ApiVersion::V1).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "decoding stdout: invalid JSON: unexpected end of input at line 1 column 8"
+    );
+    // This crate's own messages and duplicate known fields stay specific.
+    let e = validate(
+        r#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":"x"}"#,
+        ApiVersion::V1,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("invalid type: string, expected an object"),
+        "{e}"
+    );
+    // The apiVersion of the output is not echoed.
+    let e = validate(
+        r#"{"apiVersion":"client.authentication.k8s.io/v1-secret","kind":"ExecCredential"}"#,
+        ApiVersion::V1,
+    )
+    .unwrap_err();
+    assert_eq!(e, Error::UnsupportedApiVersion);
+    assert!(!e.to_string().contains("secret"));
 }

@@ -173,15 +173,22 @@ proptest! {
         for (op, dt, variant) in ops {
             let now = base + Duration::from_secs(dt);
             match op {
-                0 | 1 => match a.credential(now).unwrap() {
-                    CredentialState::Ready(c) => {
+                0 | 1 => match a.credential(now) {
+                    Ok(CredentialState::Ready(c)) => {
                         prop_assert!(!c.is_expired(now));
                         last_id = Some(c.id());
                     }
-                    CredentialState::Pending(id) => {
+                    Ok(CredentialState::Pending(id)) => {
                         if let Some(p) = pending { prop_assert_eq!(p, id); }
                         pending = Some(id);
                     }
+                    // After a failed run: nothing in flight, and the wait ends in the future.
+                    Err(exec_credential::Error::RunBackoff { retry_at, .. }) => {
+                        prop_assert!(pending.is_none());
+                        prop_assert!(retry_at > now);
+                        prop_assert_eq!(a.next_run_allowed_at(now), Some(retry_at));
+                    }
+                    Err(e) => prop_assert!(false, "{}", e),
                     _ => unreachable!(),
                 },
                 2 => {

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Every published crate builds and passes its own tests from its unpacked .crate, alone: its
+# workspace siblings also come from their .crate files (as crates.io would serve them), and
+# nothing outside the unpacked directory is read.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+# name and the features its unpacked tests enable (dev-dependencies pick k8s-openapi's version).
+crates=(
+  "jws-detached:"
+  "bootstrap-token:yaml,k8s-openapi"
+  "clusterinfo:k8s-openapi"
+  "exec-credential:"
+  "addon-jwt:${ADDON_JWT_FEATURES:-http}"
+)
+
+cargo package --workspace --exclude k8s-bootstrap-examples --exclude k8s-bootstrap-benches \
+  --exclude k8s-bootstrap-fuzz-checks --locked --no-verify
+
+# Outside the repository, so the unpacked crates are not taken for members of its workspace.
+unpacked="${TMPDIR:-/tmp}/k8s-bootstrap-package-test"
+rm -rf "$unpacked"
+mkdir -p "$unpacked"
+patches=()
+for entry in "${crates[@]}"; do
+  name=${entry%%:*}
+  file=$(ls "$root"/target/package/"$name"-[0-9]*.crate)
+  tar -xzf "$file" -C "$unpacked"
+  dir=$(basename "$file" .crate)
+  patches+=(--config "patch.crates-io.$name.path=\"$unpacked/$dir\"")
+done
+
+for entry in "${crates[@]}"; do
+  name=${entry%%:*}
+  features=${entry#*:}
+  dir=$(basename "$(ls "$root"/target/package/"$name"-[0-9]*.crate)" .crate)
+  echo "--- $dir (features: ${features:-default})"
+  for f in LICENSE-APACHE LICENSE-MIT README.md; do
+    [ -f "$unpacked/$dir/$f" ] && [ ! -L "$unpacked/$dir/$f" ] || { echo "$dir: $f missing from the package" >&2; exit 1; }
+  done
+  (
+    cd "$unpacked/$dir"
+    CARGO_TARGET_DIR="$root/target/package-test-target" \
+      cargo test "${patches[@]}" ${features:+--features "$features"} --quiet
+  )
+done
+echo "package-test: ${#crates[@]} passed, 0 failed"

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Each crate README's first Rust example, copied as a reader copies it from the rendered page,
+# is the whole main.rs of a fresh project that depends on that crate alone (as the README's
+# `cargo add` line adds it); it must build and run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+work="${TMPDIR:-/tmp}/k8s-bootstrap-readme-examples"
+rm -rf "$work"
+mkdir -p "$work"
+n=0
+# Arguments: the crates to check (default: every published crate).
+if [ $# -gt 0 ]; then readmes=(); for c in "$@"; do readmes+=("crates/$c/README.md"); done
+else readmes=(crates/*/README.md); fi
+for readme in "${readmes[@]}"; do
+  crate=$(basename "$(dirname "$readme")")
+  grep -q '^publish *= *false' "crates/$crate/Cargo.toml" && continue
+  project="$work/$crate-example"
+  mkdir -p "$project/src"
+  # The first ```rust block, with rustdoc's hidden-line markers left as they are: a hidden
+  # line would not be on the rendered page, so it must not be needed.
+  awk '/^```rust/ && !done { inside = 1; next } inside && /^```/ { inside = 0; done = 1 } inside { print }' \
+    "$readme" > "$project/src/main.rs"
+  if grep -qE '^\s*# ' "$project/src/main.rs"; then
+    echo "$readme: the first example has hidden lines; a copied example would not compile" >&2
+    exit 1
+  fi
+  cat > "$project/Cargo.toml" <<TOML
+[package]
+name = "$crate-readme-example"
+version = "0.0.0"
+edition = "2024"
+publish = false
+
+[workspace]
+
+[dependencies]
+$crate = { path = "$root/crates/$crate" }
+TOML
+  echo "--- $crate"
+  (cd "$project" && CARGO_TARGET_DIR="$root/target/readme-examples" cargo run --quiet > /dev/null)
+  n=$((n + 1))
+done
+echo "readme-examples: $n passed, 0 failed"

@@ -570,15 +570,31 @@ fn decode_yaml(bytes: &[u8]) -> Result<ExecCredential, Error> {
             max_documents: 1,
             max_merge_keys: 0,
         },
+        duplicate_keys: serde_saphyr::DuplicateKeyPolicy::Error,
+        with_snippet: false,
     };
-    match serde_saphyr::from_str_with_options::<Obj<WireCredential>>(text, options) {
-        Ok(Obj(wire)) => wire.into_credential(),
+    // client-go turns YAML into JSON and decodes that, so a value's type is judged as in JSON
+    // output: `token: 123456789123` is a number, and a number is not a token. Duplicate keys
+    // are refused (see the options above) before the conversion could pick one.
+    let value = match serde_saphyr::from_str_with_options::<serde_json::Value>(text, options) {
+        Ok(value) => value,
         // The YAML error text quotes the input (source snippets); keep none of it.
-        Err(_) => Err(Error::Decode(DecodeError {
+        Err(_) => {
+            return Err(Error::Decode(DecodeError {
+                format: "YAML",
+                line: 0,
+                column: 0,
+                reason: "not an ExecCredential object".to_owned(),
+            }));
+        }
+    };
+    match serde_json::from_value::<Obj<WireCredential>>(value) {
+        Ok(Obj(wire)) => wire.into_credential(),
+        Err(e) => Err(Error::Decode(DecodeError {
             format: "YAML",
             line: 0,
             column: 0,
-            reason: "not an ExecCredential object".to_owned(),
+            ..sanitize_json_error(&e)
         })),
     }
 }

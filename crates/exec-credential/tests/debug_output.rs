@@ -85,3 +85,20 @@ fn exec_config_and_plugin_run_debug_redact_arguments_as_client_go() {
         "{debug}"
     );
 }
+
+/// client-go decodes YAML plugin output by converting it to JSON first: a bare number where a
+/// string belongs is a type error there too, not a token.
+#[test]
+fn yaml_numeric_token_is_a_type_error_as_in_json() {
+    let yaml = b"apiVersion: client.authentication.k8s.io/v1\nkind: ExecCredential\nstatus:\n  token: 123456789123\n";
+    let err = exec_credential::ExecCredential::from_plugin_output(yaml).unwrap_err();
+    let shown = format!("{err} {err:?}");
+    assert!(!shown.contains("123456789123"), "{shown}");
+    assert!(shown.contains("wrong type or value"), "{shown}");
+    let quoted = b"apiVersion: client.authentication.k8s.io/v1\nkind: ExecCredential\nstatus:\n  token: \"123456789123\"\n";
+    let cred = exec_credential::ExecCredential::from_plugin_output(quoted).unwrap();
+    assert!(cred.status().is_some());
+    // Duplicate keys are refused in YAML as in JSON.
+    let dup = b"apiVersion: client.authentication.k8s.io/v1\nkind: ExecCredential\nstatus:\n  token: a\n  token: b\n";
+    assert!(exec_credential::ExecCredential::from_plugin_output(dup).is_err());
+}

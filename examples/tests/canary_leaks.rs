@@ -99,6 +99,9 @@ const TOKEN_SECRET: &str = "zq9canaryzq9cana";
 const TOKEN: &str = "canary.zq9canaryzq9cana";
 /// The canary HMAC key.
 const HMAC_KEY: &str = "CANARY-KEY-7d41c0a9e3b2f516";
+/// The canary HMAC key grown to the 32 bytes `addon-jwt` requires of an HS256 secret; it
+/// contains [`HMAC_KEY`], so every check for that canary also finds this one.
+const ADDON_HMAC_KEY: &str = "CANARY-KEY-7d41c0a9e3b2f516-addon-jwt";
 /// The canary exec-plugin token.
 const EXEC_TOKEN: &str = "CANARY-EXEC-5e8b1f2a9c04d7e3";
 /// Canary kubeconfig credential values.
@@ -1814,14 +1817,14 @@ mod jwt {
             (
                 "HS256 under the canary key",
                 format!("{hs_header}.{canary_payload}.{}", parts[2]),
-                KeySet::from_hmac_secret(HMAC_KEY.as_bytes()),
+                KeySet::from_hmac_secret(ADDON_HMAC_KEY.as_bytes()).unwrap(),
                 v.clone().algorithms(&[Algorithm::Hs256]),
                 now(),
             ),
             (
                 "HS256 not allowed",
                 format!("{hs_header}.{canary_payload}.{}", parts[2]),
-                KeySet::from_hmac_secret(HMAC_KEY.as_bytes()),
+                KeySet::from_hmac_secret(ADDON_HMAC_KEY.as_bytes()).unwrap(),
                 v.clone(),
                 now(),
             ),
@@ -1952,7 +1955,7 @@ mod jwt {
         assert_eq!(a, cached);
         assert_ne!(a, other);
         assert_eq!(format!("{a:?}"), "BearerToken(<redacted>)");
-        let keys = KeySet::from_hmac_secret(HMAC_KEY.as_bytes());
+        let keys = KeySet::from_hmac_secret(ADDON_HMAC_KEY.as_bytes()).unwrap();
         assert_debug_clean("KeySet", &keys, &[]);
     }
 }

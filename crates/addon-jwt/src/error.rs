@@ -159,6 +159,9 @@ pub enum KeyProblem {
     /// No key at all.
     #[error("no keys")]
     Empty,
+    /// An `HS256` secret shorter than 32 bytes (RFC 7518 §3.2), including an empty one.
+    #[error("HS256 secret is shorter than 32 bytes")]
+    HmacSecretTooShort,
     /// A private key PEM could not be read (PKCS#8 expected).
     #[error("not a PKCS#8 private key of a supported type")]
     PrivateKey,

@@ -24,6 +24,8 @@ pub const MAX_KID_BYTES: usize = 256;
 pub const MIN_RSA_BITS: usize = 2048;
 /// Largest accepted RSA modulus, in bits.
 pub const MAX_RSA_BITS: usize = 8192;
+/// Shortest accepted `HS256` secret, in bytes: the SHA-256 output size (RFC 7518 §3.2).
+pub const MIN_HMAC_SECRET_BYTES: usize = 32;
 
 const OID_RSA: der::asn1::ObjectIdentifier =
     der::asn1::ObjectIdentifier::new_unwrap("1.2.840.113549.1.1.1");
@@ -206,8 +208,33 @@ impl KeySet {
     ///
     /// This is the only way to obtain an `HS256` key: PEM text, JWKS `oct` keys and public keys
     /// can never become HMAC keys. The secret is zeroised on drop and never printed.
-    #[must_use]
-    pub fn from_hmac_secret(secret: &[u8]) -> KeySet {
+    ///
+    /// The secret must be at least [`MIN_HMAC_SECRET_BYTES`] (32) bytes, the size of the hash
+    /// output (RFC 7518 §3.2): an empty secret, as an unset environment variable gives, would let
+    /// anyone mint tokens.
+    ///
+    /// ```
+    /// use addon_jwt::{Error, KeyProblem, KeySet};
+    /// assert!(KeySet::from_hmac_secret(b"a shared secret of at least 32 bytes!").is_ok());
+    /// assert_eq!(
+    ///     KeySet::from_hmac_secret(b"").unwrap_err(),
+    ///     Error::InvalidKey(KeyProblem::HmacSecretTooShort),
+    /// );
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidKey`] with [`KeyProblem::HmacSecretTooShort`] for a secret shorter than
+    /// [`MIN_HMAC_SECRET_BYTES`].
+    pub fn from_hmac_secret(secret: &[u8]) -> Result<KeySet, Error> {
+        if secret.len() < MIN_HMAC_SECRET_BYTES {
+            return Err(Error::InvalidKey(KeyProblem::HmacSecretTooShort));
+        }
+        Ok(KeySet::hmac_unchecked(secret))
+    }
+
+    /// An `HS256` key of any length (the primitive test suites use short keys).
+    pub(crate) fn hmac_unchecked(secret: &[u8]) -> KeySet {
         KeySet {
             keys: vec![Key::new(
                 None,
@@ -609,10 +636,22 @@ mod tests {
 
     #[test]
     fn debug_lists_only_ids_and_algorithms() {
-        let set = KeySet::from_hmac_secret(b"CANARY-KEY-0123456789");
+        let set = KeySet::from_hmac_secret(b"CANARY-KEY-0123456789abcdef0123456789").unwrap();
         let dbg = format!("{set:?}");
         assert!(!dbg.contains("CANARY"), "{dbg}");
         assert!(dbg.contains("Hs256"), "{dbg}");
+    }
+
+    #[test]
+    fn hmac_secrets_shorter_than_32_bytes_are_refused() {
+        for len in [0, 1, 16, 31] {
+            assert_eq!(
+                KeySet::from_hmac_secret(&vec![b'k'; len]).unwrap_err(),
+                Error::InvalidKey(KeyProblem::HmacSecretTooShort),
+                "{len}"
+            );
+        }
+        assert_eq!(KeySet::from_hmac_secret(&[b'k'; 32]).unwrap().len(), 1);
     }
 
     #[test]

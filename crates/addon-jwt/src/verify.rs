@@ -32,7 +32,7 @@ const FORBIDDEN_HEADERS: [&str; 8] = ["crit", "b64", "jwk", "jku", "x5u", "x5c",
 /// ```
 /// use std::time::{Duration, UNIX_EPOCH};
 /// use addon_jwt::{Algorithm, KeySet, Validation, verify};
-/// let keys = KeySet::from_hmac_secret(b"a shared secret of at least 32 bytes!");
+/// let keys = KeySet::from_hmac_secret(b"a shared secret of at least 32 bytes!")?;
 /// // {"alg":"HS256","typ":"JWT"} . {"sub":"jane","aud":"ns/svc","iss":"apiserver",
 /// //                                 "exp":1700000060,"nbf":1700000000,"iat":1700000000}
 /// let token = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.\

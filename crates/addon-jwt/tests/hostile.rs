@@ -46,7 +46,7 @@ fn hs(header: &str, payload: &str) -> String {
 }
 
 fn hs_keys() -> KeySet {
-    KeySet::from_hmac_secret(SECRET)
+    KeySet::from_hmac_secret(SECRET).unwrap()
 }
 
 fn hs_validation() -> Validation {

@@ -70,7 +70,7 @@ fn key_sets(v: &Vectors, kid: &str) -> Vec<(&'static str, KeySet)> {
     let alg: Algorithm = key["alg"].as_str().unwrap().parse().unwrap();
     if alg == Algorithm::Hs256 {
         let secret = key["secret"].as_str().unwrap();
-        return vec![("secret", KeySet::from_hmac_secret(secret.as_bytes()))];
+        return vec![("secret", KeySet::from_hmac_secret(secret.as_bytes()).unwrap())];
     }
     let jwks = serde_json::json!({ "keys": [key["jwk"].clone()] }).to_string();
     vec![

@@ -69,6 +69,7 @@ fn fixture() -> &'static Fixture {
         }
         keys.extend(
             KeySet::from_hmac_secret(HMAC_KEY)
+                .unwrap()
                 .with_key_id("hs")
                 .unwrap(),
         )

@@ -58,7 +58,7 @@ fn assert_clean(what: &str, text: &str, token: &str) {
 #[test]
 fn verification_errors_never_contain_the_token() {
     let now = UNIX_EPOCH + Duration::from_secs(1_750_000_000);
-    let keys = KeySet::from_hmac_secret(HMAC_CANARY);
+    let keys = KeySet::from_hmac_secret(HMAC_CANARY).unwrap();
     let v = Validation::new("aud1", "iss1").algorithms(&[Algorithm::Hs256]);
     let header = b64(br#"{"alg":"HS256","kid":"CANARY-KID"}"#);
     let payloads = [
@@ -111,7 +111,7 @@ fn verification_errors_never_contain_the_token() {
 
 #[test]
 fn key_and_token_values_redact() {
-    let keys = KeySet::from_hmac_secret(HMAC_CANARY);
+    let keys = KeySet::from_hmac_secret(HMAC_CANARY).unwrap();
     assert_clean("KeySet Debug", &format!("{keys:?}"), "x");
     let key = SigningKey::from_pkcs8_pem(ED25519_PKCS8).unwrap();
     let dbg = format!("{key:?}");

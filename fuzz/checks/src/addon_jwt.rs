@@ -24,7 +24,7 @@ fn keys() -> &'static KeySet {
     static KEYS: OnceLock<KeySet> = OnceLock::new();
     KEYS.get_or_init(|| {
         let mut keys = KeySet::from_jwks(JWKS).expect("reference JWKS loads");
-        keys.extend(KeySet::from_hmac_secret(HMAC_SECRET))
+        keys.extend(KeySet::from_hmac_secret(HMAC_SECRET).expect("a 35-byte secret"))
             .expect("room for one more key");
         keys
     })

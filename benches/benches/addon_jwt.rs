@@ -7,7 +7,9 @@
 use std::hint::black_box;
 use std::time::{Duration, UNIX_EPOCH};
 
-use addon_jwt::{Algorithm, Decision, KeySet, Minter, Sidecar, SigningKey, Validation, verify};
+use addon_jwt::{
+    Algorithm, Audience, Decision, Issuer, KeySet, Minter, Sidecar, SigningKey, Validation, verify,
+};
 use base64::Engine as _;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::Value;
@@ -132,7 +134,7 @@ fn bench_verify(c: &mut Criterion) {
         let pem = field(&lines, "key", "kid", kid, "public_pem");
         let token = field(&lines, "token", "case", case, "token");
         let keys = KeySet::from_pem(&pem, alg).unwrap_or_default();
-        let validation = Validation::new(AUD, ISS).algorithms(&[alg]);
+        let validation = Validation::new(Issuer::new(ISS), Audience::new(AUD)).algorithms(&[alg]);
         assert!(verify(&token, &keys, &validation, now).is_ok(), "{case}");
         let (signing_input, sig_b64) = token.rsplit_once('.').unwrap_or_default();
         let sig = b64d(sig_b64);
@@ -163,8 +165,12 @@ fn bench_sidecar(c: &mut Criterion) {
     let pem = field(&lines, "key", "kid", "ed25519", "public_pem");
     let token = field(&lines, "token", "case", "EdDSA/valid_aud_list", "token");
     let keys = KeySet::from_pem(&pem, Algorithm::EdDsa).unwrap_or_default();
-    let mut sidecar = Sidecar::new(keys.clone(), Validation::new(AUD, ISS));
-    let mut uncached = Sidecar::new(keys, Validation::new(AUD, ISS)).cache_capacity(0);
+    let mut sidecar = Sidecar::new(
+        keys.clone(),
+        Validation::new(Issuer::new(ISS), Audience::new(AUD)),
+    );
+    let mut uncached =
+        Sidecar::new(keys, Validation::new(Issuer::new(ISS), Audience::new(AUD))).cache_capacity(0);
     let auth = format!("Bearer {token}");
     let headers = [
         ("Host", "dashboard.kube-system.svc"),
@@ -214,17 +220,29 @@ fn bench_mint(c: &mut Criterion) {
         let Ok(key) = SigningKey::from_pkcs8_pem(&pem) else {
             continue;
         };
-        let mut cached = Minter::new(key, ISS);
+        let mut cached = Minter::new(key, Issuer::new(ISS));
         let Ok(key) = SigningKey::from_pkcs8_pem(&pem) else {
             continue;
         };
-        let mut uncached = Minter::new(key, ISS).cache_capacity(0);
-        let _ = cached.mint("jane", "kube-system/dashboard", now);
+        let mut uncached = Minter::new(key, Issuer::new(ISS)).cache_capacity(0);
+        let _ = cached.mint("jane", &Audience::new("kube-system/dashboard"), now);
         group.bench_function(format!("ours/{alg}_cache_hit"), |b| {
-            b.iter(|| cached.mint(black_box("jane"), black_box("kube-system/dashboard"), now))
+            b.iter(|| {
+                cached.mint(
+                    black_box("jane"),
+                    &Audience::new(black_box("kube-system/dashboard")),
+                    now,
+                )
+            })
         });
         group.bench_function(format!("ours/{alg}_sign"), |b| {
-            b.iter(|| uncached.mint(black_box("jane"), black_box("kube-system/dashboard"), now))
+            b.iter(|| {
+                uncached.mint(
+                    black_box("jane"),
+                    &Audience::new(black_box("kube-system/dashboard")),
+                    now,
+                )
+            })
         });
         let message = [0x61u8; 200];
         if alg == Algorithm::Es256 {

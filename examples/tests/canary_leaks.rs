@@ -1554,8 +1554,8 @@ mod exec {
 mod jwt {
     use super::*;
     use addon_jwt::{
-        Algorithm, Decision, Error, KeySet, Minter, ServiceAccountVerifier, Sidecar, SigningKey,
-        Validation, verify, verify_jws,
+        Algorithm, Audience, Decision, Error, Issuer, KeySet, Minter, ServiceAccountVerifier,
+        Sidecar, SigningKey, Validation, verify, verify_jws,
     };
 
     const ISSUER: &str = "https://kubernetes.default.svc";
@@ -1621,7 +1621,7 @@ mod jwt {
             needles.push(pem_body(&pem));
             assert_debug_clean("SigningKey", &key, &needles);
             assert_text_clean("public key", &key.public_key_pem().unwrap(), &needles);
-            let minter = Minter::new(key, ISSUER);
+            let minter = Minter::new(key, Issuer::new(ISSUER));
             assert_debug_clean("Minter", &minter, &needles);
             // Malformed and mismatched forms of the key.
             let body = pem_body(&pem);
@@ -1707,10 +1707,14 @@ mod jwt {
         let set_b = key_b.public_key_set().unwrap();
         let set_b_no_kid =
             KeySet::from_pem(&key_b.public_key_pem().unwrap(), Algorithm::EdDsa).unwrap();
-        let v = Validation::new(AUDIENCE, ISSUER);
-        let mut minter = Minter::new(key_a, ISSUER);
+        let v = Validation::new(Issuer::new(ISSUER), Audience::new(AUDIENCE));
+        let mut minter = Minter::new(key_a, Issuer::new(ISSUER));
         let good = minter
-            .mint("system:serviceaccount:default:canary", AUDIENCE, now())
+            .mint(
+                "system:serviceaccount:default:canary",
+                &Audience::new(AUDIENCE),
+                now(),
+            )
             .unwrap();
         let good = good.expose_secret().to_owned();
         assert!(verify(&good, &set_a, &v, now()).is_ok());
@@ -1755,14 +1759,14 @@ mod jwt {
                 "wrong audience",
                 good.clone(),
                 set_a.clone(),
-                Validation::new("other", ISSUER),
+                Validation::new(Issuer::new(ISSUER), Audience::new("other")),
                 now(),
             ),
             (
                 "wrong issuer",
                 good.clone(),
                 set_a.clone(),
-                Validation::new(AUDIENCE, "https://other"),
+                Validation::new(Issuer::new("https://other"), Audience::new(AUDIENCE)),
                 now(),
             ),
             (
@@ -1871,7 +1875,11 @@ mod jwt {
             ) {
                 assert_error_clean(what, &e, &needles_good);
             }
-            let sa = ServiceAccountVerifier::new(keys.clone(), &[ISSUER], &[AUDIENCE]);
+            let sa = ServiceAccountVerifier::new(
+                keys.clone(),
+                &[Issuer::new(ISSUER)],
+                &[Audience::new(AUDIENCE)],
+            );
             if let Err(e) = sa.verify(&token, at) {
                 assert_error_clean(what, &e, &needles_good);
             }
@@ -1936,7 +1944,7 @@ mod jwt {
         assert_debug_clean("Sidecar with cache", &sidecar, &needles);
         // Minting errors with the canary as input.
         for (user, aud) in [("", AUDIENCE), ("jane\n", AUDIENCE), ("jane", "")] {
-            let err = minter.mint(user, aud, now()).unwrap_err();
+            let err = minter.mint(user, &Audience::new(aud), now()).unwrap_err();
             assert!(matches!(err, Error::InvalidInput(_)), "{err:?}");
             assert_error_clean("mint", &err, &needles);
         }
@@ -1946,12 +1954,23 @@ mod jwt {
     #[test]
     fn secrets_compare_by_value() {
         let (_, pem) = &generated()[1];
-        let mut minter = Minter::new(SigningKey::from_pkcs8_pem(pem).unwrap(), ISSUER);
-        let a = minter.mint("jane", AUDIENCE, now()).unwrap();
-        let cached = minter
-            .mint("jane", AUDIENCE, now() + Duration::from_secs(1))
+        let mut minter = Minter::new(
+            SigningKey::from_pkcs8_pem(pem).unwrap(),
+            Issuer::new(ISSUER),
+        );
+        let a = minter
+            .mint("jane", &Audience::new(AUDIENCE), now())
             .unwrap();
-        let other = minter.mint("joan", AUDIENCE, now()).unwrap();
+        let cached = minter
+            .mint(
+                "jane",
+                &Audience::new(AUDIENCE),
+                now() + Duration::from_secs(1),
+            )
+            .unwrap();
+        let other = minter
+            .mint("joan", &Audience::new(AUDIENCE), now())
+            .unwrap();
         assert_eq!(a, cached);
         assert_ne!(a, other);
         assert_eq!(format!("{a:?}"), "BearerToken(<redacted>)");

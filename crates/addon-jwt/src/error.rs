@@ -165,4 +165,10 @@ pub enum KeyProblem {
     /// A private key PEM could not be read (PKCS#8 expected).
     #[error("not a PKCS#8 private key of a supported type")]
     PrivateKey,
+    /// A private key PEM with a label other than `PRIVATE KEY` (PKCS#8) or `EC PRIVATE KEY`
+    /// (SEC1): `RSA PRIVATE KEY`, `ENCRYPTED PRIVATE KEY`, ... The message says how to convert.
+    #[error(
+        "private key PEM label is not supported: convert the key to unencrypted PKCS#8 with `openssl pkcs8 -topk8 -nocrypt -in key.pem -out key.pkcs8.pem`"
+    )]
+    PrivateKeyLabel,
 }

@@ -8,6 +8,7 @@ mod claims;
 mod error;
 mod json;
 mod key;
+mod names;
 mod serviceaccount;
 mod sidecar;
 mod sign;
@@ -20,9 +21,10 @@ pub use claims::{Claims, MAX_AUDIENCES, MAX_SUBJECT_BYTES};
 pub use error::{Error, JsonProblem, KeyProblem};
 pub use json::{MAX_JSON_DEPTH, MAX_JSON_MEMBERS};
 pub use key::{
-    KeySet, MAX_JWKS_BYTES, MAX_KEYS, MAX_KID_BYTES, MAX_PEM_BYTES, MAX_RSA_BITS, MIN_HMAC_SECRET_BYTES,
-    MIN_RSA_BITS,
+    KeySet, MAX_JWKS_BYTES, MAX_KEYS, MAX_KID_BYTES, MAX_PEM_BYTES, MAX_RSA_BITS,
+    MIN_HMAC_SECRET_BYTES, MIN_RSA_BITS,
 };
+pub use names::{Audience, Issuer};
 pub use serviceaccount::{
     KubernetesClaims, ObjectRef, SERVICE_ACCOUNT_LEEWAY, ServiceAccountToken,
     ServiceAccountVerifier,

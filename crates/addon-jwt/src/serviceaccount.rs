@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Map, Value};
 
 use crate::claims::unix_seconds;
-use crate::{Algorithm, Claims, Error, KeySet, Validation, verify};
+use crate::{Algorithm, Audience, Claims, Error, Issuer, KeySet, Validation, verify};
 
 const CLAIM: &str = "kubernetes.io";
 
@@ -140,13 +140,13 @@ fn object_ref(map: &Map<String, Value>, name: &str) -> Result<Option<ObjectRef>,
 /// the API server and are left to the caller, for example through a TokenReview.
 ///
 /// ```
-/// use addon_jwt::{KeySet, ServiceAccountVerifier};
+/// use addon_jwt::{Audience, Issuer, KeySet, ServiceAccountVerifier};
 /// let jwks = r#"{"keys":[{"use":"sig","kty":"EC","kid":"k1","crv":"P-256","alg":"ES256",
 ///   "x":"FYupetsFdFliEXRPAuyupgpsFTzo80ZQGh9a7XJ_enI","y":"QCfN8N7dcS6ZFqMDpLxZUXdkwkVHOfXQY71Fm0hmpj8"}]}"#;
 /// let verifier = ServiceAccountVerifier::new(
 ///     KeySet::from_jwks(jwks)?,
-///     &["https://kubernetes.default.svc.cluster.local"],
-///     &["https://kubernetes.default.svc.cluster.local"],
+///     &[Issuer::new("https://kubernetes.default.svc.cluster.local")],
+///     &[Audience::new("https://kubernetes.default.svc.cluster.local")],
 /// );
 /// assert_eq!(verifier.validation().leeway_duration().as_secs(), 60);
 /// # Ok::<(), addon_jwt::Error>(())
@@ -162,21 +162,26 @@ impl ServiceAccountVerifier {
     /// the issuers are the audiences (kube-apiserver's default for `--api-audiences`).
     /// Allowed algorithms: `RS256`, `ES256`, `ES384` (what kube-apiserver signs with).
     #[must_use]
-    pub fn new(keys: KeySet, issuers: &[&str], audiences: &[&str]) -> ServiceAccountVerifier {
+    pub fn new(keys: KeySet, issuers: &[Issuer], audiences: &[Audience]) -> ServiceAccountVerifier {
+        let defaulted: Vec<Audience>;
         let audiences = if audiences.is_empty() {
-            issuers
+            defaulted = issuers.iter().map(|i| Audience::new(i.as_str())).collect();
+            &defaulted
         } else {
             audiences
         };
         let mut validation = Validation::new(
-            audiences.first().copied().unwrap_or(""),
-            issuers.first().copied().unwrap_or(""),
+            issuers.first().cloned().unwrap_or_else(|| Issuer::new("")),
+            audiences
+                .first()
+                .cloned()
+                .unwrap_or_else(|| Audience::new("")),
         );
         for aud in audiences.iter().skip(1) {
-            validation = validation.audience(aud);
+            validation = validation.audience(aud.clone());
         }
         for iss in issuers.iter().skip(1) {
-            validation = validation.issuer(iss);
+            validation = validation.issuer(iss.clone());
         }
         let validation = validation
             .algorithms(&[Algorithm::Rs256, Algorithm::Es256, Algorithm::Es384])

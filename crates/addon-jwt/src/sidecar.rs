@@ -47,18 +47,18 @@ const USER_HEADER_LOWER: &str = "x-authenticated-user";
 ///
 /// ```
 /// use std::time::{Duration, UNIX_EPOCH};
-/// use addon_jwt::{Decision, Minter, Sidecar, SigningKey, Validation};
+/// use addon_jwt::{Audience, Decision, Issuer, Minter, Sidecar, SigningKey, Validation};
 /// let pem = "-----BEGIN PRIVATE KEY-----\n\
 /// MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
 /// -----END PRIVATE KEY-----\n";
 /// let key = SigningKey::from_pkcs8_pem(pem)?;
 /// let mut sidecar = Sidecar::new(
 ///     key.public_key_set()?,
-///     Validation::new("kube-system/dashboard", "https://apiserver.example"),
+///     Validation::new(Issuer::new("https://apiserver.example"), Audience::new("kube-system/dashboard")),
 /// );
-/// let mut minter = Minter::new(key, "https://apiserver.example");
+/// let mut minter = Minter::new(key, Issuer::new("https://apiserver.example"));
 /// let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-/// let token = minter.mint("jane", "kube-system/dashboard", now)?;
+/// let token = minter.mint("jane", &Audience::new("kube-system/dashboard"), now)?;
 /// let auth = format!("Bearer {}", token.expose_secret());
 /// let request = [
 ///     ("Host", "dashboard"),
@@ -316,14 +316,14 @@ impl Sidecar {
     ///
     /// ```
     /// # use std::time::{Duration, UNIX_EPOCH};
-    /// # use addon_jwt::{Minter, Sidecar, SigningKey, Validation};
+    /// # use addon_jwt::{Audience, Issuer, Minter, Sidecar, SigningKey, Validation};
     /// # let pem = "-----BEGIN PRIVATE KEY-----\n\
     /// # MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
     /// # -----END PRIVATE KEY-----\n";
     /// # let key = SigningKey::from_pkcs8_pem(pem)?;
-    /// # let mut sidecar = Sidecar::new(key.public_key_set()?, Validation::new("dash", "iss"));
+    /// # let mut sidecar = Sidecar::new(key.public_key_set()?, Validation::new(Issuer::new("iss"), Audience::new("dash")));
     /// # let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-    /// # let token = Minter::new(key, "iss").mint("jane", "dash", now)?;
+    /// # let token = Minter::new(key, Issuer::new("iss")).mint("jane", &Audience::new("dash"), now)?;
     /// let mut headers = http::HeaderMap::new();
     /// headers.insert("authorization", format!("Bearer {}", token.expose_secret()).parse()?);
     /// headers.insert("x-authenticated-user", "admin".parse()?); // spoofed: removed

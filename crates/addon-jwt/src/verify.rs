@@ -31,14 +31,14 @@ const FORBIDDEN_HEADERS: [&str; 8] = ["crit", "b64", "jwk", "jku", "x5u", "x5c",
 ///
 /// ```
 /// use std::time::{Duration, UNIX_EPOCH};
-/// use addon_jwt::{Algorithm, KeySet, Validation, verify};
+/// use addon_jwt::{Algorithm, Audience, Issuer, KeySet, Validation, verify};
 /// let keys = KeySet::from_hmac_secret(b"a shared secret of at least 32 bytes!")?;
 /// // {"alg":"HS256","typ":"JWT"} . {"sub":"jane","aud":"ns/svc","iss":"apiserver",
 /// //                                 "exp":1700000060,"nbf":1700000000,"iat":1700000000}
 /// let token = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.\
 ///     eyJzdWIiOiJqYW5lIiwiYXVkIjoibnMvc3ZjIiwiaXNzIjoiYXBpc2VydmVyIiwiZXhwIjoxNzAwMDAwMDYwLCJuYmYiOjE3MDAwMDAwMDAsImlhdCI6MTcwMDAwMDAwMH0.\
 ///     aVbcL4REVFKX3tvQFuspvfMRBFGzpGsiSf41_bOR81Q";
-/// let validation = Validation::new("ns/svc", "apiserver").algorithms(&[Algorithm::Hs256]);
+/// let validation = Validation::new(Issuer::new("apiserver"), Audience::new("ns/svc")).algorithms(&[Algorithm::Hs256]);
 /// let now = UNIX_EPOCH + Duration::from_secs(1_700_000_030);
 /// let claims = verify(token, &keys, &validation, now)?;
 /// assert_eq!(claims.subject(), "jane");

@@ -13,7 +13,9 @@
 use std::sync::OnceLock;
 use std::time::{Duration, UNIX_EPOCH};
 
-use addon_jwt::{Algorithm, Decision, KeySet, Sidecar, SigningKey, Validation, verify};
+use addon_jwt::{
+    Algorithm, Audience, Decision, Issuer, KeySet, Sidecar, SigningKey, Validation, verify,
+};
 use base64::Engine as _;
 use hmac::Mac as _;
 use proptest::prelude::*;
@@ -81,7 +83,13 @@ fn fixture() -> &'static Fixture {
             let aud = format!("ns{i}/svc");
             for s in &signers {
                 let t = s
-                    .sign(ISS, &user, &aud, at(now), Duration::from_secs(60))
+                    .sign(
+                        &Issuer::new(ISS),
+                        &user,
+                        &Audience::new(&aud),
+                        at(now),
+                        Duration::from_secs(60),
+                    )
                     .unwrap();
                 pool.push((aud.clone(), user.clone(), t.expose_secret().to_owned()));
             }
@@ -197,7 +205,7 @@ impl signature::rand_core::RngCore for DetRng {
 impl signature::rand_core::CryptoRng for DetRng {}
 
 fn validation(aud: &str) -> Validation {
-    Validation::new(aud, ISS).algorithms(&Algorithm::ALL)
+    Validation::new(Issuer::new(ISS), Audience::new(aud)).algorithms(&Algorithm::ALL)
 }
 
 fn at(now: u64) -> std::time::SystemTime {
@@ -253,7 +261,7 @@ proptest! {
     fn proptest_sign_verify_round_trip(which in prop::sample::select(vec![0usize, 2, 3]), user in user(), aud in audience(), now in now_secs()) {
         let f = fixture();
         let token = if which < 3 {
-            f.signers[which].sign(ISS, &user, &aud, at(now), Duration::from_secs(60)).unwrap().expose_secret().to_owned()
+            f.signers[which].sign(&Issuer::new(ISS), &user, &Audience::new(&aud), at(now), Duration::from_secs(60)).unwrap().expose_secret().to_owned()
         } else {
             hs256_token(&user, &aud, now)
         };

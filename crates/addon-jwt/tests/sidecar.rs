@@ -10,7 +10,10 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use addon_jwt::{Decision, Error, Forward, Minter, RejectReason, Sidecar, SigningKey, Validation};
+use addon_jwt::{
+    Audience, Decision, Error, Forward, Issuer, Minter, RejectReason, Sidecar, SigningKey,
+    Validation,
+};
 
 const ED25519_PKCS8: &str = "-----BEGIN PRIVATE KEY-----\n\
 MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
@@ -26,15 +29,18 @@ fn setup() -> (Sidecar, Minter) {
     let key = SigningKey::from_pkcs8_pem(ED25519_PKCS8).unwrap();
     let sidecar = Sidecar::new(
         key.public_key_set().unwrap(),
-        Validation::new(AUDIENCE, ISSUER),
+        Validation::new(Issuer::new(ISSUER), Audience::new(AUDIENCE)),
     );
-    (sidecar, Minter::new(key, ISSUER))
+    (sidecar, Minter::new(key, Issuer::new(ISSUER)))
 }
 
 fn bearer(minter: &mut Minter, user: &str) -> String {
     format!(
         "Bearer {}",
-        minter.mint(user, AUDIENCE, now()).unwrap().expose_secret()
+        minter
+            .mint(user, &Audience::new(AUDIENCE), now())
+            .unwrap()
+            .expose_secret()
     )
 }
 
@@ -276,9 +282,9 @@ fn limits_and_unsafe_subjects() {
     let key = SigningKey::from_pkcs8_pem(ED25519_PKCS8).unwrap();
     let other = key
         .sign(
-            ISSUER,
+            &Issuer::new(ISSUER),
             "jane",
-            "kube-system/other",
+            &Audience::new("kube-system/other"),
             now(),
             Duration::from_secs(60),
         )

@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use addon_jwt::{Minter, Sidecar, SigningKey, Validation};
+use addon_jwt::{Audience, Issuer, Minter, Sidecar, SigningKey, Validation};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::service::service_fn;
@@ -75,24 +75,33 @@ fn run() -> Result<bool, BoxError> {
     // The proxy is configured with the public key only.
     let keys =
         addon_jwt::KeySet::from_pem(&signing_key.public_key_pem()?, signing_key.algorithm())?;
-    let sidecar = Sidecar::new(keys, Validation::new(AUDIENCE, ISSUER));
+    let sidecar = Sidecar::new(
+        keys,
+        Validation::new(Issuer::new(ISSUER), Audience::new(AUDIENCE)),
+    );
     let proxy = start_proxy(sidecar, dashboard.addr())?;
     let proxy_url = format!("http://{proxy}/ui/");
 
-    let mut minter = Minter::new(signing_key, ISSUER);
+    let mut minter = Minter::new(signing_key, Issuer::new(ISSUER));
     let now = wall_clock();
-    let good = minter.mint("jane", AUDIENCE, now)?;
+    let good = minter.mint("jane", &Audience::new(AUDIENCE), now)?;
     let expired = minter.signing_key().sign(
-        ISSUER,
+        &Issuer::new(ISSUER),
         "jane",
-        AUDIENCE,
+        &Audience::new(AUDIENCE),
         now.checked_sub(Duration::from_secs(120))
             .ok_or("clock before 1970")?,
         Duration::from_secs(60),
     )?;
-    let wrong_audience = minter.mint("jane", "kube-system/grafana", now)?;
+    let wrong_audience = minter.mint("jane", &Audience::new("kube-system/grafana"), now)?;
     let forger = SigningKey::from_pkcs8_pem(&rcgen::KeyPair::generate()?.serialize_pem())?;
-    let forged = forger.sign(ISSUER, "admin", AUDIENCE, now, Duration::from_secs(60))?;
+    let forged = forger.sign(
+        &Issuer::new(ISSUER),
+        "admin",
+        &Audience::new(AUDIENCE),
+        now,
+        Duration::from_secs(60),
+    )?;
 
     let bearer = |t: &addon_jwt::BearerToken| format!("Bearer {}", t.expose_secret());
     let good_auth = bearer(&good);

@@ -4,7 +4,8 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use addon_jwt::{
-    Algorithm, Decision, KeySet, MAX_KEYS, Sidecar, SigningKey, Validation, verify, verify_jws,
+    Algorithm, Audience, Decision, Issuer, KeySet, MAX_KEYS, Sidecar, SigningKey, Validation,
+    verify, verify_jws,
 };
 
 use crate::fixtures::addon_jwt_now;
@@ -30,11 +31,11 @@ fn keys() -> &'static KeySet {
     })
 }
 
-/// The audience and issuer of the reference tokens.
+/// The issuer and audience of the reference tokens.
 fn validation() -> Validation {
     Validation::new(
-        "https://kubernetes.default.svc",
-        "https://kubernetes.default.svc.cluster.local",
+        Issuer::new("https://kubernetes.default.svc.cluster.local"),
+        Audience::new("https://kubernetes.default.svc"),
     )
 }
 

@@ -165,11 +165,11 @@ fn bench_sidecar(c: &mut Criterion) {
     let pem = field(&lines, "key", "kid", "ed25519", "public_pem");
     let token = field(&lines, "token", "case", "EdDSA/valid_aud_list", "token");
     let keys = KeySet::from_pem(&pem, Algorithm::EdDsa).unwrap_or_default();
-    let mut sidecar = Sidecar::new(
+    let sidecar = Sidecar::new(
         keys.clone(),
         Validation::new(Issuer::new(ISS), Audience::new(AUD)),
     );
-    let mut uncached =
+    let uncached =
         Sidecar::new(keys, Validation::new(Issuer::new(ISS), Audience::new(AUD))).cache_capacity(0);
     let auth = format!("Bearer {token}");
     let headers = [

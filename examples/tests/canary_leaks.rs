@@ -1590,7 +1590,7 @@ mod jwt {
     }
 
     fn assert_rejected(
-        sidecar: &mut Sidecar,
+        sidecar: &Sidecar,
         headers: &[(&str, String)],
         at: SystemTime,
         needles: &[String],
@@ -1883,9 +1883,9 @@ mod jwt {
             if let Err(e) = sa.verify(&token, at) {
                 assert_error_clean(what, &e, &needles_good);
             }
-            let mut sidecar = Sidecar::new(keys, validation);
+            let sidecar = Sidecar::new(keys, validation);
             assert_rejected(
-                &mut sidecar,
+                &sidecar,
                 &[("Authorization", format!("Bearer {token}"))],
                 at,
                 &needles_good,
@@ -1909,7 +1909,7 @@ mod jwt {
         }
         // Malformed Authorization headers.
         let needles = token_needles(&good);
-        let mut sidecar = Sidecar::new(set_a.clone(), v.clone());
+        let sidecar = Sidecar::new(set_a.clone(), v.clone());
         for headers in [
             vec![("Authorization", format!("Basic {good}"))],
             vec![("Authorization", format!("bearer  {good} {good}"))],
@@ -1922,7 +1922,7 @@ mod jwt {
             vec![("Authorization", format!("Bearer {HMAC_KEY}"))],
             vec![("X-Token", format!("Bearer {good}"))],
         ] {
-            assert_rejected(&mut sidecar, &headers, now(), &needles);
+            assert_rejected(&sidecar, &headers, now(), &needles);
         }
         // A good token is forwarded; the forwarded request and the cache hold no token.
         match sidecar.decide(

@@ -22,8 +22,10 @@ pub const MAX_KEYS: usize = 32;
 pub const MAX_KID_BYTES: usize = 256;
 /// Smallest accepted RSA modulus, in bits.
 pub const MIN_RSA_BITS: usize = 2048;
-/// Largest accepted RSA modulus, in bits.
+/// Largest RSA modulus a [`KeyPolicy`] can allow, in bits.
 pub const MAX_RSA_BITS: usize = 8192;
+/// Largest RSA modulus accepted by default ([`KeyPolicy::new`]), in bits.
+pub const DEFAULT_MAX_RSA_BITS: usize = 4096;
 /// Shortest accepted `HS256` secret, in bytes: the SHA-256 output size (RFC 7518 §3.2).
 pub const MIN_HMAC_SECRET_BYTES: usize = 32;
 
@@ -38,12 +40,67 @@ const OID_P384: der::asn1::ObjectIdentifier =
 const OID_ED25519: der::asn1::ObjectIdentifier =
     der::asn1::ObjectIdentifier::new_unwrap("1.3.101.112");
 
+/// Limits applied when keys are loaded into a [`KeySet`].
+///
+/// The cost of one RSA verification grows with the modulus, and a token is checked before
+/// anyone is authenticated, so the default caps RSA keys at [`DEFAULT_MAX_RSA_BITS`] (4096, what
+/// every Kubernetes distribution and OIDC provider uses at most); [`KeyPolicy::max_rsa_bits`]
+/// raises it up to [`MAX_RSA_BITS`] (8192).
+///
+/// ```
+/// use addon_jwt::{DEFAULT_MAX_RSA_BITS, KeyPolicy};
+/// assert_eq!(KeyPolicy::new().rsa_bits_limit(), DEFAULT_MAX_RSA_BITS);
+/// assert_eq!(KeyPolicy::new().max_rsa_bits(8192).rsa_bits_limit(), 8192);
+/// assert_eq!(KeyPolicy::new().max_rsa_bits(1 << 20).rsa_bits_limit(), 8192); // clamped
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyPolicy {
+    max_rsa_bits: usize,
+}
+
+impl KeyPolicy {
+    /// The default policy: RSA keys up to [`DEFAULT_MAX_RSA_BITS`].
+    #[must_use]
+    pub const fn new() -> KeyPolicy {
+        KeyPolicy {
+            max_rsa_bits: DEFAULT_MAX_RSA_BITS,
+        }
+    }
+
+    /// Accepts RSA keys up to `bits`, clamped to [`MIN_RSA_BITS`]..=[`MAX_RSA_BITS`].
+    #[must_use]
+    pub const fn max_rsa_bits(mut self, bits: usize) -> KeyPolicy {
+        self.max_rsa_bits = if bits < MIN_RSA_BITS {
+            MIN_RSA_BITS
+        } else if bits > MAX_RSA_BITS {
+            MAX_RSA_BITS
+        } else {
+            bits
+        };
+        self
+    }
+
+    /// The largest accepted RSA modulus, in bits.
+    #[must_use]
+    pub const fn rsa_bits_limit(&self) -> usize {
+        self.max_rsa_bits
+    }
+}
+
+impl Default for KeyPolicy {
+    fn default() -> KeyPolicy {
+        KeyPolicy::new()
+    }
+}
+
 /// A set of verification keys, each bound to one [`Algorithm`] and optionally named by a `kid`.
 ///
 /// Keys come from trusted configuration only (a JWKS document, a `PUBLIC KEY` or `CERTIFICATE`
 /// PEM, or an explicit HMAC secret); nothing in a token can add a key. A token whose header has a
 /// `kid` is checked against the keys with that `kid` and the keys that have none (PEM keys);
-/// a token without `kid` against all keys. A key only ever verifies its own algorithm.
+/// a token without `kid` against all keys. A key only ever verifies its own algorithm. A token
+/// that more than [`MAX_SIGNATURE_CHECKS`](crate::MAX_SIGNATURE_CHECKS) keys could verify is
+/// refused unverified ([`Error::KeyIdRequired`]).
 ///
 /// ```
 /// use addon_jwt::{Algorithm, KeySet};
@@ -111,9 +168,20 @@ impl KeySet {
     /// [`Error::TooLarge`], [`Error::Json`] (invalid JSON, duplicate members), or
     /// [`Error::InvalidJwks`]: no `keys` array, duplicate `kid`, private or symmetric key
     /// material (`d`, `k`, `oct`, ...), `use` other than `sig`, `key_ops` without `verify`, an
-    /// `alg` that does not fit the key, malformed or non-minimal parameters, RSA keys outside
-    /// 2048–8192 bits or with a bad exponent, points off the curve, or no usable key.
+    /// `alg` that does not fit the key, malformed or non-minimal parameters, RSA keys below
+    /// 2048 bits, above [`DEFAULT_MAX_RSA_BITS`] ([`KeyProblem::RsaTooLarge`]) or with a bad
+    /// exponent, points off the curve, or no usable key.
     pub fn from_jwks(json_text: &str) -> Result<KeySet, Error> {
+        KeySet::from_jwks_with(json_text, &KeyPolicy::new())
+    }
+
+    /// [`KeySet::from_jwks`] under `policy`.
+    ///
+    /// # Errors
+    ///
+    /// As [`KeySet::from_jwks`]; [`KeyProblem::RsaTooLarge`] for an RSA key above the policy's
+    /// limit.
+    pub fn from_jwks_with(json_text: &str, policy: &KeyPolicy) -> Result<KeySet, Error> {
         if json_text.len() > MAX_JWKS_BYTES {
             return Err(Error::TooLarge {
                 what: "jwks",
@@ -132,7 +200,7 @@ impl KeySet {
             let Value::Object(jwk) = entry else {
                 return Err(Error::InvalidJwks(KeyProblem::Parameter));
             };
-            if let Some(key) = key_from_jwk(jwk).map_err(Error::InvalidJwks)? {
+            if let Some(key) = key_from_jwk(jwk, policy).map_err(Error::InvalidJwks)? {
                 set.push(key).map_err(Error::InvalidJwks)?;
             }
         }
@@ -153,9 +221,20 @@ impl KeySet {
     ///
     /// [`Error::TooLarge`] above [`MAX_PEM_BYTES`]; [`Error::InvalidKey`] for other PEM labels,
     /// text outside the PEM blocks, bad DER, a key type that does not fit `alg` (including any
-    /// PEM for `HS256`: an HMAC key is never derived from PEM text), RSA keys outside
-    /// 2048–8192 bits or with a bad exponent, invalid points, or more than [`MAX_KEYS`] keys.
+    /// PEM for `HS256`: an HMAC key is never derived from PEM text), RSA keys below
+    /// 2048 bits, above [`DEFAULT_MAX_RSA_BITS`] ([`KeyProblem::RsaTooLarge`]) or with a bad
+    /// exponent, invalid points, or more than [`MAX_KEYS`] keys.
     pub fn from_pem(pem: &str, alg: Algorithm) -> Result<KeySet, Error> {
+        KeySet::from_pem_with(pem, alg, &KeyPolicy::new())
+    }
+
+    /// [`KeySet::from_pem`] under `policy`.
+    ///
+    /// # Errors
+    ///
+    /// As [`KeySet::from_pem`]; [`KeyProblem::RsaTooLarge`] for an RSA key above the policy's
+    /// limit.
+    pub fn from_pem_with(pem: &str, alg: Algorithm, policy: &KeyPolicy) -> Result<KeySet, Error> {
         if pem.len() > MAX_PEM_BYTES {
             return Err(Error::TooLarge {
                 what: "pem",
@@ -179,7 +258,7 @@ impl KeySet {
                 }
                 _ => return Err(Error::InvalidKey(KeyProblem::Pem)),
             };
-            let material = material_from_spki(&spki, alg).map_err(Error::InvalidKey)?;
+            let material = material_from_spki(&spki, alg, policy).map_err(Error::InvalidKey)?;
             set.push(Key::new(None, alg, material))
                 .map_err(Error::InvalidKey)?;
         }
@@ -195,10 +274,24 @@ impl KeySet {
     ///
     /// [`Error::InvalidKey`] as for [`KeySet::from_pem`].
     pub fn from_spki_der(der: &[u8], alg: Algorithm) -> Result<KeySet, Error> {
+        KeySet::from_spki_der_with(der, alg, &KeyPolicy::new())
+    }
+
+    /// [`KeySet::from_spki_der`] under `policy`.
+    ///
+    /// # Errors
+    ///
+    /// As [`KeySet::from_spki_der`]; [`KeyProblem::RsaTooLarge`] for an RSA key above the
+    /// policy's limit.
+    pub fn from_spki_der_with(
+        der: &[u8],
+        alg: Algorithm,
+        policy: &KeyPolicy,
+    ) -> Result<KeySet, Error> {
         if alg == Algorithm::Hs256 {
             return Err(Error::InvalidKey(KeyProblem::AlgorithmMismatch));
         }
-        let material = material_from_spki(der, alg).map_err(Error::InvalidKey)?;
+        let material = material_from_spki(der, alg, policy).map_err(Error::InvalidKey)?;
         Ok(KeySet {
             keys: vec![Key::new(None, alg, material)],
         })
@@ -328,6 +421,8 @@ impl Key {
 
     /// Verifies `signature` over `signing_input` with this key (its algorithm is `self.alg`).
     pub(crate) fn verify(&self, signing_input: &[u8], signature: &[u8]) -> Result<(), Error> {
+        #[cfg(test)]
+        VERIFICATIONS.with(|n| n.set(n.get().saturating_add(1)));
         #[cfg(feature = "aws-lc-rs")]
         match &self.fast {
             Fast::Parsed(key) => {
@@ -403,17 +498,43 @@ fn fast_key(material: &Material) -> Fast {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Signature checks made on this thread (tests count the work per token).
+    static VERIFICATIONS: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+}
+
+/// Resets this thread's count of signature checks.
+#[cfg(test)]
+pub(crate) fn reset_verifications() {
+    VERIFICATIONS.with(|n| n.set(0));
+}
+
+/// Signature checks made on this thread since the last reset.
+#[cfg(test)]
+pub(crate) fn verifications() -> usize {
+    VERIFICATIONS.with(core::cell::Cell::get)
+}
+
 /// The Kubernetes key id of a DER SubjectPublicKeyInfo: base64url(SHA-256(DER)), unpadded.
 pub(crate) fn kubernetes_kid(spki_der: &[u8]) -> String {
     b64::encode(&Sha256::digest(spki_der))
 }
 
-fn rsa_material(n: &[u8], e: &[u8], alg: Algorithm) -> Result<Material, KeyProblem> {
+fn rsa_material(
+    n: &[u8],
+    e: &[u8],
+    alg: Algorithm,
+    policy: &KeyPolicy,
+) -> Result<Material, KeyProblem> {
     let n = BigUint::from_bytes_be(n);
     let e_big = BigUint::from_bytes_be(e);
     let bits = n.bits();
-    if !(MIN_RSA_BITS..=MAX_RSA_BITS).contains(&bits) {
+    if bits < MIN_RSA_BITS {
         return Err(KeyProblem::RsaParameters);
+    }
+    if bits > policy.rsa_bits_limit() {
+        return Err(KeyProblem::RsaTooLarge);
     }
     // e odd, 3 <= e < 2^33.
     let e_ok = e.len() <= 5 && {
@@ -426,7 +547,7 @@ fn rsa_material(n: &[u8], e: &[u8], alg: Algorithm) -> Result<Material, KeyProbl
     if !e_ok {
         return Err(KeyProblem::RsaParameters);
     }
-    let key = rsa::RsaPublicKey::new_with_max_size(n, e_big, MAX_RSA_BITS)
+    let key = rsa::RsaPublicKey::new_with_max_size(n, e_big, policy.rsa_bits_limit())
         .map_err(|_| KeyProblem::RsaParameters)?;
     match alg {
         Algorithm::Rs256 => Ok(Material::RsaPkcs1(rsa::pkcs1v15::VerifyingKey::new(key))),
@@ -435,7 +556,11 @@ fn rsa_material(n: &[u8], e: &[u8], alg: Algorithm) -> Result<Material, KeyProbl
     }
 }
 
-fn material_from_spki(der: &[u8], alg: Algorithm) -> Result<Material, KeyProblem> {
+fn material_from_spki(
+    der: &[u8],
+    alg: Algorithm,
+    policy: &KeyPolicy,
+) -> Result<Material, KeyProblem> {
     let spki = spki::SubjectPublicKeyInfoRef::try_from(der).map_err(|_| KeyProblem::Der)?;
     let key_bytes = spki.subject_public_key.as_bytes().ok_or(KeyProblem::Der)?;
     let oid = spki.algorithm.oid;
@@ -444,7 +569,12 @@ fn material_from_spki(der: &[u8], alg: Algorithm) -> Result<Material, KeyProblem
             return Err(KeyProblem::AlgorithmMismatch);
         }
         let pk = rsa::pkcs1::RsaPublicKey::from_der(key_bytes).map_err(|_| KeyProblem::Der)?;
-        return rsa_material(pk.modulus.as_bytes(), pk.public_exponent.as_bytes(), alg);
+        return rsa_material(
+            pk.modulus.as_bytes(),
+            pk.public_exponent.as_bytes(),
+            alg,
+            policy,
+        );
     }
     if oid == OID_EC {
         let curve = spki
@@ -504,7 +634,7 @@ fn b64_member(jwk: &Map<String, Value>, name: &str) -> Result<Vec<u8>, KeyProble
 }
 
 /// Parses one JWK; `Ok(None)` for a key type this crate does not implement.
-fn key_from_jwk(jwk: &Map<String, Value>) -> Result<Option<Key>, KeyProblem> {
+fn key_from_jwk(jwk: &Map<String, Value>, policy: &KeyPolicy) -> Result<Option<Key>, KeyProblem> {
     if PRIVATE_MEMBERS.iter().any(|m| jwk.contains_key(*m)) {
         return Err(KeyProblem::PrivateMaterial);
     }
@@ -548,7 +678,7 @@ fn key_from_jwk(jwk: &Map<String, Value>) -> Result<Option<Key>, KeyProblem> {
             if n.first() == Some(&0) || e.first() == Some(&0) || e.is_empty() {
                 return Err(KeyProblem::Parameter);
             }
-            (alg, rsa_material(&n, &e, alg)?)
+            (alg, rsa_material(&n, &e, alg, policy)?)
         }
         "EC" => {
             let crv = str_member(jwk, "crv")?.ok_or(KeyProblem::Parameter)?;

@@ -21,8 +21,8 @@ pub use claims::{Claims, MAX_AUDIENCES, MAX_SUBJECT_BYTES};
 pub use error::{Error, JsonProblem, KeyProblem};
 pub use json::{MAX_JSON_DEPTH, MAX_JSON_MEMBERS};
 pub use key::{
-    KeySet, MAX_JWKS_BYTES, MAX_KEYS, MAX_KID_BYTES, MAX_PEM_BYTES, MAX_RSA_BITS,
-    MIN_HMAC_SECRET_BYTES, MIN_RSA_BITS,
+    DEFAULT_MAX_RSA_BITS, KeyPolicy, KeySet, MAX_JWKS_BYTES, MAX_KEYS, MAX_KID_BYTES,
+    MAX_PEM_BYTES, MAX_RSA_BITS, MIN_HMAC_SECRET_BYTES, MIN_RSA_BITS,
 };
 pub use names::{Audience, Issuer};
 pub use serviceaccount::{
@@ -36,7 +36,7 @@ pub use sidecar::{
 pub use sign::{DEFAULT_MINT_CACHE, DEFAULT_TTL, Minter, SigningKey};
 pub use token::BearerToken;
 pub use validation::Validation;
-pub use verify::{MAX_HEADER_BYTES, MAX_TOKEN_BYTES, verify, verify_jws};
+pub use verify::{MAX_HEADER_BYTES, MAX_SIGNATURE_CHECKS, MAX_TOKEN_BYTES, verify, verify_jws};
 
 #[cfg(test)]
 mod wycheproof_tests;

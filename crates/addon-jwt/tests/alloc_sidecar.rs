@@ -25,7 +25,7 @@ fn cache_hits_allocate_once_for_pairs_and_never_in_place() {
         Issuer::new("https://kubernetes.default.svc"),
         Audience::new("kube-system/dashboard"),
     );
-    let mut sidecar = Sidecar::new(key.public_key_set().unwrap(), validation);
+    let sidecar = Sidecar::new(key.public_key_set().unwrap(), validation);
     let now = UNIX_EPOCH + Duration::from_secs(1_750_000_000);
     let token = Minter::new(key, Issuer::new("https://kubernetes.default.svc"))
         .mint("jane", &Audience::new("kube-system/dashboard"), now)

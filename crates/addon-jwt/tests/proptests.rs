@@ -248,7 +248,7 @@ proptest! {
     fn proptest_sidecar_never_forwards_spoofed_users(names in prop::collection::vec("[A-Za-z_-]{1,24}", 0..8),
                                                      values in prop::collection::vec("\\PC{0,30}", 8)) {
         let f = fixture();
-        let mut sidecar = Sidecar::new(f.keys.clone(), validation("a/b"));
+        let sidecar = Sidecar::new(f.keys.clone(), validation("a/b"));
         let mut headers: Vec<(String, String)> = names.into_iter().zip(values).collect();
         headers.push(("x_Authenticated-USER".to_owned(), "admin".to_owned()));
         match sidecar.decide(headers, at(1_750_000_000)) {

@@ -85,7 +85,7 @@ fn verification_errors_never_contain_the_token() {
         b64(br#"{"alg":"HS256","jku":"https://CANARY"}"#)
     ));
     tokens.push("CANARY.CANARY.CANARY.CANARY".to_owned());
-    let mut sidecar = Sidecar::new(keys.clone(), v.clone());
+    let sidecar = Sidecar::new(keys.clone(), v.clone());
     let sa = ServiceAccountVerifier::new(
         keys.clone(),
         &[Issuer::new("iss1")],
@@ -141,7 +141,7 @@ fn key_and_token_values_redact() {
     .unwrap_err();
     assert_clean("key error", &format!("{err} {err:?}"), "x");
     // Rejection because of an oversized or malformed Authorization header.
-    let mut sidecar = Sidecar::new(keys, Validation::new(Issuer::new("i"), Audience::new("a")));
+    let sidecar = Sidecar::new(keys, Validation::new(Issuer::new("i"), Audience::new("a")));
     let auth = format!("Bearer CANARY-{}", "x".repeat(100));
     if let Decision::Reject(r) = sidecar.decide([("Authorization", auth.as_str())], now) {
         assert_clean("rejection", &format!("{r} {r:?}"), &auth);

@@ -1,6 +1,6 @@
 //! Checks for the `addon_jwt_*` targets.
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use addon_jwt::{
@@ -104,7 +104,7 @@ pub fn addon_jwt_pem(data: &[u8]) -> Outcome {
 /// (whatever its case, `_` for `-`): the last header, `X-Authenticated-User` with the only
 /// header-safe subject the reference keys ever signed. Accepted: the request is forwarded.
 pub fn addon_jwt_sidecar(data: &[u8]) -> Outcome {
-    static SIDECAR: Mutex<Option<Sidecar>> = Mutex::new(None);
+    static SIDECAR: OnceLock<Sidecar> = OnceLock::new();
     let headers: Vec<(String, &[u8])> = data
         .split(|b| *b == b'\n')
         .filter_map(|line| {
@@ -113,8 +113,7 @@ pub fn addon_jwt_sidecar(data: &[u8]) -> Outcome {
             Some((String::from_utf8_lossy(name).into_owned(), value.get(1..)?))
         })
         .collect();
-    let mut guard = SIDECAR.lock().unwrap_or_else(|e| e.into_inner());
-    let sidecar = guard.get_or_insert_with(|| {
+    let sidecar = SIDECAR.get_or_init(|| {
         let keys = KeySet::from_jwks(JWKS).expect("reference JWKS loads");
         Sidecar::new(keys, validation()).cache_capacity(64)
     });

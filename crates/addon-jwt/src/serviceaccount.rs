@@ -200,11 +200,19 @@ impl ServiceAccountVerifier {
     /// # Errors
     ///
     /// Every error of [`verify`](crate::verify); [`Error::MissingClaim`] when the token has no
-    /// `kubernetes.io` claim; [`Error::InvalidClaim`] when that claim is malformed or `sub` does
-    /// not name its service account.
+    /// `kubernetes.io` claim; [`Error::InvalidClaim`] when that claim is malformed, its namespace
+    /// is not a DNS-1123 label or its service-account name not a DNS-1123 subdomain (the names
+    /// kube-apiserver accepts, so `system:serviceaccount:<namespace>:<name>` splits back into
+    /// exactly those two), or `sub` does not name its service account.
     pub fn verify(&self, token: &str, now: SystemTime) -> Result<ServiceAccountToken, Error> {
         let claims = verify(token, &self.keys, &self.validation, now)?;
         let k8s = claims.kubernetes().ok_or(Error::MissingClaim(CLAIM))?;
+        // kube-apiserver only ever builds user names it can split again: a namespace that is a
+        // DNS-1123 label and a service-account name that is a DNS-1123 subdomain.
+        if !is_dns1123_label(k8s.namespace()) || !is_dns1123_subdomain(k8s.service_account().name())
+        {
+            return Err(Error::InvalidClaim(CLAIM));
+        }
         let expected = format!(
             "system:serviceaccount:{}:{}",
             k8s.namespace(),
@@ -215,6 +223,23 @@ impl ServiceAccountVerifier {
         }
         Ok(ServiceAccountToken { claims })
     }
+}
+
+/// A DNS-1123 label (a namespace name): 1 to 63 of `a-z`, `0-9` and `-`, starting and ending
+/// with a letter or digit.
+fn is_dns1123_label(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    (1..=63).contains(&bytes.len())
+        && bytes.first().is_some_and(alnum)
+        && bytes.last().is_some_and(alnum)
+        && bytes.iter().all(|b| alnum(b) || *b == b'-')
+}
+
+/// A DNS-1123 subdomain (a service-account name): at most 253 characters, DNS-1123 labels
+/// joined by `.`.
+fn is_dns1123_subdomain(name: &str) -> bool {
+    name.len() <= 253 && name.split('.').all(is_dns1123_label)
 }
 
 /// A verified service-account token and the user kube-apiserver would derive from it.
@@ -300,5 +325,62 @@ impl ServiceAccountToken {
         self.k8s()
             .and_then(KubernetesClaims::warn_after_unix)
             .is_some_and(|w| unix_seconds(now) > i128::from(w))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaces_are_dns1123_labels() {
+        for ok in ["default", "kube-system", "a", "0", "a-0", &"a".repeat(63)] {
+            assert!(is_dns1123_label(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "bar:baz",
+            "ns ",
+            " ns",
+            "Kube-System",
+            "-a",
+            "a-",
+            "a.b",
+            "a_b",
+            "\u{e9}t\u{e9}",
+            &"a".repeat(64),
+        ] {
+            assert!(!is_dns1123_label(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn service_account_names_are_dns1123_subdomains() {
+        let long = [
+            "a".repeat(63),
+            "b".repeat(63),
+            "c".repeat(63),
+            "d".repeat(61),
+        ]
+        .join(".");
+        assert_eq!(long.len(), 253);
+        for ok in ["default", "my.sa", "a-b.c-d", long.as_str()] {
+            assert!(is_dns1123_subdomain(ok), "{ok}");
+        }
+        let too_long = format!("{long}e");
+        for bad in [
+            "",
+            "bar:baz",
+            "dash ",
+            "a..b",
+            ".a",
+            "a.",
+            "A",
+            "a_b",
+            "a/b",
+            too_long.as_str(),
+        ] {
+            assert!(!is_dns1123_subdomain(bad), "{bad:?}");
+        }
     }
 }

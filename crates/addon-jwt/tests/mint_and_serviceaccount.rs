@@ -355,3 +355,52 @@ fn service_account_rejections() {
     );
     assert!(v.verify(&sa_token(&other), now()).is_ok());
 }
+
+/// A signed service-account token for `namespace` and `name`, with the matching `sub`.
+fn sa_token_for(namespace: &str, name: &str) -> String {
+    let payload = serde_json::json!({
+        "aud": [ISSUER],
+        "exp": 1_750_003_600,
+        "iat": 1_750_000_000,
+        "iss": ISSUER,
+        "kubernetes.io": {"namespace": namespace, "serviceaccount": {"name": name, "uid": "u"}},
+        "nbf": 1_750_000_000,
+        "sub": format!("system:serviceaccount:{namespace}:{name}"),
+    });
+    sa_token(&payload.to_string())
+}
+
+#[test]
+fn service_account_names_that_cannot_be_split_again_are_refused() {
+    let v = sa_verifier();
+    // What kube-apiserver could have built: accepted.
+    for (ns, name) in [("kube-system", "dashboard"), ("a", "my.sa"), ("ns-1", "x")] {
+        let token = v.verify(&sa_token_for(ns, name), now()).unwrap();
+        assert_eq!(token.namespace(), ns);
+        assert_eq!(token.service_account_name(), name);
+    }
+    // `system:serviceaccount:bar:baz:x` could be (bar, baz:x) or (bar:baz, x); trailing
+    // spaces, upper case, empty or over-long names are never valid object names.
+    let long_ns = "n".repeat(64);
+    let long_name = "s".repeat(254);
+    for (ns, name) in [
+        ("bar:baz", "x"),
+        ("bar", "baz:x"),
+        ("kube-system ", "dashboard"),
+        ("kube-system", "dashboard "),
+        (" kube-system", "dashboard"),
+        ("Kube-System", "dashboard"),
+        ("kube-system", "Dashboard"),
+        ("kube.system", "dashboard"),
+        ("kube-system", "dash_board"),
+        ("-ns", "dashboard"),
+        (long_ns.as_str(), "dashboard"),
+        ("kube-system", long_name.as_str()),
+    ] {
+        assert_eq!(
+            v.verify(&sa_token_for(ns, name), now()).err(),
+            Some(Error::InvalidClaim("kubernetes.io")),
+            "{ns:?} {name:?}"
+        );
+    }
+}

@@ -100,6 +100,32 @@ fn primitive(alg: Algorithm, public_pem: &str) -> Primitive {
     }
 }
 
+/// The same check by ring, addon-jwt's default backend, key parsed per check as ring does: the
+/// floor for `verify` in the default build.
+fn ring_primitive(alg: Algorithm, public_pem: &str) -> Primitive {
+    use ring::signature as sig;
+    let body: String = public_pem
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .unwrap_or_default();
+    let key_bytes = spki::SubjectPublicKeyInfoRef::try_from(der.as_slice())
+        .ok()
+        .and_then(|info| info.subject_public_key.as_bytes().map(<[u8]>::to_vec))
+        .unwrap_or_default();
+    let algorithm: &'static dyn sig::VerificationAlgorithm = match alg {
+        Algorithm::Rs256 => &sig::RSA_PKCS1_2048_8192_SHA256,
+        Algorithm::Ps256 => &sig::RSA_PSS_2048_8192_SHA256,
+        Algorithm::Es256 => &sig::ECDSA_P256_SHA256_FIXED,
+        Algorithm::Es384 => &sig::ECDSA_P384_SHA384_FIXED,
+        _ => &sig::ED25519,
+    };
+    let key = sig::UnparsedPublicKey::new(algorithm, key_bytes);
+    Box::new(move |m, s| key.verify(m, s).is_ok())
+}
+
 fn peer(alg: Algorithm, public_pem: &str) -> (jsonwebtoken::DecodingKey, jsonwebtoken::Validation) {
     use jsonwebtoken::{Algorithm as A, DecodingKey};
     let (key, a) = match alg {
@@ -140,6 +166,11 @@ fn bench_verify(c: &mut Criterion) {
         let sig = b64d(sig_b64);
         let raw = primitive(alg, &pem);
         assert!(raw(signing_input.as_bytes(), &sig), "{case} primitive");
+        let ring_raw = ring_primitive(alg, &pem);
+        assert!(
+            ring_raw(signing_input.as_bytes(), &sig),
+            "{case} ring primitive"
+        );
         let (peer_key, peer_validation) = peer(alg, &pem);
         assert!(
             jsonwebtoken::decode::<Value>(&token, &peer_key, &peer_validation).is_ok(),
@@ -151,6 +182,9 @@ fn bench_verify(c: &mut Criterion) {
         });
         group.bench_function(format!("baseline/{alg}_signature"), |b| {
             b.iter(|| raw(black_box(signing_input.as_bytes()), black_box(&sig)))
+        });
+        group.bench_function(format!("baseline/{alg}_ring_signature"), |b| {
+            b.iter(|| ring_raw(black_box(signing_input.as_bytes()), black_box(&sig)))
         });
         group.bench_function(format!("peer/jsonwebtoken_{alg}"), |b| {
             b.iter(|| jsonwebtoken::decode::<Value>(black_box(&token), &peer_key, &peer_validation))

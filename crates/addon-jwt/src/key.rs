@@ -3,12 +3,11 @@
 use core::fmt;
 
 use der::{Decode as _, Encode as _};
-use rsa::BigUint;
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
-use signature::Verifier as _;
 use zeroize::Zeroizing;
 
+use crate::backend::Verifier;
 use crate::error::KeyProblem;
 use crate::{Algorithm, Error, b64, json};
 
@@ -122,27 +121,19 @@ pub(crate) struct Key {
     pub(crate) kid: Option<String>,
     pub(crate) alg: Algorithm,
     material: Material,
-    /// The same public key parsed once by aws-lc-rs, which then does the verification.
-    #[cfg(feature = "aws-lc-rs")]
-    fast: Fast,
+    /// The same public key in the signature backend's form, made once when the set is built.
+    verifier: Verifier,
 }
 
-/// The aws-lc-rs form of a key, parsed once when the key set is built.
-#[cfg(feature = "aws-lc-rs")]
+/// A validated key, independent of the signature backend.
 #[derive(Clone)]
-enum Fast {
-    /// Verified by aws-lc-rs.
-    Parsed(aws_lc_rs::signature::ParsedPublicKey),
-    /// aws-lc-rs refused the key: nothing verifies with it (as when it parsed it per token).
-    Rejected,
-    /// HMAC: stays with the RustCrypto `hmac` crate.
-    None,
-}
-
-#[derive(Clone)]
-enum Material {
-    RsaPkcs1(rsa::pkcs1v15::VerifyingKey<Sha256>),
-    RsaPss(rsa::pss::VerifyingKey<Sha256>),
+pub(crate) enum Material {
+    /// A DER `RSAPublicKey` (PKCS#1) whose modulus and exponent passed the checks; PSS or
+    /// PKCS#1 v1.5.
+    Rsa {
+        pkcs1: Vec<u8>,
+        pss: bool,
+    },
     P256(p256::ecdsa::VerifyingKey),
     P384(p384::ecdsa::VerifyingKey),
     Ed25519(ed25519_dalek::VerifyingKey),
@@ -413,8 +404,7 @@ impl Key {
         Key {
             kid,
             alg,
-            #[cfg(feature = "aws-lc-rs")]
-            fast: fast_key(&material),
+            verifier: Verifier::new(&material),
             material,
         }
     }
@@ -423,33 +413,7 @@ impl Key {
     pub(crate) fn verify(&self, signing_input: &[u8], signature: &[u8]) -> Result<(), Error> {
         #[cfg(test)]
         VERIFICATIONS.with(|n| n.set(n.get().saturating_add(1)));
-        #[cfg(feature = "aws-lc-rs")]
-        match &self.fast {
-            Fast::Parsed(key) => {
-                return key
-                    .verify_sig(signing_input, signature)
-                    .map_err(|_| Error::BadSignature);
-            }
-            Fast::Rejected => return Err(Error::BadSignature),
-            Fast::None => {}
-        }
         let ok = match &self.material {
-            Material::RsaPkcs1(vk) => rsa::pkcs1v15::Signature::try_from(signature)
-                .ok()
-                .is_some_and(|s| vk.verify(signing_input, &s).is_ok()),
-            Material::RsaPss(vk) => rsa::pss::Signature::try_from(signature)
-                .ok()
-                .is_some_and(|s| vk.verify(signing_input, &s).is_ok()),
-            Material::P256(vk) => p256::ecdsa::Signature::from_slice(signature)
-                .ok()
-                .is_some_and(|s| vk.verify(signing_input, &s).is_ok()),
-            Material::P384(vk) => p384::ecdsa::Signature::from_slice(signature)
-                .ok()
-                .is_some_and(|s| vk.verify(signing_input, &s).is_ok()),
-            Material::Ed25519(vk) => <&[u8; 64]>::try_from(signature).is_ok_and(|s| {
-                vk.verify_strict(signing_input, &ed25519_dalek::Signature::from_bytes(s))
-                    .is_ok()
-            }),
             Material::Hmac(secret) => {
                 use hmac::Mac as _;
                 match hmac::Hmac::<Sha256>::new_from_slice(secret) {
@@ -460,41 +424,9 @@ impl Key {
                     Err(_) => false,
                 }
             }
+            _ => self.verifier.verify(signing_input, signature),
         };
         if ok { Ok(()) } else { Err(Error::BadSignature) }
-    }
-}
-
-/// The aws-lc-rs form of a public key, parsed once (HMAC keys stay with the RustCrypto `hmac`
-/// crate).
-#[cfg(feature = "aws-lc-rs")]
-fn fast_key(material: &Material) -> Fast {
-    use aws_lc_rs::signature as sig;
-    use rsa::pkcs1::EncodeRsaPublicKey as _;
-    let rsa_der = |key: &rsa::RsaPublicKey| key.to_pkcs1_der().ok().map(|d| d.into_vec());
-    let (alg, bytes): (&'static dyn sig::VerificationAlgorithm, Option<Vec<u8>>) = match material {
-        Material::RsaPkcs1(vk) => (
-            &sig::RSA_PKCS1_2048_8192_SHA256,
-            rsa_der(AsRef::<rsa::RsaPublicKey>::as_ref(vk)),
-        ),
-        Material::RsaPss(vk) => (
-            &sig::RSA_PSS_2048_8192_SHA256,
-            rsa_der(AsRef::<rsa::RsaPublicKey>::as_ref(vk)),
-        ),
-        Material::P256(vk) => (
-            &sig::ECDSA_P256_SHA256_FIXED,
-            Some(vk.to_encoded_point(false).as_bytes().to_vec()),
-        ),
-        Material::P384(vk) => (
-            &sig::ECDSA_P384_SHA384_FIXED,
-            Some(vk.to_encoded_point(false).as_bytes().to_vec()),
-        ),
-        Material::Ed25519(vk) => (&sig::ED25519, Some(vk.as_bytes().to_vec())),
-        Material::Hmac(_) => return Fast::None,
-    };
-    match bytes.map(|b| sig::ParsedPublicKey::new(alg, b)) {
-        Some(Ok(key)) => Fast::Parsed(key),
-        _ => Fast::Rejected,
     }
 }
 
@@ -521,20 +453,41 @@ pub(crate) fn kubernetes_kid(spki_der: &[u8]) -> String {
     b64::encode(&Sha256::digest(spki_der))
 }
 
+/// Bits in a big-endian unsigned integer without leading zero bytes.
+fn bit_length(n: &[u8]) -> usize {
+    let Some((first, rest)) = n.split_first() else {
+        return 0;
+    };
+    let top = usize::try_from(u8::BITS.saturating_sub(first.leading_zeros())).unwrap_or(0);
+    rest.len().saturating_mul(8).saturating_add(top)
+}
+
+/// Checks an RSA public key given as big-endian `n` and `e` without leading zeros, and encodes
+/// it as a PKCS#1 `RSAPublicKey` for the signature backend.
 fn rsa_material(
     n: &[u8],
     e: &[u8],
     alg: Algorithm,
     policy: &KeyPolicy,
 ) -> Result<Material, KeyProblem> {
-    let n = BigUint::from_bytes_be(n);
-    let e_big = BigUint::from_bytes_be(e);
-    let bits = n.bits();
+    let pss = match alg {
+        Algorithm::Rs256 => false,
+        Algorithm::Ps256 => true,
+        _ => return Err(KeyProblem::AlgorithmMismatch),
+    };
+    if n.first() == Some(&0) || e.first() == Some(&0) {
+        return Err(KeyProblem::Parameter);
+    }
+    let bits = bit_length(n);
     if bits < MIN_RSA_BITS {
         return Err(KeyProblem::RsaParameters);
     }
     if bits > policy.rsa_bits_limit() {
         return Err(KeyProblem::RsaTooLarge);
+    }
+    // An RSA modulus is odd.
+    if n.last().is_none_or(|b| b % 2 == 0) {
+        return Err(KeyProblem::RsaParameters);
     }
     // e odd, 3 <= e < 2^33.
     let e_ok = e.len() <= 5 && {
@@ -547,13 +500,12 @@ fn rsa_material(
     if !e_ok {
         return Err(KeyProblem::RsaParameters);
     }
-    let key = rsa::RsaPublicKey::new_with_max_size(n, e_big, policy.rsa_bits_limit())
-        .map_err(|_| KeyProblem::RsaParameters)?;
-    match alg {
-        Algorithm::Rs256 => Ok(Material::RsaPkcs1(rsa::pkcs1v15::VerifyingKey::new(key))),
-        Algorithm::Ps256 => Ok(Material::RsaPss(rsa::pss::VerifyingKey::new(key))),
-        _ => Err(KeyProblem::AlgorithmMismatch),
-    }
+    let key = pkcs1::RsaPublicKey {
+        modulus: der::asn1::UintRef::new(n).map_err(|_| KeyProblem::Parameter)?,
+        public_exponent: der::asn1::UintRef::new(e).map_err(|_| KeyProblem::Parameter)?,
+    };
+    let pkcs1 = key.to_der().map_err(|_| KeyProblem::Parameter)?;
+    Ok(Material::Rsa { pkcs1, pss })
 }
 
 fn material_from_spki(
@@ -568,7 +520,7 @@ fn material_from_spki(
         if !matches!(alg, Algorithm::Rs256 | Algorithm::Ps256) {
             return Err(KeyProblem::AlgorithmMismatch);
         }
-        let pk = rsa::pkcs1::RsaPublicKey::from_der(key_bytes).map_err(|_| KeyProblem::Der)?;
+        let pk = pkcs1::RsaPublicKey::from_der(key_bytes).map_err(|_| KeyProblem::Der)?;
         return rsa_material(
             pk.modulus.as_bytes(),
             pk.public_exponent.as_bytes(),

@@ -4,6 +4,7 @@
 
 mod algorithm;
 mod b64;
+mod backend;
 mod claims;
 mod error;
 mod json;
@@ -17,6 +18,7 @@ mod validation;
 mod verify;
 
 pub use algorithm::Algorithm;
+pub use backend::SIGNATURE_BACKEND;
 pub use claims::{Claims, MAX_AUDIENCES, MAX_SUBJECT_BYTES};
 pub use error::{Error, JsonProblem, KeyProblem};
 pub use json::{MAX_JSON_DEPTH, MAX_JSON_MEMBERS};

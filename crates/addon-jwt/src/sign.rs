@@ -19,11 +19,13 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(60);
 pub const DEFAULT_MINT_CACHE: usize = 1024;
 
 /// A private signing key: ECDSA P-256 (`ES256`), ECDSA P-384 (`ES384`) or Ed25519 (`EdDSA`);
-/// with the `aws-lc-rs` feature also RSA (`RS256`).
+/// with the `ring` (default) or `aws-lc-rs` backend also RSA (`RS256`).
 ///
-/// Without that feature RSA private keys are refused: the pure-Rust `rsa` crate's private-key
-/// operations are not constant time (RUSTSEC-2023-0071), so the default build only verifies RSA. The key id is the one
-/// Kubernetes uses: base64url(SHA-256(SubjectPublicKeyInfo DER)).
+/// With only the `rust-crypto` backend RSA private keys are refused: the pure-Rust `rsa` crate's
+/// private-key operations are not constant time (RUSTSEC-2023-0071), so that build only verifies
+/// RSA. ECDSA and Ed25519 signing use the RustCrypto crates with every backend (deterministic
+/// RFC 6979 and RFC 8032 signatures). The key id is the one Kubernetes uses:
+/// base64url(SHA-256(SubjectPublicKeyInfo DER)).
 pub struct SigningKey {
     alg: Algorithm,
     kid: String,
@@ -32,8 +34,8 @@ pub struct SigningKey {
 }
 
 enum Inner {
-    #[cfg(feature = "aws-lc-rs")]
-    Rsa(aws_lc_rs::signature::RsaKeyPair),
+    #[cfg(any(feature = "aws-lc-rs", feature = "ring"))]
+    Rsa(crate::backend::lc::signature::RsaKeyPair),
     P256(p256::ecdsa::SigningKey),
     P384(p384::ecdsa::SigningKey),
     Ed25519(ed25519_dalek::SigningKey),
@@ -118,16 +120,17 @@ impl SigningKey {
         let info = p256::pkcs8::PrivateKeyInfo::try_from(der).map_err(|_| bad.clone())?;
         let oid = info.algorithm.oid.to_string();
         let (alg, inner) = match oid.as_str() {
-            #[cfg(feature = "aws-lc-rs")]
+            #[cfg(any(feature = "aws-lc-rs", feature = "ring"))]
             "1.2.840.113549.1.1.1" => (
                 Algorithm::Rs256,
                 Inner::Rsa(
-                    aws_lc_rs::signature::RsaKeyPair::from_pkcs8(der).map_err(|_| bad.clone())?,
+                    crate::backend::lc::signature::RsaKeyPair::from_pkcs8(der)
+                        .map_err(|_| bad.clone())?,
                 ),
             ),
-            #[cfg(feature = "aws-lc-rs")]
+            #[cfg(any(feature = "aws-lc-rs", feature = "ring"))]
             "1.2.840.113549.1.1.10" => return Err(Error::UnsupportedKey),
-            #[cfg(not(feature = "aws-lc-rs"))]
+            #[cfg(not(any(feature = "aws-lc-rs", feature = "ring")))]
             "1.2.840.113549.1.1.1" | "1.2.840.113549.1.1.10" => return Err(Error::UnsupportedKey),
             "1.3.101.112" => (
                 Algorithm::EdDsa,
@@ -152,7 +155,7 @@ impl SigningKey {
     fn with_inner(alg: Algorithm, inner: Inner) -> Result<SigningKey, Error> {
         let bad = Error::InvalidKey(KeyProblem::PrivateKey);
         let spki_der = match &inner {
-            #[cfg(feature = "aws-lc-rs")]
+            #[cfg(any(feature = "aws-lc-rs", feature = "ring"))]
             Inner::Rsa(k) => rsa_spki(k),
             Inner::P256(k) => k.verifying_key().to_public_key_der(),
             Inner::P384(k) => k.verifying_key().to_public_key_der(),
@@ -249,13 +252,18 @@ impl SigningKey {
     fn sign_bytes(&self, message: &[u8]) -> Result<Vec<u8>, Error> {
         use signature::Signer as _;
         Ok(match &self.inner {
-            #[cfg(feature = "aws-lc-rs")]
+            #[cfg(any(feature = "aws-lc-rs", feature = "ring"))]
             Inner::Rsa(k) => {
-                // PKCS#1 v1.5 signing is deterministic; aws-lc-rs takes a generator by API shape only.
-                let mut sig = vec![0u8; k.public_modulus_len()];
+                // PKCS#1 v1.5 signing is deterministic; the backend takes a generator by API shape only
+                // (the operating system's, never a `rand` type).
+                #[cfg(feature = "aws-lc-rs")]
+                let len = k.public_modulus_len();
+                #[cfg(not(feature = "aws-lc-rs"))]
+                let len = k.public().modulus_len();
+                let mut sig = vec![0u8; len];
                 k.sign(
-                    &aws_lc_rs::signature::RSA_PKCS1_SHA256,
-                    &aws_lc_rs::rand::SystemRandom::new(),
+                    &crate::backend::lc::signature::RSA_PKCS1_SHA256,
+                    &crate::backend::lc::rand::SystemRandom::new(),
                     message,
                     &mut sig,
                 )
@@ -480,10 +488,10 @@ impl Minter {
     }
 }
 
-/// SubjectPublicKeyInfo DER of an aws-lc-rs RSA key pair (rsaEncryption, NULL parameters).
-#[cfg(feature = "aws-lc-rs")]
-fn rsa_spki(k: &aws_lc_rs::signature::RsaKeyPair) -> Result<der::Document, spki::Error> {
-    use aws_lc_rs::signature::KeyPair as _;
+/// SubjectPublicKeyInfo DER of a ring or aws-lc-rs RSA key pair (rsaEncryption, NULL parameters).
+#[cfg(any(feature = "aws-lc-rs", feature = "ring"))]
+fn rsa_spki(k: &crate::backend::lc::signature::RsaKeyPair) -> Result<der::Document, spki::Error> {
+    use crate::backend::lc::signature::KeyPair as _;
     let pkcs1 = k.public_key().as_ref();
     let info = spki::SubjectPublicKeyInfoRef {
         algorithm: spki::AlgorithmIdentifierRef {

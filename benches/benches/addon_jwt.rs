@@ -7,7 +7,9 @@
 use std::hint::black_box;
 use std::time::{Duration, UNIX_EPOCH};
 
-use addon_jwt::{Algorithm, Decision, KeySet, Minter, Sidecar, SigningKey, Validation, verify};
+use addon_jwt::{
+    Algorithm, Audience, Decision, Issuer, KeySet, Minter, Sidecar, SigningKey, Validation, verify,
+};
 use base64::Engine as _;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::Value;
@@ -98,6 +100,32 @@ fn primitive(alg: Algorithm, public_pem: &str) -> Primitive {
     }
 }
 
+/// The same check by ring, addon-jwt's default backend, key parsed per check as ring does: the
+/// floor for `verify` in the default build.
+fn ring_primitive(alg: Algorithm, public_pem: &str) -> Primitive {
+    use ring::signature as sig;
+    let body: String = public_pem
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .unwrap_or_default();
+    let key_bytes = spki::SubjectPublicKeyInfoRef::try_from(der.as_slice())
+        .ok()
+        .and_then(|info| info.subject_public_key.as_bytes().map(<[u8]>::to_vec))
+        .unwrap_or_default();
+    let algorithm: &'static dyn sig::VerificationAlgorithm = match alg {
+        Algorithm::Rs256 => &sig::RSA_PKCS1_2048_8192_SHA256,
+        Algorithm::Ps256 => &sig::RSA_PSS_2048_8192_SHA256,
+        Algorithm::Es256 => &sig::ECDSA_P256_SHA256_FIXED,
+        Algorithm::Es384 => &sig::ECDSA_P384_SHA384_FIXED,
+        _ => &sig::ED25519,
+    };
+    let key = sig::UnparsedPublicKey::new(algorithm, key_bytes);
+    Box::new(move |m, s| key.verify(m, s).is_ok())
+}
+
 fn peer(alg: Algorithm, public_pem: &str) -> (jsonwebtoken::DecodingKey, jsonwebtoken::Validation) {
     use jsonwebtoken::{Algorithm as A, DecodingKey};
     let (key, a) = match alg {
@@ -132,12 +160,17 @@ fn bench_verify(c: &mut Criterion) {
         let pem = field(&lines, "key", "kid", kid, "public_pem");
         let token = field(&lines, "token", "case", case, "token");
         let keys = KeySet::from_pem(&pem, alg).unwrap_or_default();
-        let validation = Validation::new(AUD, ISS).algorithms(&[alg]);
+        let validation = Validation::new(Issuer::new(ISS), Audience::new(AUD)).algorithms(&[alg]);
         assert!(verify(&token, &keys, &validation, now).is_ok(), "{case}");
         let (signing_input, sig_b64) = token.rsplit_once('.').unwrap_or_default();
         let sig = b64d(sig_b64);
         let raw = primitive(alg, &pem);
         assert!(raw(signing_input.as_bytes(), &sig), "{case} primitive");
+        let ring_raw = ring_primitive(alg, &pem);
+        assert!(
+            ring_raw(signing_input.as_bytes(), &sig),
+            "{case} ring primitive"
+        );
         let (peer_key, peer_validation) = peer(alg, &pem);
         assert!(
             jsonwebtoken::decode::<Value>(&token, &peer_key, &peer_validation).is_ok(),
@@ -149,6 +182,9 @@ fn bench_verify(c: &mut Criterion) {
         });
         group.bench_function(format!("baseline/{alg}_signature"), |b| {
             b.iter(|| raw(black_box(signing_input.as_bytes()), black_box(&sig)))
+        });
+        group.bench_function(format!("baseline/{alg}_ring_signature"), |b| {
+            b.iter(|| ring_raw(black_box(signing_input.as_bytes()), black_box(&sig)))
         });
         group.bench_function(format!("peer/jsonwebtoken_{alg}"), |b| {
             b.iter(|| jsonwebtoken::decode::<Value>(black_box(&token), &peer_key, &peer_validation))
@@ -163,8 +199,12 @@ fn bench_sidecar(c: &mut Criterion) {
     let pem = field(&lines, "key", "kid", "ed25519", "public_pem");
     let token = field(&lines, "token", "case", "EdDSA/valid_aud_list", "token");
     let keys = KeySet::from_pem(&pem, Algorithm::EdDsa).unwrap_or_default();
-    let mut sidecar = Sidecar::new(keys.clone(), Validation::new(AUD, ISS));
-    let mut uncached = Sidecar::new(keys, Validation::new(AUD, ISS)).cache_capacity(0);
+    let sidecar = Sidecar::new(
+        keys.clone(),
+        Validation::new(Issuer::new(ISS), Audience::new(AUD)),
+    );
+    let uncached =
+        Sidecar::new(keys, Validation::new(Issuer::new(ISS), Audience::new(AUD))).cache_capacity(0);
     let auth = format!("Bearer {token}");
     let headers = [
         ("Host", "dashboard.kube-system.svc"),
@@ -214,17 +254,29 @@ fn bench_mint(c: &mut Criterion) {
         let Ok(key) = SigningKey::from_pkcs8_pem(&pem) else {
             continue;
         };
-        let mut cached = Minter::new(key, ISS);
+        let mut cached = Minter::new(key, Issuer::new(ISS));
         let Ok(key) = SigningKey::from_pkcs8_pem(&pem) else {
             continue;
         };
-        let mut uncached = Minter::new(key, ISS).cache_capacity(0);
-        let _ = cached.mint("jane", "kube-system/dashboard", now);
+        let mut uncached = Minter::new(key, Issuer::new(ISS)).cache_capacity(0);
+        let _ = cached.mint("jane", &Audience::new("kube-system/dashboard"), now);
         group.bench_function(format!("ours/{alg}_cache_hit"), |b| {
-            b.iter(|| cached.mint(black_box("jane"), black_box("kube-system/dashboard"), now))
+            b.iter(|| {
+                cached.mint(
+                    black_box("jane"),
+                    &Audience::new(black_box("kube-system/dashboard")),
+                    now,
+                )
+            })
         });
         group.bench_function(format!("ours/{alg}_sign"), |b| {
-            b.iter(|| uncached.mint(black_box("jane"), black_box("kube-system/dashboard"), now))
+            b.iter(|| {
+                uncached.mint(
+                    black_box("jane"),
+                    &Audience::new(black_box("kube-system/dashboard")),
+                    now,
+                )
+            })
         });
         let message = [0x61u8; 200];
         if alg == Algorithm::Es256 {

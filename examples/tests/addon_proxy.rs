@@ -20,6 +20,7 @@ fn addon_proxy_accepts_good_tokens_and_rejects_the_rest() {
         "ok   spoofed X-Authenticated-User with a good token: 200 hello, jane (user headers: 1, credential seen: false)",
         "ok   spoofed X-Authenticated-User without a token: 403",
         "ok   two Authorization headers: 403",
+        "ok   concurrent clients: 8 users x 4 requests, forged tokens between",
     ] {
         assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
     }

@@ -101,6 +101,9 @@ const TOKEN_SECRET: &str = "zq9canaryzq9cana";
 const TOKEN: &str = "canary.zq9canaryzq9cana";
 /// The canary HMAC key.
 const HMAC_KEY: &str = "CANARY-KEY-7d41c0a9e3b2f516";
+/// The canary HMAC key grown to the 32 bytes `addon-jwt` requires of an HS256 secret; it
+/// contains [`HMAC_KEY`], so every check for that canary also finds this one.
+const ADDON_HMAC_KEY: &str = "CANARY-KEY-7d41c0a9e3b2f516-addon-jwt";
 /// The canary exec-plugin token.
 const EXEC_TOKEN: &str = "CANARY-EXEC-5e8b1f2a9c04d7e3";
 /// Canary kubeconfig credential values.
@@ -1793,8 +1796,8 @@ mod exec {
 mod jwt {
     use super::*;
     use addon_jwt::{
-        Algorithm, Decision, Error, KeySet, Minter, ServiceAccountVerifier, Sidecar, SigningKey,
-        Validation, verify, verify_jws,
+        Algorithm, Audience, Decision, Error, Issuer, KeySet, Minter, ServiceAccountVerifier,
+        Sidecar, SigningKey, Validation, verify, verify_jws,
     };
 
     const ISSUER: &str = "https://kubernetes.default.svc";
@@ -1829,7 +1832,7 @@ mod jwt {
     }
 
     fn assert_rejected(
-        sidecar: &mut Sidecar,
+        sidecar: &Sidecar,
         headers: &[(&str, String)],
         at: SystemTime,
         needles: &[String],
@@ -1860,7 +1863,7 @@ mod jwt {
             needles.push(pem_body(&pem));
             assert_debug_clean("SigningKey", &key, &needles);
             assert_text_clean("public key", &key.public_key_pem().unwrap(), &needles);
-            let minter = Minter::new(key, ISSUER);
+            let minter = Minter::new(key, Issuer::new(ISSUER));
             assert_debug_clean("Minter", &minter, &needles);
             // Malformed and mismatched forms of the key.
             let body = pem_body(&pem);
@@ -1925,10 +1928,15 @@ mod jwt {
             with_d.push(b64url(&der)[..32].to_owned());
             assert_error_clean("JWKS with d", &err, &with_d);
         }
-        // RSA is refused for signing, without echoing it.
+        // RSA signs with the ring or aws-lc-rs backend and is refused with `rust-crypto` alone:
+        // either way without echoing the key.
         let rsa = include_str!("../../crates/exec-credential/tests/data/rsa.key");
-        let err = SigningKey::from_pkcs8_pem(rsa).unwrap_err();
-        assert_error_clean("RSA signing key", &err, &pem_runs(rsa));
+        match SigningKey::from_pkcs8_pem(rsa) {
+            Ok(key) => assert_debug_clean("RSA SigningKey", &key, &pem_runs(rsa)),
+            Err(err) => {
+                assert_error_clean("RSA signing key", &err, &pem_runs(rsa));
+            }
+        }
         // The addon-jwt test fixture.
         let fixture = include_str!("../../crates/addon-jwt/tests/data/expired_cert_key.pem");
         let key = SigningKey::from_pkcs8_pem(fixture).unwrap();
@@ -1946,10 +1954,14 @@ mod jwt {
         let set_b = key_b.public_key_set().unwrap();
         let set_b_no_kid =
             KeySet::from_pem(&key_b.public_key_pem().unwrap(), Algorithm::EdDsa).unwrap();
-        let v = Validation::new(AUDIENCE, ISSUER);
-        let mut minter = Minter::new(key_a, ISSUER);
+        let v = Validation::new(Issuer::new(ISSUER), Audience::new(AUDIENCE));
+        let mut minter = Minter::new(key_a, Issuer::new(ISSUER));
         let good = minter
-            .mint("system:serviceaccount:default:canary", AUDIENCE, now())
+            .mint(
+                "system:serviceaccount:default:canary",
+                &Audience::new(AUDIENCE),
+                now(),
+            )
             .unwrap();
         let good = good.expose_secret().to_owned();
         assert!(verify(&good, &set_a, &v, now()).is_ok());
@@ -1994,14 +2006,14 @@ mod jwt {
                 "wrong audience",
                 good.clone(),
                 set_a.clone(),
-                Validation::new("other", ISSUER),
+                Validation::new(Issuer::new(ISSUER), Audience::new("other")),
                 now(),
             ),
             (
                 "wrong issuer",
                 good.clone(),
                 set_a.clone(),
-                Validation::new(AUDIENCE, "https://other"),
+                Validation::new(Issuer::new("https://other"), Audience::new(AUDIENCE)),
                 now(),
             ),
             (
@@ -2056,14 +2068,14 @@ mod jwt {
             (
                 "HS256 under the canary key",
                 format!("{hs_header}.{canary_payload}.{}", parts[2]),
-                KeySet::from_hmac_secret(HMAC_KEY.as_bytes()),
+                KeySet::from_hmac_secret(ADDON_HMAC_KEY.as_bytes()).unwrap(),
                 v.clone().algorithms(&[Algorithm::Hs256]),
                 now(),
             ),
             (
                 "HS256 not allowed",
                 format!("{hs_header}.{canary_payload}.{}", parts[2]),
-                KeySet::from_hmac_secret(HMAC_KEY.as_bytes()),
+                KeySet::from_hmac_secret(ADDON_HMAC_KEY.as_bytes()).unwrap(),
                 v.clone(),
                 now(),
             ),
@@ -2110,13 +2122,17 @@ mod jwt {
             ) {
                 assert_error_clean(what, &e, &needles_good);
             }
-            let sa = ServiceAccountVerifier::new(keys.clone(), &[ISSUER], &[AUDIENCE]);
+            let sa = ServiceAccountVerifier::new(
+                keys.clone(),
+                &[Issuer::new(ISSUER)],
+                &[Audience::new(AUDIENCE)],
+            );
             if let Err(e) = sa.verify(&token, at) {
                 assert_error_clean(what, &e, &needles_good);
             }
-            let mut sidecar = Sidecar::new(keys, validation);
+            let sidecar = Sidecar::new(keys, validation);
             assert_rejected(
-                &mut sidecar,
+                &sidecar,
                 &[("Authorization", format!("Bearer {token}"))],
                 at,
                 &needles_good,
@@ -2140,7 +2156,7 @@ mod jwt {
         }
         // Malformed Authorization headers.
         let needles = token_needles(&good);
-        let mut sidecar = Sidecar::new(set_a.clone(), v.clone());
+        let sidecar = Sidecar::new(set_a.clone(), v.clone());
         for headers in [
             vec![("Authorization", format!("Basic {good}"))],
             vec![("Authorization", format!("bearer  {good} {good}"))],
@@ -2153,7 +2169,7 @@ mod jwt {
             vec![("Authorization", format!("Bearer {HMAC_KEY}"))],
             vec![("X-Token", format!("Bearer {good}"))],
         ] {
-            assert_rejected(&mut sidecar, &headers, now(), &needles);
+            assert_rejected(&sidecar, &headers, now(), &needles);
         }
         // A good token is forwarded; the forwarded request and the cache hold no token.
         match sidecar.decide(
@@ -2175,7 +2191,7 @@ mod jwt {
         assert_debug_clean("Sidecar with cache", &sidecar, &needles);
         // Minting errors with the canary as input.
         for (user, aud) in [("", AUDIENCE), ("jane\n", AUDIENCE), ("jane", "")] {
-            let err = minter.mint(user, aud, now()).unwrap_err();
+            let err = minter.mint(user, &Audience::new(aud), now()).unwrap_err();
             assert!(matches!(err, Error::InvalidInput(_)), "{err:?}");
             assert_error_clean("mint", &err, &needles);
         }
@@ -2185,16 +2201,27 @@ mod jwt {
     #[test]
     fn secrets_compare_by_value() {
         let (_, pem) = &generated()[1];
-        let mut minter = Minter::new(SigningKey::from_pkcs8_pem(pem).unwrap(), ISSUER);
-        let a = minter.mint("jane", AUDIENCE, now()).unwrap();
-        let cached = minter
-            .mint("jane", AUDIENCE, now() + Duration::from_secs(1))
+        let mut minter = Minter::new(
+            SigningKey::from_pkcs8_pem(pem).unwrap(),
+            Issuer::new(ISSUER),
+        );
+        let a = minter
+            .mint("jane", &Audience::new(AUDIENCE), now())
             .unwrap();
-        let other = minter.mint("joan", AUDIENCE, now()).unwrap();
+        let cached = minter
+            .mint(
+                "jane",
+                &Audience::new(AUDIENCE),
+                now() + Duration::from_secs(1),
+            )
+            .unwrap();
+        let other = minter
+            .mint("joan", &Audience::new(AUDIENCE), now())
+            .unwrap();
         assert_eq!(a, cached);
         assert_ne!(a, other);
         assert_eq!(format!("{a:?}"), "BearerToken(<redacted>)");
-        let keys = KeySet::from_hmac_secret(HMAC_KEY.as_bytes());
+        let keys = KeySet::from_hmac_secret(ADDON_HMAC_KEY.as_bytes()).unwrap();
         assert_debug_clean("KeySet", &keys, &[]);
     }
 }

@@ -147,12 +147,12 @@ impl Claims {
         if i128::from(iat) > now_s.saturating_add(leeway) {
             return Err(Error::IssuedInFuture);
         }
-        if !validation.issuers().contains(&issuer) {
+        if !validation.issuers().iter().any(|i| i.as_str() == issuer) {
             return Err(Error::WrongIssuer);
         }
         if !audiences
             .iter()
-            .any(|a| validation.audiences().iter().any(|v| v == a))
+            .any(|a| validation.audiences().iter().any(|v| v.as_str() == a))
         {
             return Err(Error::WrongAudience);
         }

@@ -54,6 +54,12 @@ pub enum Error {
     /// No key in the set has the token's `kid` (the caller may refresh its JWKS).
     #[error("no key with the token's key id")]
     UnknownKeyId,
+    /// More keys than [`MAX_SIGNATURE_CHECKS`](crate::MAX_SIGNATURE_CHECKS) could verify the
+    /// token (it has no `kid`, or the set has that many keys without one): nothing is tried. Name
+    /// the keys (JWKS `kid`, [`KeySet::with_key_id`](crate::KeySet::with_key_id)) and put the
+    /// `kid` in the tokens.
+    #[error("token needs a `kid`: too many keys could verify it")]
+    KeyIdRequired,
     /// No key in the set may verify a token with the token's algorithm.
     #[error("no key in the set is bound to algorithm {0}")]
     NoMatchingKey(crate::Algorithm),
@@ -135,9 +141,13 @@ pub enum KeyProblem {
     /// The key type or curve is not supported.
     #[error("unsupported key type or curve")]
     Unsupported,
-    /// RSA modulus outside 2048..=8192 bits, or an exponent that is even, below 3 or at least 2^33.
+    /// RSA modulus below 2048 bits, or an exponent that is even, below 3 or at least 2^33.
     #[error("RSA key size or exponent outside the accepted range")]
     RsaParameters,
+    /// An RSA modulus larger than the [`KeyPolicy`](crate::KeyPolicy) allows (by default
+    /// [`DEFAULT_MAX_RSA_BITS`](crate::DEFAULT_MAX_RSA_BITS), 4096 bits).
+    #[error("RSA key is larger than the configured limit")]
+    RsaTooLarge,
     /// An elliptic-curve point is not on the curve, or an Ed25519 key is weak.
     #[error("invalid public point")]
     InvalidPoint,
@@ -159,7 +169,16 @@ pub enum KeyProblem {
     /// No key at all.
     #[error("no keys")]
     Empty,
+    /// An `HS256` secret shorter than 32 bytes (RFC 7518 §3.2), including an empty one.
+    #[error("HS256 secret is shorter than 32 bytes")]
+    HmacSecretTooShort,
     /// A private key PEM could not be read (PKCS#8 expected).
     #[error("not a PKCS#8 private key of a supported type")]
     PrivateKey,
+    /// A private key PEM with a label other than `PRIVATE KEY` (PKCS#8) or `EC PRIVATE KEY`
+    /// (SEC1): `RSA PRIVATE KEY`, `ENCRYPTED PRIVATE KEY`, ... The message says how to convert.
+    #[error(
+        "private key PEM label is not supported: convert the key to unencrypted PKCS#8 with `openssl pkcs8 -topk8 -nocrypt -in key.pem -out key.pkcs8.pem`"
+    )]
+    PrivateKeyLabel,
 }

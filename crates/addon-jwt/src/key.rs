@@ -3,12 +3,11 @@
 use core::fmt;
 
 use der::{Decode as _, Encode as _};
-use rsa::BigUint;
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
-use signature::Verifier as _;
 use zeroize::Zeroizing;
 
+use crate::backend::Verifier;
 use crate::error::KeyProblem;
 use crate::{Algorithm, Error, b64, json};
 
@@ -22,8 +21,12 @@ pub const MAX_KEYS: usize = 32;
 pub const MAX_KID_BYTES: usize = 256;
 /// Smallest accepted RSA modulus, in bits.
 pub const MIN_RSA_BITS: usize = 2048;
-/// Largest accepted RSA modulus, in bits.
+/// Largest RSA modulus a [`KeyPolicy`] can allow, in bits.
 pub const MAX_RSA_BITS: usize = 8192;
+/// Largest RSA modulus accepted by default ([`KeyPolicy::new`]), in bits.
+pub const DEFAULT_MAX_RSA_BITS: usize = 4096;
+/// Shortest accepted `HS256` secret, in bytes: the SHA-256 output size (RFC 7518 §3.2).
+pub const MIN_HMAC_SECRET_BYTES: usize = 32;
 
 const OID_RSA: der::asn1::ObjectIdentifier =
     der::asn1::ObjectIdentifier::new_unwrap("1.2.840.113549.1.1.1");
@@ -36,12 +39,67 @@ const OID_P384: der::asn1::ObjectIdentifier =
 const OID_ED25519: der::asn1::ObjectIdentifier =
     der::asn1::ObjectIdentifier::new_unwrap("1.3.101.112");
 
+/// Limits applied when keys are loaded into a [`KeySet`].
+///
+/// The cost of one RSA verification grows with the modulus, and a token is checked before
+/// anyone is authenticated, so the default caps RSA keys at [`DEFAULT_MAX_RSA_BITS`] (4096, what
+/// every Kubernetes distribution and OIDC provider uses at most); [`KeyPolicy::max_rsa_bits`]
+/// raises it up to [`MAX_RSA_BITS`] (8192).
+///
+/// ```
+/// use addon_jwt::{DEFAULT_MAX_RSA_BITS, KeyPolicy};
+/// assert_eq!(KeyPolicy::new().rsa_bits_limit(), DEFAULT_MAX_RSA_BITS);
+/// assert_eq!(KeyPolicy::new().max_rsa_bits(8192).rsa_bits_limit(), 8192);
+/// assert_eq!(KeyPolicy::new().max_rsa_bits(1 << 20).rsa_bits_limit(), 8192); // clamped
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyPolicy {
+    max_rsa_bits: usize,
+}
+
+impl KeyPolicy {
+    /// The default policy: RSA keys up to [`DEFAULT_MAX_RSA_BITS`].
+    #[must_use]
+    pub const fn new() -> KeyPolicy {
+        KeyPolicy {
+            max_rsa_bits: DEFAULT_MAX_RSA_BITS,
+        }
+    }
+
+    /// Accepts RSA keys up to `bits`, clamped to [`MIN_RSA_BITS`]..=[`MAX_RSA_BITS`].
+    #[must_use]
+    pub const fn max_rsa_bits(mut self, bits: usize) -> KeyPolicy {
+        self.max_rsa_bits = if bits < MIN_RSA_BITS {
+            MIN_RSA_BITS
+        } else if bits > MAX_RSA_BITS {
+            MAX_RSA_BITS
+        } else {
+            bits
+        };
+        self
+    }
+
+    /// The largest accepted RSA modulus, in bits.
+    #[must_use]
+    pub const fn rsa_bits_limit(&self) -> usize {
+        self.max_rsa_bits
+    }
+}
+
+impl Default for KeyPolicy {
+    fn default() -> KeyPolicy {
+        KeyPolicy::new()
+    }
+}
+
 /// A set of verification keys, each bound to one [`Algorithm`] and optionally named by a `kid`.
 ///
 /// Keys come from trusted configuration only (a JWKS document, a `PUBLIC KEY` or `CERTIFICATE`
 /// PEM, or an explicit HMAC secret); nothing in a token can add a key. A token whose header has a
 /// `kid` is checked against the keys with that `kid` and the keys that have none (PEM keys);
-/// a token without `kid` against all keys. A key only ever verifies its own algorithm.
+/// a token without `kid` against all keys. A key only ever verifies its own algorithm. A token
+/// that more than [`MAX_SIGNATURE_CHECKS`](crate::MAX_SIGNATURE_CHECKS) keys could verify is
+/// refused unverified ([`Error::KeyIdRequired`]).
 ///
 /// ```
 /// use addon_jwt::{Algorithm, KeySet};
@@ -63,27 +121,19 @@ pub(crate) struct Key {
     pub(crate) kid: Option<String>,
     pub(crate) alg: Algorithm,
     material: Material,
-    /// The same public key parsed once by aws-lc-rs, which then does the verification.
-    #[cfg(feature = "aws-lc-rs")]
-    fast: Fast,
+    /// The same public key in the signature backend's form, made once when the set is built.
+    verifier: Verifier,
 }
 
-/// The aws-lc-rs form of a key, parsed once when the key set is built.
-#[cfg(feature = "aws-lc-rs")]
+/// A validated key, independent of the signature backend.
 #[derive(Clone)]
-enum Fast {
-    /// Verified by aws-lc-rs.
-    Parsed(aws_lc_rs::signature::ParsedPublicKey),
-    /// aws-lc-rs refused the key: nothing verifies with it (as when it parsed it per token).
-    Rejected,
-    /// HMAC: stays with the RustCrypto `hmac` crate.
-    None,
-}
-
-#[derive(Clone)]
-enum Material {
-    RsaPkcs1(rsa::pkcs1v15::VerifyingKey<Sha256>),
-    RsaPss(rsa::pss::VerifyingKey<Sha256>),
+pub(crate) enum Material {
+    /// A DER `RSAPublicKey` (PKCS#1) whose modulus and exponent passed the checks; PSS or
+    /// PKCS#1 v1.5.
+    Rsa {
+        pkcs1: Vec<u8>,
+        pss: bool,
+    },
     P256(p256::ecdsa::VerifyingKey),
     P384(p384::ecdsa::VerifyingKey),
     Ed25519(ed25519_dalek::VerifyingKey),
@@ -109,9 +159,20 @@ impl KeySet {
     /// [`Error::TooLarge`], [`Error::Json`] (invalid JSON, duplicate members), or
     /// [`Error::InvalidJwks`]: no `keys` array, duplicate `kid`, private or symmetric key
     /// material (`d`, `k`, `oct`, ...), `use` other than `sig`, `key_ops` without `verify`, an
-    /// `alg` that does not fit the key, malformed or non-minimal parameters, RSA keys outside
-    /// 2048–8192 bits or with a bad exponent, points off the curve, or no usable key.
+    /// `alg` that does not fit the key, malformed or non-minimal parameters, RSA keys below
+    /// 2048 bits, above [`DEFAULT_MAX_RSA_BITS`] ([`KeyProblem::RsaTooLarge`]) or with a bad
+    /// exponent, points off the curve, or no usable key.
     pub fn from_jwks(json_text: &str) -> Result<KeySet, Error> {
+        KeySet::from_jwks_with(json_text, &KeyPolicy::new())
+    }
+
+    /// [`KeySet::from_jwks`] under `policy`.
+    ///
+    /// # Errors
+    ///
+    /// As [`KeySet::from_jwks`]; [`KeyProblem::RsaTooLarge`] for an RSA key above the policy's
+    /// limit.
+    pub fn from_jwks_with(json_text: &str, policy: &KeyPolicy) -> Result<KeySet, Error> {
         if json_text.len() > MAX_JWKS_BYTES {
             return Err(Error::TooLarge {
                 what: "jwks",
@@ -130,7 +191,7 @@ impl KeySet {
             let Value::Object(jwk) = entry else {
                 return Err(Error::InvalidJwks(KeyProblem::Parameter));
             };
-            if let Some(key) = key_from_jwk(jwk).map_err(Error::InvalidJwks)? {
+            if let Some(key) = key_from_jwk(jwk, policy).map_err(Error::InvalidJwks)? {
                 set.push(key).map_err(Error::InvalidJwks)?;
             }
         }
@@ -151,9 +212,20 @@ impl KeySet {
     ///
     /// [`Error::TooLarge`] above [`MAX_PEM_BYTES`]; [`Error::InvalidKey`] for other PEM labels,
     /// text outside the PEM blocks, bad DER, a key type that does not fit `alg` (including any
-    /// PEM for `HS256`: an HMAC key is never derived from PEM text), RSA keys outside
-    /// 2048–8192 bits or with a bad exponent, invalid points, or more than [`MAX_KEYS`] keys.
+    /// PEM for `HS256`: an HMAC key is never derived from PEM text), RSA keys below
+    /// 2048 bits, above [`DEFAULT_MAX_RSA_BITS`] ([`KeyProblem::RsaTooLarge`]) or with a bad
+    /// exponent, invalid points, or more than [`MAX_KEYS`] keys.
     pub fn from_pem(pem: &str, alg: Algorithm) -> Result<KeySet, Error> {
+        KeySet::from_pem_with(pem, alg, &KeyPolicy::new())
+    }
+
+    /// [`KeySet::from_pem`] under `policy`.
+    ///
+    /// # Errors
+    ///
+    /// As [`KeySet::from_pem`]; [`KeyProblem::RsaTooLarge`] for an RSA key above the policy's
+    /// limit.
+    pub fn from_pem_with(pem: &str, alg: Algorithm, policy: &KeyPolicy) -> Result<KeySet, Error> {
         if pem.len() > MAX_PEM_BYTES {
             return Err(Error::TooLarge {
                 what: "pem",
@@ -177,7 +249,7 @@ impl KeySet {
                 }
                 _ => return Err(Error::InvalidKey(KeyProblem::Pem)),
             };
-            let material = material_from_spki(&spki, alg).map_err(Error::InvalidKey)?;
+            let material = material_from_spki(&spki, alg, policy).map_err(Error::InvalidKey)?;
             set.push(Key::new(None, alg, material))
                 .map_err(Error::InvalidKey)?;
         }
@@ -193,10 +265,24 @@ impl KeySet {
     ///
     /// [`Error::InvalidKey`] as for [`KeySet::from_pem`].
     pub fn from_spki_der(der: &[u8], alg: Algorithm) -> Result<KeySet, Error> {
+        KeySet::from_spki_der_with(der, alg, &KeyPolicy::new())
+    }
+
+    /// [`KeySet::from_spki_der`] under `policy`.
+    ///
+    /// # Errors
+    ///
+    /// As [`KeySet::from_spki_der`]; [`KeyProblem::RsaTooLarge`] for an RSA key above the
+    /// policy's limit.
+    pub fn from_spki_der_with(
+        der: &[u8],
+        alg: Algorithm,
+        policy: &KeyPolicy,
+    ) -> Result<KeySet, Error> {
         if alg == Algorithm::Hs256 {
             return Err(Error::InvalidKey(KeyProblem::AlgorithmMismatch));
         }
-        let material = material_from_spki(der, alg).map_err(Error::InvalidKey)?;
+        let material = material_from_spki(der, alg, policy).map_err(Error::InvalidKey)?;
         Ok(KeySet {
             keys: vec![Key::new(None, alg, material)],
         })
@@ -206,8 +292,33 @@ impl KeySet {
     ///
     /// This is the only way to obtain an `HS256` key: PEM text, JWKS `oct` keys and public keys
     /// can never become HMAC keys. The secret is zeroised on drop and never printed.
-    #[must_use]
-    pub fn from_hmac_secret(secret: &[u8]) -> KeySet {
+    ///
+    /// The secret must be at least [`MIN_HMAC_SECRET_BYTES`] (32) bytes, the size of the hash
+    /// output (RFC 7518 §3.2): an empty secret, as an unset environment variable gives, would let
+    /// anyone mint tokens.
+    ///
+    /// ```
+    /// use addon_jwt::{Error, KeyProblem, KeySet};
+    /// assert!(KeySet::from_hmac_secret(b"a shared secret of at least 32 bytes!").is_ok());
+    /// assert_eq!(
+    ///     KeySet::from_hmac_secret(b"").unwrap_err(),
+    ///     Error::InvalidKey(KeyProblem::HmacSecretTooShort),
+    /// );
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidKey`] with [`KeyProblem::HmacSecretTooShort`] for a secret shorter than
+    /// [`MIN_HMAC_SECRET_BYTES`].
+    pub fn from_hmac_secret(secret: &[u8]) -> Result<KeySet, Error> {
+        if secret.len() < MIN_HMAC_SECRET_BYTES {
+            return Err(Error::InvalidKey(KeyProblem::HmacSecretTooShort));
+        }
+        Ok(KeySet::hmac_unchecked(secret))
+    }
+
+    /// An `HS256` key of any length (the primitive test suites use short keys).
+    pub(crate) fn hmac_unchecked(secret: &[u8]) -> KeySet {
         KeySet {
             keys: vec![Key::new(
                 None,
@@ -293,41 +404,16 @@ impl Key {
         Key {
             kid,
             alg,
-            #[cfg(feature = "aws-lc-rs")]
-            fast: fast_key(&material),
+            verifier: Verifier::new(&material),
             material,
         }
     }
 
     /// Verifies `signature` over `signing_input` with this key (its algorithm is `self.alg`).
     pub(crate) fn verify(&self, signing_input: &[u8], signature: &[u8]) -> Result<(), Error> {
-        #[cfg(feature = "aws-lc-rs")]
-        match &self.fast {
-            Fast::Parsed(key) => {
-                return key
-                    .verify_sig(signing_input, signature)
-                    .map_err(|_| Error::BadSignature);
-            }
-            Fast::Rejected => return Err(Error::BadSignature),
-            Fast::None => {}
-        }
+        #[cfg(test)]
+        VERIFICATIONS.with(|n| n.set(n.get().saturating_add(1)));
         let ok = match &self.material {
-            Material::RsaPkcs1(vk) => rsa::pkcs1v15::Signature::try_from(signature)
-                .ok()
-                .is_some_and(|s| vk.verify(signing_input, &s).is_ok()),
-            Material::RsaPss(vk) => rsa::pss::Signature::try_from(signature)
-                .ok()
-                .is_some_and(|s| vk.verify(signing_input, &s).is_ok()),
-            Material::P256(vk) => p256::ecdsa::Signature::from_slice(signature)
-                .ok()
-                .is_some_and(|s| vk.verify(signing_input, &s).is_ok()),
-            Material::P384(vk) => p384::ecdsa::Signature::from_slice(signature)
-                .ok()
-                .is_some_and(|s| vk.verify(signing_input, &s).is_ok()),
-            Material::Ed25519(vk) => <&[u8; 64]>::try_from(signature).is_ok_and(|s| {
-                vk.verify_strict(signing_input, &ed25519_dalek::Signature::from_bytes(s))
-                    .is_ok()
-            }),
             Material::Hmac(secret) => {
                 use hmac::Mac as _;
                 match hmac::Hmac::<Sha256>::new_from_slice(secret) {
@@ -338,42 +424,28 @@ impl Key {
                     Err(_) => false,
                 }
             }
+            _ => self.verifier.verify(signing_input, signature),
         };
         if ok { Ok(()) } else { Err(Error::BadSignature) }
     }
 }
 
-/// The aws-lc-rs form of a public key, parsed once (HMAC keys stay with the RustCrypto `hmac`
-/// crate).
-#[cfg(feature = "aws-lc-rs")]
-fn fast_key(material: &Material) -> Fast {
-    use aws_lc_rs::signature as sig;
-    use rsa::pkcs1::EncodeRsaPublicKey as _;
-    let rsa_der = |key: &rsa::RsaPublicKey| key.to_pkcs1_der().ok().map(|d| d.into_vec());
-    let (alg, bytes): (&'static dyn sig::VerificationAlgorithm, Option<Vec<u8>>) = match material {
-        Material::RsaPkcs1(vk) => (
-            &sig::RSA_PKCS1_2048_8192_SHA256,
-            rsa_der(AsRef::<rsa::RsaPublicKey>::as_ref(vk)),
-        ),
-        Material::RsaPss(vk) => (
-            &sig::RSA_PSS_2048_8192_SHA256,
-            rsa_der(AsRef::<rsa::RsaPublicKey>::as_ref(vk)),
-        ),
-        Material::P256(vk) => (
-            &sig::ECDSA_P256_SHA256_FIXED,
-            Some(vk.to_encoded_point(false).as_bytes().to_vec()),
-        ),
-        Material::P384(vk) => (
-            &sig::ECDSA_P384_SHA384_FIXED,
-            Some(vk.to_encoded_point(false).as_bytes().to_vec()),
-        ),
-        Material::Ed25519(vk) => (&sig::ED25519, Some(vk.as_bytes().to_vec())),
-        Material::Hmac(_) => return Fast::None,
-    };
-    match bytes.map(|b| sig::ParsedPublicKey::new(alg, b)) {
-        Some(Ok(key)) => Fast::Parsed(key),
-        _ => Fast::Rejected,
-    }
+#[cfg(test)]
+thread_local! {
+    /// Signature checks made on this thread (tests count the work per token).
+    static VERIFICATIONS: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+}
+
+/// Resets this thread's count of signature checks.
+#[cfg(test)]
+pub(crate) fn reset_verifications() {
+    VERIFICATIONS.with(|n| n.set(0));
+}
+
+/// Signature checks made on this thread since the last reset.
+#[cfg(test)]
+pub(crate) fn verifications() -> usize {
+    VERIFICATIONS.with(core::cell::Cell::get)
 }
 
 /// The Kubernetes key id of a DER SubjectPublicKeyInfo: base64url(SHA-256(DER)), unpadded.
@@ -381,11 +453,40 @@ pub(crate) fn kubernetes_kid(spki_der: &[u8]) -> String {
     b64::encode(&Sha256::digest(spki_der))
 }
 
-fn rsa_material(n: &[u8], e: &[u8], alg: Algorithm) -> Result<Material, KeyProblem> {
-    let n = BigUint::from_bytes_be(n);
-    let e_big = BigUint::from_bytes_be(e);
-    let bits = n.bits();
-    if !(MIN_RSA_BITS..=MAX_RSA_BITS).contains(&bits) {
+/// Bits in a big-endian unsigned integer without leading zero bytes.
+fn bit_length(n: &[u8]) -> usize {
+    let Some((first, rest)) = n.split_first() else {
+        return 0;
+    };
+    let top = usize::try_from(u8::BITS.saturating_sub(first.leading_zeros())).unwrap_or(0);
+    rest.len().saturating_mul(8).saturating_add(top)
+}
+
+/// Checks an RSA public key given as big-endian `n` and `e` without leading zeros, and encodes
+/// it as a PKCS#1 `RSAPublicKey` for the signature backend.
+fn rsa_material(
+    n: &[u8],
+    e: &[u8],
+    alg: Algorithm,
+    policy: &KeyPolicy,
+) -> Result<Material, KeyProblem> {
+    let pss = match alg {
+        Algorithm::Rs256 => false,
+        Algorithm::Ps256 => true,
+        _ => return Err(KeyProblem::AlgorithmMismatch),
+    };
+    if n.first() == Some(&0) || e.first() == Some(&0) {
+        return Err(KeyProblem::Parameter);
+    }
+    let bits = bit_length(n);
+    if bits < MIN_RSA_BITS {
+        return Err(KeyProblem::RsaParameters);
+    }
+    if bits > policy.rsa_bits_limit() {
+        return Err(KeyProblem::RsaTooLarge);
+    }
+    // An RSA modulus is odd.
+    if n.last().is_none_or(|b| b % 2 == 0) {
         return Err(KeyProblem::RsaParameters);
     }
     // e odd, 3 <= e < 2^33.
@@ -399,16 +500,19 @@ fn rsa_material(n: &[u8], e: &[u8], alg: Algorithm) -> Result<Material, KeyProbl
     if !e_ok {
         return Err(KeyProblem::RsaParameters);
     }
-    let key = rsa::RsaPublicKey::new_with_max_size(n, e_big, MAX_RSA_BITS)
-        .map_err(|_| KeyProblem::RsaParameters)?;
-    match alg {
-        Algorithm::Rs256 => Ok(Material::RsaPkcs1(rsa::pkcs1v15::VerifyingKey::new(key))),
-        Algorithm::Ps256 => Ok(Material::RsaPss(rsa::pss::VerifyingKey::new(key))),
-        _ => Err(KeyProblem::AlgorithmMismatch),
-    }
+    let key = pkcs1::RsaPublicKey {
+        modulus: der::asn1::UintRef::new(n).map_err(|_| KeyProblem::Parameter)?,
+        public_exponent: der::asn1::UintRef::new(e).map_err(|_| KeyProblem::Parameter)?,
+    };
+    let pkcs1 = key.to_der().map_err(|_| KeyProblem::Parameter)?;
+    Ok(Material::Rsa { pkcs1, pss })
 }
 
-fn material_from_spki(der: &[u8], alg: Algorithm) -> Result<Material, KeyProblem> {
+fn material_from_spki(
+    der: &[u8],
+    alg: Algorithm,
+    policy: &KeyPolicy,
+) -> Result<Material, KeyProblem> {
     let spki = spki::SubjectPublicKeyInfoRef::try_from(der).map_err(|_| KeyProblem::Der)?;
     let key_bytes = spki.subject_public_key.as_bytes().ok_or(KeyProblem::Der)?;
     let oid = spki.algorithm.oid;
@@ -416,8 +520,13 @@ fn material_from_spki(der: &[u8], alg: Algorithm) -> Result<Material, KeyProblem
         if !matches!(alg, Algorithm::Rs256 | Algorithm::Ps256) {
             return Err(KeyProblem::AlgorithmMismatch);
         }
-        let pk = rsa::pkcs1::RsaPublicKey::from_der(key_bytes).map_err(|_| KeyProblem::Der)?;
-        return rsa_material(pk.modulus.as_bytes(), pk.public_exponent.as_bytes(), alg);
+        let pk = pkcs1::RsaPublicKey::from_der(key_bytes).map_err(|_| KeyProblem::Der)?;
+        return rsa_material(
+            pk.modulus.as_bytes(),
+            pk.public_exponent.as_bytes(),
+            alg,
+            policy,
+        );
     }
     if oid == OID_EC {
         let curve = spki
@@ -477,7 +586,7 @@ fn b64_member(jwk: &Map<String, Value>, name: &str) -> Result<Vec<u8>, KeyProble
 }
 
 /// Parses one JWK; `Ok(None)` for a key type this crate does not implement.
-fn key_from_jwk(jwk: &Map<String, Value>) -> Result<Option<Key>, KeyProblem> {
+fn key_from_jwk(jwk: &Map<String, Value>, policy: &KeyPolicy) -> Result<Option<Key>, KeyProblem> {
     if PRIVATE_MEMBERS.iter().any(|m| jwk.contains_key(*m)) {
         return Err(KeyProblem::PrivateMaterial);
     }
@@ -521,7 +630,7 @@ fn key_from_jwk(jwk: &Map<String, Value>) -> Result<Option<Key>, KeyProblem> {
             if n.first() == Some(&0) || e.first() == Some(&0) || e.is_empty() {
                 return Err(KeyProblem::Parameter);
             }
-            (alg, rsa_material(&n, &e, alg)?)
+            (alg, rsa_material(&n, &e, alg, policy)?)
         }
         "EC" => {
             let crv = str_member(jwk, "crv")?.ok_or(KeyProblem::Parameter)?;
@@ -609,10 +718,22 @@ mod tests {
 
     #[test]
     fn debug_lists_only_ids_and_algorithms() {
-        let set = KeySet::from_hmac_secret(b"CANARY-KEY-0123456789");
+        let set = KeySet::from_hmac_secret(b"CANARY-KEY-0123456789abcdef0123456789").unwrap();
         let dbg = format!("{set:?}");
         assert!(!dbg.contains("CANARY"), "{dbg}");
         assert!(dbg.contains("Hs256"), "{dbg}");
+    }
+
+    #[test]
+    fn hmac_secrets_shorter_than_32_bytes_are_refused() {
+        for len in [0, 1, 16, 31] {
+            assert_eq!(
+                KeySet::from_hmac_secret(&vec![b'k'; len]).unwrap_err(),
+                Error::InvalidKey(KeyProblem::HmacSecretTooShort),
+                "{len}"
+            );
+        }
+        assert_eq!(KeySet::from_hmac_secret(&[b'k'; 32]).unwrap().len(), 1);
     }
 
     #[test]

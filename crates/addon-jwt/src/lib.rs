@@ -4,10 +4,12 @@
 
 mod algorithm;
 mod b64;
+mod backend;
 mod claims;
 mod error;
 mod json;
 mod key;
+mod names;
 mod serviceaccount;
 mod sidecar;
 mod sign;
@@ -16,12 +18,15 @@ mod validation;
 mod verify;
 
 pub use algorithm::Algorithm;
+pub use backend::SIGNATURE_BACKEND;
 pub use claims::{Claims, MAX_AUDIENCES, MAX_SUBJECT_BYTES};
 pub use error::{Error, JsonProblem, KeyProblem};
 pub use json::{MAX_JSON_DEPTH, MAX_JSON_MEMBERS};
 pub use key::{
-    KeySet, MAX_JWKS_BYTES, MAX_KEYS, MAX_KID_BYTES, MAX_PEM_BYTES, MAX_RSA_BITS, MIN_RSA_BITS,
+    DEFAULT_MAX_RSA_BITS, KeyPolicy, KeySet, MAX_JWKS_BYTES, MAX_KEYS, MAX_KID_BYTES,
+    MAX_PEM_BYTES, MAX_RSA_BITS, MIN_HMAC_SECRET_BYTES, MIN_RSA_BITS,
 };
+pub use names::{Audience, Issuer};
 pub use serviceaccount::{
     KubernetesClaims, ObjectRef, SERVICE_ACCOUNT_LEEWAY, ServiceAccountToken,
     ServiceAccountVerifier,
@@ -33,7 +38,7 @@ pub use sidecar::{
 pub use sign::{DEFAULT_MINT_CACHE, DEFAULT_TTL, Minter, SigningKey};
 pub use token::BearerToken;
 pub use validation::Validation;
-pub use verify::{MAX_HEADER_BYTES, MAX_TOKEN_BYTES, verify, verify_jws};
+pub use verify::{MAX_HEADER_BYTES, MAX_SIGNATURE_CHECKS, MAX_TOKEN_BYTES, verify, verify_jws};
 
 #[cfg(test)]
 mod wycheproof_tests;

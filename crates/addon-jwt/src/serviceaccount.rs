@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Map, Value};
 
 use crate::claims::unix_seconds;
-use crate::{Algorithm, Claims, Error, KeySet, Validation, verify};
+use crate::{Algorithm, Audience, Claims, Error, Issuer, KeySet, Validation, verify};
 
 const CLAIM: &str = "kubernetes.io";
 
@@ -140,13 +140,13 @@ fn object_ref(map: &Map<String, Value>, name: &str) -> Result<Option<ObjectRef>,
 /// the API server and are left to the caller, for example through a TokenReview.
 ///
 /// ```
-/// use addon_jwt::{KeySet, ServiceAccountVerifier};
+/// use addon_jwt::{Audience, Issuer, KeySet, ServiceAccountVerifier};
 /// let jwks = r#"{"keys":[{"use":"sig","kty":"EC","kid":"k1","crv":"P-256","alg":"ES256",
 ///   "x":"FYupetsFdFliEXRPAuyupgpsFTzo80ZQGh9a7XJ_enI","y":"QCfN8N7dcS6ZFqMDpLxZUXdkwkVHOfXQY71Fm0hmpj8"}]}"#;
 /// let verifier = ServiceAccountVerifier::new(
 ///     KeySet::from_jwks(jwks)?,
-///     &["https://kubernetes.default.svc.cluster.local"],
-///     &["https://kubernetes.default.svc.cluster.local"],
+///     &[Issuer::new("https://kubernetes.default.svc.cluster.local")],
+///     &[Audience::new("https://kubernetes.default.svc.cluster.local")],
 /// );
 /// assert_eq!(verifier.validation().leeway_duration().as_secs(), 60);
 /// # Ok::<(), addon_jwt::Error>(())
@@ -162,21 +162,26 @@ impl ServiceAccountVerifier {
     /// the issuers are the audiences (kube-apiserver's default for `--api-audiences`).
     /// Allowed algorithms: `RS256`, `ES256`, `ES384` (what kube-apiserver signs with).
     #[must_use]
-    pub fn new(keys: KeySet, issuers: &[&str], audiences: &[&str]) -> ServiceAccountVerifier {
+    pub fn new(keys: KeySet, issuers: &[Issuer], audiences: &[Audience]) -> ServiceAccountVerifier {
+        let defaulted: Vec<Audience>;
         let audiences = if audiences.is_empty() {
-            issuers
+            defaulted = issuers.iter().map(|i| Audience::new(i.as_str())).collect();
+            &defaulted
         } else {
             audiences
         };
         let mut validation = Validation::new(
-            audiences.first().copied().unwrap_or(""),
-            issuers.first().copied().unwrap_or(""),
+            issuers.first().cloned().unwrap_or_else(|| Issuer::new("")),
+            audiences
+                .first()
+                .cloned()
+                .unwrap_or_else(|| Audience::new("")),
         );
         for aud in audiences.iter().skip(1) {
-            validation = validation.audience(aud);
+            validation = validation.audience(aud.clone());
         }
         for iss in issuers.iter().skip(1) {
-            validation = validation.issuer(iss);
+            validation = validation.issuer(iss.clone());
         }
         let validation = validation
             .algorithms(&[Algorithm::Rs256, Algorithm::Es256, Algorithm::Es384])
@@ -195,11 +200,19 @@ impl ServiceAccountVerifier {
     /// # Errors
     ///
     /// Every error of [`verify`](crate::verify); [`Error::MissingClaim`] when the token has no
-    /// `kubernetes.io` claim; [`Error::InvalidClaim`] when that claim is malformed or `sub` does
-    /// not name its service account.
+    /// `kubernetes.io` claim; [`Error::InvalidClaim`] when that claim is malformed, its namespace
+    /// is not a DNS-1123 label or its service-account name not a DNS-1123 subdomain (the names
+    /// kube-apiserver accepts, so `system:serviceaccount:<namespace>:<name>` splits back into
+    /// exactly those two), or `sub` does not name its service account.
     pub fn verify(&self, token: &str, now: SystemTime) -> Result<ServiceAccountToken, Error> {
         let claims = verify(token, &self.keys, &self.validation, now)?;
         let k8s = claims.kubernetes().ok_or(Error::MissingClaim(CLAIM))?;
+        // kube-apiserver only ever builds user names it can split again: a namespace that is a
+        // DNS-1123 label and a service-account name that is a DNS-1123 subdomain.
+        if !is_dns1123_label(k8s.namespace()) || !is_dns1123_subdomain(k8s.service_account().name())
+        {
+            return Err(Error::InvalidClaim(CLAIM));
+        }
         let expected = format!(
             "system:serviceaccount:{}:{}",
             k8s.namespace(),
@@ -210,6 +223,23 @@ impl ServiceAccountVerifier {
         }
         Ok(ServiceAccountToken { claims })
     }
+}
+
+/// A DNS-1123 label (a namespace name): 1 to 63 of `a-z`, `0-9` and `-`, starting and ending
+/// with a letter or digit.
+fn is_dns1123_label(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    (1..=63).contains(&bytes.len())
+        && bytes.first().is_some_and(alnum)
+        && bytes.last().is_some_and(alnum)
+        && bytes.iter().all(|b| alnum(b) || *b == b'-')
+}
+
+/// A DNS-1123 subdomain (a service-account name): at most 253 characters, DNS-1123 labels
+/// joined by `.`.
+fn is_dns1123_subdomain(name: &str) -> bool {
+    name.len() <= 253 && name.split('.').all(is_dns1123_label)
 }
 
 /// A verified service-account token and the user kube-apiserver would derive from it.
@@ -295,5 +325,62 @@ impl ServiceAccountToken {
         self.k8s()
             .and_then(KubernetesClaims::warn_after_unix)
             .is_some_and(|w| unix_seconds(now) > i128::from(w))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaces_are_dns1123_labels() {
+        for ok in ["default", "kube-system", "a", "0", "a-0", &"a".repeat(63)] {
+            assert!(is_dns1123_label(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "bar:baz",
+            "ns ",
+            " ns",
+            "Kube-System",
+            "-a",
+            "a-",
+            "a.b",
+            "a_b",
+            "\u{e9}t\u{e9}",
+            &"a".repeat(64),
+        ] {
+            assert!(!is_dns1123_label(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn service_account_names_are_dns1123_subdomains() {
+        let long = [
+            "a".repeat(63),
+            "b".repeat(63),
+            "c".repeat(63),
+            "d".repeat(61),
+        ]
+        .join(".");
+        assert_eq!(long.len(), 253);
+        for ok in ["default", "my.sa", "a-b.c-d", long.as_str()] {
+            assert!(is_dns1123_subdomain(ok), "{ok}");
+        }
+        let too_long = format!("{long}e");
+        for bad in [
+            "",
+            "bar:baz",
+            "dash ",
+            "a..b",
+            ".a",
+            "a.",
+            "A",
+            "a_b",
+            "a/b",
+            too_long.as_str(),
+        ] {
+            assert!(!is_dns1123_subdomain(bad), "{bad:?}");
+        }
     }
 }

@@ -4,7 +4,7 @@ use core::fmt;
 use core::hash::{BuildHasherDefault, Hasher};
 use core::iter::FusedIterator;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
 use sha2::{Digest as _, Sha256};
@@ -20,6 +20,8 @@ pub const MAX_REQUEST_HEADER_BYTES: usize = 64 * 1024;
 pub const MAX_REQUEST_HEADERS: usize = 256;
 /// Default capacity of the verified-token cache.
 pub const DEFAULT_VERIFIED_CACHE: usize = 4096;
+/// Shards of the verified-token cache: requests on different shards never wait for each other.
+const CACHE_SHARDS: usize = 16;
 
 /// [`AUTHENTICATED_USER_HEADER`] in lower case (as `http` spells header names).
 const USER_HEADER_LOWER: &str = "x-authenticated-user";
@@ -40,25 +42,34 @@ const USER_HEADER_LOWER: &str = "x-authenticated-user";
 ///   value and nothing else;
 /// * the token passes [`verify`](crate::verify) with the configured keys and [`Validation`];
 /// * its `sub` must be visible ASCII (spaces allowed inside) to become a header value;
-/// * the header list is bounded ([`MAX_REQUEST_HEADER_BYTES`], [`MAX_REQUEST_HEADERS`]).
+/// * the header list is bounded ([`MAX_REQUEST_HEADER_BYTES`], [`MAX_REQUEST_HEADERS`]);
+/// * every header name is an RFC 9110 token (no spaces, tabs, NUL or other separators), and no
+///   name other than the look-alikes above reads as `X-Authenticated-User` once only its letters
+///   and digits are kept (`x.authenticated.user`, `XAuthenticatedUser`): such a request is
+///   rejected, since an upstream server may fold such names onto the identity header.
 ///
 /// A bounded cache keyed by SHA-256 of the token remembers verified tokens until `exp` (plus
 /// leeway), so repeated requests skip the signature check. Tokens are never stored.
 ///
+/// A `Sidecar` is `Send + Sync` and decides through `&self`: share one (for example in an
+/// `Arc`) between all of a proxy's threads and tasks, without a lock around it. The cache is
+/// split into shards, each behind its own short-lived lock that is never held while a signature
+/// is checked.
+///
 /// ```
 /// use std::time::{Duration, UNIX_EPOCH};
-/// use addon_jwt::{Decision, Minter, Sidecar, SigningKey, Validation};
+/// use addon_jwt::{Audience, Decision, Issuer, Minter, Sidecar, SigningKey, Validation};
 /// let pem = "-----BEGIN PRIVATE KEY-----\n\
 /// MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
 /// -----END PRIVATE KEY-----\n";
 /// let key = SigningKey::from_pkcs8_pem(pem)?;
-/// let mut sidecar = Sidecar::new(
+/// let sidecar = Sidecar::new(
 ///     key.public_key_set()?,
-///     Validation::new("kube-system/dashboard", "https://apiserver.example"),
+///     Validation::new(Issuer::new("https://apiserver.example"), Audience::new("kube-system/dashboard")),
 /// );
-/// let mut minter = Minter::new(key, "https://apiserver.example");
+/// let mut minter = Minter::new(key, Issuer::new("https://apiserver.example"));
 /// let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-/// let token = minter.mint("jane", "kube-system/dashboard", now)?;
+/// let token = minter.mint("jane", &Audience::new("kube-system/dashboard"), now)?;
 /// let auth = format!("Bearer {}", token.expose_secret());
 /// let request = [
 ///     ("Host", "dashboard"),
@@ -76,12 +87,40 @@ const USER_HEADER_LOWER: &str = "x-authenticated-user";
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Sidecar {
     keys: KeySet,
     validation: Validation,
-    capacity: usize,
-    cache: HashMap<[u8; 32], Verified, BuildHasherDefault<DigestHasher>>,
+    /// Capacity of each shard (the total capacity split evenly, rounded up).
+    shard_capacity: usize,
+    shards: [Mutex<Shard>; CACHE_SHARDS],
+}
+
+/// One shard of the verified-token cache.
+type Shard = HashMap<[u8; 32], Verified, BuildHasherDefault<DigestHasher>>;
+
+impl Clone for Sidecar {
+    /// A sidecar with the same keys, policy and capacity, and a copy of the cache.
+    fn clone(&self) -> Sidecar {
+        Sidecar {
+            keys: self.keys.clone(),
+            validation: self.validation.clone(),
+            shard_capacity: self.shard_capacity,
+            shards: core::array::from_fn(|i| {
+                Mutex::new(
+                    self.shards
+                        .get(i)
+                        .map(|s| lock(s).clone())
+                        .unwrap_or_default(),
+                )
+            }),
+        }
+    }
+}
+
+/// Locks a shard; a panic in another thread while it held the lock leaves a valid map.
+fn lock(shard: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
+    shard.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[derive(Debug, Clone)]
@@ -235,6 +274,10 @@ pub enum RejectReason {
     MalformedAuthorization,
     /// The header list exceeds [`MAX_REQUEST_HEADER_BYTES`] or [`MAX_REQUEST_HEADERS`].
     HeadersTooLarge,
+    /// A header name is not an RFC 9110 token (a space, tab, NUL or other separator, or empty),
+    /// or reads as `X-Authenticated-User` with only its letters and digits kept without being
+    /// one of the spellings that are removed (`x.authenticated.user`, `xauthenticateduser`).
+    InvalidHeaderName,
     /// The token failed verification.
     InvalidToken(Error),
     /// The token's `sub` cannot be sent as a header value (control or non-ASCII characters,
@@ -253,6 +296,9 @@ impl fmt::Display for RejectReason {
                 f.write_str("authorization header is not a single bearer token")
             }
             RejectReason::HeadersTooLarge => f.write_str("request headers too large"),
+            RejectReason::InvalidHeaderName => {
+                f.write_str("a header name is not a token or imitates the identity header")
+            }
             RejectReason::InvalidToken(e) => write!(f, "invalid token: {e}"),
             RejectReason::SubjectNotHeaderSafe => {
                 f.write_str("token subject is not a safe header value")
@@ -269,23 +315,29 @@ impl Sidecar {
         Sidecar {
             keys,
             validation,
-            capacity: DEFAULT_VERIFIED_CACHE,
-            cache: HashMap::default(),
+            shard_capacity: DEFAULT_VERIFIED_CACHE.div_ceil(CACHE_SHARDS),
+            shards: Default::default(),
         }
     }
 
-    /// Sets the verified-token cache capacity (0 disables it).
+    /// Sets the verified-token cache capacity (0 disables it). The cache is split into 16
+    /// shards of `capacity / 16` entries (rounded up), so it may hold up to 15 more.
     #[must_use]
     pub fn cache_capacity(mut self, capacity: usize) -> Sidecar {
-        self.capacity = capacity;
-        self.cache.clear();
+        self.shard_capacity = capacity.div_ceil(CACHE_SHARDS);
+        for shard in &mut self.shards {
+            shard
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clear();
+        }
         self
     }
 
     /// Number of cached verified tokens.
     #[must_use]
     pub fn cached(&self) -> usize {
-        self.cache.len()
+        self.shards.iter().map(|s| lock(s).len()).sum()
     }
 
     /// Decides on a request given its header lines as name/value pairs, at `now`.
@@ -294,7 +346,7 @@ impl Sidecar {
     /// ones to forward (see [`Forward::headers`] and [`Forward::into_parts`]); on
     /// [`Decision::Reject`] they are dropped. Borrowed lines work too, e.g.
     /// `map.iter().map(|(n, v)| (n.as_str(), v.as_bytes()))` for an `http::HeaderMap`.
-    pub fn decide<I, N, V>(&mut self, headers: I, now: SystemTime) -> Decision<N, V>
+    pub fn decide<I, N, V>(&self, headers: I, now: SystemTime) -> Decision<N, V>
     where
         I: IntoIterator<Item = (N, V)>,
         N: AsRef<str>,
@@ -316,14 +368,14 @@ impl Sidecar {
     ///
     /// ```
     /// # use std::time::{Duration, UNIX_EPOCH};
-    /// # use addon_jwt::{Minter, Sidecar, SigningKey, Validation};
+    /// # use addon_jwt::{Audience, Issuer, Minter, Sidecar, SigningKey, Validation};
     /// # let pem = "-----BEGIN PRIVATE KEY-----\n\
     /// # MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
     /// # -----END PRIVATE KEY-----\n";
     /// # let key = SigningKey::from_pkcs8_pem(pem)?;
-    /// # let mut sidecar = Sidecar::new(key.public_key_set()?, Validation::new("dash", "iss"));
+    /// # let sidecar = Sidecar::new(key.public_key_set()?, Validation::new(Issuer::new("iss"), Audience::new("dash")));
     /// # let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-    /// # let token = Minter::new(key, "iss").mint("jane", "dash", now)?;
+    /// # let token = Minter::new(key, Issuer::new("iss")).mint("jane", &Audience::new("dash"), now)?;
     /// let mut headers = http::HeaderMap::new();
     /// headers.insert("authorization", format!("Bearer {}", token.expose_secret()).parse()?);
     /// headers.insert("x-authenticated-user", "admin".parse()?); // spoofed: removed
@@ -345,7 +397,7 @@ impl Sidecar {
     /// The [`Rejection`] (answer 403), as for [`Sidecar::decide`].
     #[cfg(feature = "http")]
     pub fn decide_header_map(
-        &mut self,
+        &self,
         headers: &mut http::HeaderMap,
         now: SystemTime,
     ) -> Result<Arc<str>, Rejection> {
@@ -359,7 +411,7 @@ impl Sidecar {
     }
 
     fn decide_lines<I, N, V>(
-        &mut self,
+        &self,
         headers: I,
         now: SystemTime,
     ) -> Result<Forward<N, V>, RejectReason>
@@ -386,6 +438,9 @@ impl Sidecar {
                 .saturating_add(4);
             if total > MAX_REQUEST_HEADER_BYTES {
                 return Err(RejectReason::HeadersTooLarge);
+            }
+            if !is_token(n.as_bytes()) || imitates_identity(n.as_bytes()) {
+                return Err(RejectReason::InvalidHeaderName);
             }
             if n.eq_ignore_ascii_case("authorization") {
                 multiple |= authorization.is_some();
@@ -435,7 +490,7 @@ impl Sidecar {
 
     #[cfg(feature = "http")]
     fn decide_map(
-        &mut self,
+        &self,
         headers: &mut http::HeaderMap,
         now: SystemTime,
     ) -> Result<Arc<str>, RejectReason> {
@@ -450,6 +505,13 @@ impl Sidecar {
         });
         if total > MAX_REQUEST_HEADER_BYTES {
             return Err(RejectReason::HeadersTooLarge);
+        }
+        // `http` only builds token names; the look-alikes of the identity header remain.
+        if headers
+            .keys()
+            .any(|n| imitates_identity(n.as_str().as_bytes()))
+        {
+            return Err(RejectReason::InvalidHeaderName);
         }
         let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
         let value = values.next().ok_or(RejectReason::MissingAuthorization)?;
@@ -502,19 +564,26 @@ impl Sidecar {
     /// Looks `token` up in the cache (a hit while `now < exp + leeway`), else verifies it and
     /// caches the result; `read` takes what the caller needs from the entry.
     fn verified<R>(
-        &mut self,
+        &self,
         token: &str,
         now: SystemTime,
         read: impl FnOnce(&Verified) -> R,
     ) -> Result<R, RejectReason> {
         let now_s = unix_seconds(now);
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        if let Some(hit) = self.cache.get(&digest) {
-            if now_s < hit.until {
-                return Ok(read(hit));
+        // The last byte picks the shard; the first eight are the hash within it.
+        let [.., last] = digest;
+        let shard = self.shards.get(usize::from(last) % CACHE_SHARDS);
+        if let Some(shard) = shard {
+            let mut cache = lock(shard);
+            if let Some(hit) = cache.get(&digest) {
+                if now_s < hit.until {
+                    return Ok(read(hit));
+                }
+                cache.remove(&digest);
             }
-            self.cache.remove(&digest);
         }
+        // Verified without holding the lock: other requests on this shard go on meanwhile.
         let claims =
             verify(token, &self.keys, &self.validation, now).map_err(RejectReason::InvalidToken)?;
         let user = claims.subject();
@@ -531,21 +600,17 @@ impl Sidecar {
             until,
         };
         let out = read(&verified);
-        if self.capacity > 0 {
-            if self.cache.len() >= self.capacity {
-                self.cache.retain(|_, v| now_s < v.until);
+        if let Some(shard) = shard.filter(|_| self.shard_capacity > 0) {
+            let mut cache = lock(shard);
+            if cache.len() >= self.shard_capacity {
+                cache.retain(|_, v| now_s < v.until);
             }
-            if self.cache.len() >= self.capacity {
-                if let Some(first) = self
-                    .cache
-                    .iter()
-                    .min_by_key(|(_, v)| v.until)
-                    .map(|(k, _)| *k)
-                {
-                    self.cache.remove(&first);
+            if cache.len() >= self.shard_capacity {
+                if let Some(first) = cache.iter().min_by_key(|(_, v)| v.until).map(|(k, _)| *k) {
+                    cache.remove(&first);
                 }
             }
-            self.cache.insert(digest, verified);
+            cache.insert(digest, verified);
         }
         Ok(out)
     }
@@ -614,6 +679,30 @@ fn is_always_dropped(name: &[u8]) -> bool {
         20 => any(&[USER_HEADER_LOWER]),
         _ => false,
     }
+}
+
+/// An RFC 9110 §5.6.2 token: one or more of `!#$%&'*+-.^_`|~`, digits and letters.
+fn is_token(name: &[u8]) -> bool {
+    !name.is_empty()
+        && name
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(b))
+}
+
+/// Whether `name` reads as `X-Authenticated-User` once only its letters and digits are kept, in
+/// any case, without being one of the spellings [`is_always_dropped`] removes (`-` or `_`
+/// between the words): `x.authenticated.user`, `XAuthenticatedUser`, `x-authenticated~user`.
+fn imitates_identity(name: &[u8]) -> bool {
+    const FOLDED: &[u8] = b"xauthenticateduser";
+    if name.len() < FOLDED.len() {
+        return false;
+    }
+    let mut kept = name
+        .iter()
+        .filter(|b| b.is_ascii_alphanumeric())
+        .map(u8::to_ascii_lowercase);
+    let folds = FOLDED.iter().all(|c| kept.next() == Some(*c)) && kept.next().is_none();
+    folds && !same_name(name, USER_HEADER_LOWER.as_bytes())
 }
 
 /// Whether one of the `Connection` header values names `name` (comma-separated tokens,

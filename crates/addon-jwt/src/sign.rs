@@ -4,13 +4,14 @@ use core::fmt;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
+use p256::pkcs8::der::Decode as _;
 use p256::pkcs8::{DecodePrivateKey as _, EncodePublicKey as _};
 use zeroize::Zeroizing;
 
 use crate::claims::{MAX_SUBJECT_BYTES, unix_seconds};
 use crate::error::KeyProblem;
 use crate::key::kubernetes_kid;
-use crate::{Algorithm, BearerToken, Error, KeySet, b64};
+use crate::{Algorithm, Audience, BearerToken, Error, Issuer, KeySet, b64};
 
 /// Default token lifetime: 60 seconds.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(60);
@@ -18,11 +19,13 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(60);
 pub const DEFAULT_MINT_CACHE: usize = 1024;
 
 /// A private signing key: ECDSA P-256 (`ES256`), ECDSA P-384 (`ES384`) or Ed25519 (`EdDSA`);
-/// with the `aws-lc-rs` feature also RSA (`RS256`).
+/// with the `ring` (default) or `aws-lc-rs` backend also RSA (`RS256`).
 ///
-/// Without that feature RSA private keys are refused: the pure-Rust `rsa` crate's private-key
-/// operations are not constant time (RUSTSEC-2023-0071), so the default build only verifies RSA. The key id is the one
-/// Kubernetes uses: base64url(SHA-256(SubjectPublicKeyInfo DER)).
+/// With only the `rust-crypto` backend RSA private keys are refused: the pure-Rust `rsa` crate's
+/// private-key operations are not constant time (RUSTSEC-2023-0071), so that build only verifies
+/// RSA. ECDSA and Ed25519 signing use the RustCrypto crates with every backend (deterministic
+/// RFC 6979 and RFC 8032 signatures). The key id is the one Kubernetes uses:
+/// base64url(SHA-256(SubjectPublicKeyInfo DER)).
 pub struct SigningKey {
     alg: Algorithm,
     kid: String,
@@ -31,8 +34,8 @@ pub struct SigningKey {
 }
 
 enum Inner {
-    #[cfg(feature = "aws-lc-rs")]
-    Rsa(aws_lc_rs::signature::RsaKeyPair),
+    #[cfg(any(feature = "aws-lc-rs", feature = "ring"))]
+    Rsa(crate::backend::lc::signature::RsaKeyPair),
     P256(p256::ecdsa::SigningKey),
     P384(p384::ecdsa::SigningKey),
     Ed25519(ed25519_dalek::SigningKey),
@@ -41,19 +44,70 @@ enum Inner {
 impl SigningKey {
     /// Loads a PKCS#8 `PRIVATE KEY` PEM document.
     ///
+    /// [`SigningKey::from_pem`] also takes the SEC1 `EC PRIVATE KEY` that
+    /// `openssl ecparam -genkey` writes.
+    ///
     /// # Errors
     ///
     /// [`Error::InvalidKey`] with [`KeyProblem::PrivateKey`] when the text is not a PKCS#8
-    /// P-256, P-384 or Ed25519 key; [`Error::UnsupportedKey`] for an RSA key.
+    /// P-256, P-384 or Ed25519 key, or with [`KeyProblem::PrivateKeyLabel`] (whose message says
+    /// how to convert) for any other PEM label; [`Error::UnsupportedKey`] for an RSA key without
+    /// an RSA signing backend, or another curve.
     pub fn from_pkcs8_pem(pem: &str) -> Result<SigningKey, Error> {
-        let bad = Error::InvalidKey(KeyProblem::PrivateKey);
-        let (label, der) =
-            pem_rfc7468::decode_vec(pem.trim().as_bytes()).map_err(|_| bad.clone())?;
-        let der = Zeroizing::new(der);
-        if label != "PRIVATE KEY" {
-            return Err(bad);
+        match private_key_block(pem)? {
+            (PrivateLabel::Pkcs8, der) => SigningKey::from_pkcs8_der(&der),
+            (PrivateLabel::Sec1, _) => Err(Error::InvalidKey(KeyProblem::PrivateKeyLabel)),
         }
-        SigningKey::from_pkcs8_der(&der)
+    }
+
+    /// Loads a private key PEM document: PKCS#8 `PRIVATE KEY` (P-256, P-384, Ed25519, and RSA
+    /// with an RSA signing backend) or SEC1 `EC PRIVATE KEY` (P-256, P-384), with or without the
+    /// `EC PARAMETERS` block that `openssl ecparam -genkey` writes before it.
+    ///
+    /// ```
+    /// use addon_jwt::{Algorithm, SigningKey};
+    /// // openssl ecparam -name prime256v1 -genkey
+    /// let pem = "-----BEGIN EC PARAMETERS-----\n\
+    /// BggqhkjOPQMBBw==\n\
+    /// -----END EC PARAMETERS-----\n\
+    /// -----BEGIN EC PRIVATE KEY-----\n\
+    /// MHcCAQEEIJFZpRJAX+WsT7/IUBPHMJdHA/1d+u8D0IoRqdfG4uZYoAoGCCqGSM49\n\
+    /// AwEHoUQDQgAELrJQgovwbn0zSIcWqhNWO+xrp377nSopEIhB5uvqazSTvfvGAnxB\n\
+    /// 7zkZZ4SbZxdlMNoNxNrIAiZiRiXsrXNEjQ==\n\
+    /// -----END EC PRIVATE KEY-----\n";
+    /// assert_eq!(SigningKey::from_pem(pem)?.algorithm(), Algorithm::Es256);
+    /// # Ok::<(), addon_jwt::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`SigningKey::from_pkcs8_pem`]; [`KeyProblem::PrivateKeyLabel`] names the conversion
+    /// (`openssl pkcs8 -topk8 -nocrypt`) for other labels (`RSA PRIVATE KEY`,
+    /// `ENCRYPTED PRIVATE KEY`, ...).
+    pub fn from_pem(pem: &str) -> Result<SigningKey, Error> {
+        match private_key_block(pem)? {
+            (PrivateLabel::Pkcs8, der) => SigningKey::from_pkcs8_der(&der),
+            (PrivateLabel::Sec1, der) => SigningKey::from_sec1_der(&der),
+        }
+    }
+
+    /// Loads a SEC1 `ECPrivateKey` DER (RFC 5915) on P-256 (`ES256`) or P-384 (`ES384`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidKey`] with [`KeyProblem::PrivateKey`] for malformed DER;
+    /// [`Error::UnsupportedKey`] for another curve.
+    pub fn from_sec1_der(der: &[u8]) -> Result<SigningKey, Error> {
+        let (alg, inner) = if let Ok(k) = p256::SecretKey::from_sec1_der(der) {
+            (Algorithm::Es256, Inner::P256(k.into()))
+        } else if let Ok(k) = p384::SecretKey::from_sec1_der(der) {
+            (Algorithm::Es384, Inner::P384(k.into()))
+        } else if p256::pkcs8::der::Document::from_der(der).is_ok() {
+            return Err(Error::UnsupportedKey);
+        } else {
+            return Err(Error::InvalidKey(KeyProblem::PrivateKey));
+        };
+        SigningKey::with_inner(alg, inner)
     }
 
     /// Loads a PKCS#8 DER private key.
@@ -66,16 +120,17 @@ impl SigningKey {
         let info = p256::pkcs8::PrivateKeyInfo::try_from(der).map_err(|_| bad.clone())?;
         let oid = info.algorithm.oid.to_string();
         let (alg, inner) = match oid.as_str() {
-            #[cfg(feature = "aws-lc-rs")]
+            #[cfg(any(feature = "aws-lc-rs", feature = "ring"))]
             "1.2.840.113549.1.1.1" => (
                 Algorithm::Rs256,
                 Inner::Rsa(
-                    aws_lc_rs::signature::RsaKeyPair::from_pkcs8(der).map_err(|_| bad.clone())?,
+                    crate::backend::lc::signature::RsaKeyPair::from_pkcs8(der)
+                        .map_err(|_| bad.clone())?,
                 ),
             ),
-            #[cfg(feature = "aws-lc-rs")]
+            #[cfg(any(feature = "aws-lc-rs", feature = "ring"))]
             "1.2.840.113549.1.1.10" => return Err(Error::UnsupportedKey),
-            #[cfg(not(feature = "aws-lc-rs"))]
+            #[cfg(not(any(feature = "aws-lc-rs", feature = "ring")))]
             "1.2.840.113549.1.1.1" | "1.2.840.113549.1.1.10" => return Err(Error::UnsupportedKey),
             "1.3.101.112" => (
                 Algorithm::EdDsa,
@@ -94,8 +149,13 @@ impl SigningKey {
             }
             _ => return Err(bad),
         };
+        SigningKey::with_inner(alg, inner)
+    }
+
+    fn with_inner(alg: Algorithm, inner: Inner) -> Result<SigningKey, Error> {
+        let bad = Error::InvalidKey(KeyProblem::PrivateKey);
         let spki_der = match &inner {
-            #[cfg(feature = "aws-lc-rs")]
+            #[cfg(any(feature = "aws-lc-rs", feature = "ring"))]
             Inner::Rsa(k) => rsa_spki(k),
             Inner::P256(k) => k.verifying_key().to_public_key_der(),
             Inner::P384(k) => k.verifying_key().to_public_key_der(),
@@ -156,13 +216,14 @@ impl SigningKey {
     /// [`Error::Signing`] if signing fails.
     pub fn sign(
         &self,
-        issuer: &str,
+        issuer: &Issuer,
         user: &str,
-        audience: &str,
+        audience: &Audience,
         now: SystemTime,
         ttl: Duration,
     ) -> Result<BearerToken, Error> {
         check_input(user, "user")?;
+        let (issuer, audience) = (issuer.as_str(), audience.as_str());
         check_input(audience, "audience")?;
         check_input(issuer, "issuer")?;
         let iat = clamp(unix_seconds(now));
@@ -191,13 +252,18 @@ impl SigningKey {
     fn sign_bytes(&self, message: &[u8]) -> Result<Vec<u8>, Error> {
         use signature::Signer as _;
         Ok(match &self.inner {
-            #[cfg(feature = "aws-lc-rs")]
+            #[cfg(any(feature = "aws-lc-rs", feature = "ring"))]
             Inner::Rsa(k) => {
-                // PKCS#1 v1.5 signing is deterministic; aws-lc-rs takes a generator by API shape only.
-                let mut sig = vec![0u8; k.public_modulus_len()];
+                // PKCS#1 v1.5 signing is deterministic; the backend takes a generator by API shape only
+                // (the operating system's, never a `rand` type).
+                #[cfg(feature = "aws-lc-rs")]
+                let len = k.public_modulus_len();
+                #[cfg(not(feature = "aws-lc-rs"))]
+                let len = k.public().modulus_len();
+                let mut sig = vec![0u8; len];
                 k.sign(
-                    &aws_lc_rs::signature::RSA_PKCS1_SHA256,
-                    &aws_lc_rs::rand::SystemRandom::new(),
+                    &crate::backend::lc::signature::RSA_PKCS1_SHA256,
+                    &crate::backend::lc::rand::SystemRandom::new(),
                     message,
                     &mut sig,
                 )
@@ -223,6 +289,61 @@ impl SigningKey {
     }
 }
 
+/// The two private-key PEM labels a [`SigningKey`] reads.
+enum PrivateLabel {
+    /// `PRIVATE KEY` (PKCS#8).
+    Pkcs8,
+    /// `EC PRIVATE KEY` (SEC1).
+    Sec1,
+}
+
+/// The one private key in a PEM document: `PRIVATE KEY`, or `EC PRIVATE KEY` optionally after an
+/// `EC PARAMETERS` block; only whitespace around the blocks.
+fn private_key_block(pem: &str) -> Result<(PrivateLabel, Zeroizing<Vec<u8>>), Error> {
+    let bad = Error::InvalidKey(KeyProblem::PrivateKey);
+    let mut found: Option<(PrivateLabel, Zeroizing<Vec<u8>>)> = None;
+    let mut parameters = false;
+    let mut rest = pem.trim_start();
+    while !rest.is_empty() {
+        if !rest.starts_with("-----BEGIN ") {
+            return Err(bad);
+        }
+        // The block ends after `-----END <label>-----`.
+        let (_, after_end) = rest.split_once("-----END ").ok_or_else(|| bad.clone())?;
+        let (end_label, after) = after_end.split_once("-----").ok_or_else(|| bad.clone())?;
+        let block_len = rest
+            .len()
+            .checked_sub(after.len())
+            .ok_or_else(|| bad.clone())?;
+        let block = rest.get(..block_len).ok_or_else(|| bad.clone())?;
+        if found.is_some() {
+            return Err(bad); // one key per document
+        }
+        match end_label {
+            "EC PARAMETERS" if !parameters => parameters = true,
+            "PRIVATE KEY" | "EC PRIVATE KEY" => {
+                let (label, der) =
+                    pem_rfc7468::decode_vec(block.as_bytes()).map_err(|_| bad.clone())?;
+                let der = Zeroizing::new(der);
+                let kind = match label {
+                    "PRIVATE KEY" if !parameters => PrivateLabel::Pkcs8,
+                    "EC PRIVATE KEY" => PrivateLabel::Sec1,
+                    _ => return Err(bad),
+                };
+                found = Some((kind, der));
+            }
+            // `RSA PRIVATE KEY`, `ENCRYPTED PRIVATE KEY`, `DSA PRIVATE KEY`, ...: convertible.
+            label if label.ends_with("PRIVATE KEY") => {
+                return Err(Error::InvalidKey(KeyProblem::PrivateKeyLabel));
+            }
+            // `PUBLIC KEY`, `CERTIFICATE`, ...: not a private key at all.
+            _ => return Err(bad),
+        }
+        rest = after.trim_start();
+    }
+    found.ok_or(bad)
+}
+
 impl fmt::Debug for SigningKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SigningKey")
@@ -242,19 +363,21 @@ impl fmt::Debug for SigningKey {
 ///
 /// ```
 /// use std::time::{Duration, UNIX_EPOCH};
-/// use addon_jwt::{Minter, SigningKey, Validation, verify};
+/// use addon_jwt::{Audience, Issuer, Minter, SigningKey, Validation, verify};
 /// let pem = "-----BEGIN PRIVATE KEY-----\n\
 /// MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
 /// -----END PRIVATE KEY-----\n";
 /// let key = SigningKey::from_pkcs8_pem(pem)?;
 /// let keys = key.public_key_set()?;
-/// let mut minter = Minter::new(key, "https://apiserver.example");
+/// let issuer = Issuer::new("https://apiserver.example");
+/// let audience = Audience::new("kube-system/dashboard");
+/// let mut minter = Minter::new(key, issuer.clone());
 /// let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-/// let token = minter.mint("jane", "kube-system/dashboard", now)?;
-/// let again = minter.mint("jane", "kube-system/dashboard", now + Duration::from_secs(5))?;
+/// let token = minter.mint("jane", &audience, now)?;
+/// let again = minter.mint("jane", &audience, now + Duration::from_secs(5))?;
 /// assert_eq!(token, again); // served from the cache
 ///
-/// let validation = Validation::new("kube-system/dashboard", "https://apiserver.example");
+/// let validation = Validation::new(issuer, audience);
 /// let claims = verify(token.expose_secret(), &keys, &validation, now)?;
 /// assert_eq!(claims.subject(), "jane");
 /// # Ok::<(), addon_jwt::Error>(())
@@ -262,7 +385,7 @@ impl fmt::Debug for SigningKey {
 #[derive(Debug)]
 pub struct Minter {
     key: SigningKey,
-    issuer: String,
+    issuer: Issuer,
     ttl: Duration,
     capacity: usize,
     cache: HashMap<String, Cached>,
@@ -277,10 +400,10 @@ struct Cached {
 impl Minter {
     /// A minter signing with `key` as `issuer`, TTL [`DEFAULT_TTL`], cache [`DEFAULT_MINT_CACHE`].
     #[must_use]
-    pub fn new(key: SigningKey, issuer: &str) -> Minter {
+    pub fn new(key: SigningKey, issuer: Issuer) -> Minter {
         Minter {
             key,
-            issuer: issuer.to_owned(),
+            issuer,
             ttl: DEFAULT_TTL,
             capacity: DEFAULT_MINT_CACHE,
             cache: HashMap::new(),
@@ -321,7 +444,7 @@ impl Minter {
     pub fn mint(
         &mut self,
         user: &str,
-        audience: &str,
+        audience: &Audience,
         now: SystemTime,
     ) -> Result<BearerToken, Error> {
         let now_s = unix_seconds(now);
@@ -365,10 +488,10 @@ impl Minter {
     }
 }
 
-/// SubjectPublicKeyInfo DER of an aws-lc-rs RSA key pair (rsaEncryption, NULL parameters).
-#[cfg(feature = "aws-lc-rs")]
-fn rsa_spki(k: &aws_lc_rs::signature::RsaKeyPair) -> Result<der::Document, spki::Error> {
-    use aws_lc_rs::signature::KeyPair as _;
+/// SubjectPublicKeyInfo DER of a ring or aws-lc-rs RSA key pair (rsaEncryption, NULL parameters).
+#[cfg(any(feature = "aws-lc-rs", feature = "ring"))]
+fn rsa_spki(k: &crate::backend::lc::signature::RsaKeyPair) -> Result<der::Document, spki::Error> {
+    use crate::backend::lc::signature::KeyPair as _;
     let pkcs1 = k.public_key().as_ref();
     let info = spki::SubjectPublicKeyInfoRef {
         algorithm: spki::AlgorithmIdentifierRef {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::Algorithm;
+use crate::{Algorithm, Audience, Issuer};
 
 /// The claim policy for [`verify`](crate::verify).
 ///
@@ -12,8 +12,11 @@ use crate::Algorithm;
 ///
 /// ```
 /// use std::time::Duration;
-/// use addon_jwt::{Algorithm, Validation};
-/// let v = Validation::new("kube-system/dashboard", "https://kubernetes.default.svc")
+/// use addon_jwt::{Algorithm, Audience, Issuer, Validation};
+/// let v = Validation::new(
+///     Issuer::new("https://kubernetes.default.svc"),
+///     Audience::new("kube-system/dashboard"),
+/// )
 ///     .algorithms(&[Algorithm::Es256, Algorithm::EdDsa])
 ///     .leeway(Duration::from_secs(30));
 /// assert!(v.allows(Algorithm::Es256));
@@ -21,23 +24,25 @@ use crate::Algorithm;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Validation {
-    audiences: Vec<String>,
-    issuers: Vec<String>,
+    issuers: Vec<Issuer>,
+    audiences: Vec<Audience>,
     algorithms: u8,
     leeway: Duration,
 }
 
 impl Validation {
-    /// A policy accepting tokens for `audience` from `issuer`.
+    /// A policy accepting tokens from `issuer` for `audience`.
+    ///
+    /// The two are distinct types, so they cannot be swapped (see [`Issuer`]).
     #[must_use]
-    pub fn new(audience: &str, issuer: &str) -> Validation {
+    pub fn new(issuer: Issuer, audience: Audience) -> Validation {
         let mut algorithms = 0;
         for alg in Algorithm::ASYMMETRIC {
             algorithms |= alg.bit();
         }
         Validation {
-            audiences: vec![audience.to_owned()],
-            issuers: vec![issuer.to_owned()],
+            issuers: vec![issuer],
+            audiences: vec![audience],
             algorithms,
             leeway: Duration::ZERO,
         }
@@ -59,15 +64,15 @@ impl Validation {
 
     /// Also accepts `audience` (a token needs one `aud` value among the accepted audiences).
     #[must_use]
-    pub fn audience(mut self, audience: &str) -> Validation {
-        self.audiences.push(audience.to_owned());
+    pub fn audience(mut self, audience: Audience) -> Validation {
+        self.audiences.push(audience);
         self
     }
 
     /// Also accepts tokens from `issuer`.
     #[must_use]
-    pub fn issuer(mut self, issuer: &str) -> Validation {
-        self.issuers.push(issuer.to_owned());
+    pub fn issuer(mut self, issuer: Issuer) -> Validation {
+        self.issuers.push(issuer);
         self
     }
 
@@ -79,13 +84,13 @@ impl Validation {
 
     /// The accepted audiences.
     #[must_use]
-    pub fn audiences(&self) -> &[String] {
+    pub fn audiences(&self) -> &[Audience] {
         &self.audiences
     }
 
     /// The accepted issuers.
     #[must_use]
-    pub fn issuers(&self) -> &[String] {
+    pub fn issuers(&self) -> &[Issuer] {
         &self.issuers
     }
 

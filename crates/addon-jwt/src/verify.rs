@@ -11,6 +11,10 @@ use crate::{Algorithm, Claims, Error, KeySet, Validation, b64, json};
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
 /// Maximum length of the decoded header JSON in bytes.
 pub const MAX_HEADER_BYTES: usize = 2 * 1024;
+/// Most signature checks one token may cost: a token that more keys could verify (because it has
+/// no `kid`, or the set has more keys without one) is refused with [`Error::KeyIdRequired`]
+/// before any of them is tried.
+pub const MAX_SIGNATURE_CHECKS: usize = 4;
 /// Maximum length of a decoded signature in bytes (an RSA-8192 signature).
 const MAX_SIGNATURE_BYTES: usize = 1024;
 /// Base64url of [`MAX_HEADER_BYTES`] (4 characters per 3 bytes, rounded up).
@@ -31,14 +35,14 @@ const FORBIDDEN_HEADERS: [&str; 8] = ["crit", "b64", "jwk", "jku", "x5u", "x5c",
 ///
 /// ```
 /// use std::time::{Duration, UNIX_EPOCH};
-/// use addon_jwt::{Algorithm, KeySet, Validation, verify};
-/// let keys = KeySet::from_hmac_secret(b"a shared secret of at least 32 bytes!");
+/// use addon_jwt::{Algorithm, Audience, Issuer, KeySet, Validation, verify};
+/// let keys = KeySet::from_hmac_secret(b"a shared secret of at least 32 bytes!")?;
 /// // {"alg":"HS256","typ":"JWT"} . {"sub":"jane","aud":"ns/svc","iss":"apiserver",
 /// //                                 "exp":1700000060,"nbf":1700000000,"iat":1700000000}
 /// let token = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.\
 ///     eyJzdWIiOiJqYW5lIiwiYXVkIjoibnMvc3ZjIiwiaXNzIjoiYXBpc2VydmVyIiwiZXhwIjoxNzAwMDAwMDYwLCJuYmYiOjE3MDAwMDAwMDAsImlhdCI6MTcwMDAwMDAwMH0.\
 ///     aVbcL4REVFKX3tvQFuspvfMRBFGzpGsiSf41_bOR81Q";
-/// let validation = Validation::new("ns/svc", "apiserver").algorithms(&[Algorithm::Hs256]);
+/// let validation = Validation::new(Issuer::new("apiserver"), Audience::new("ns/svc")).algorithms(&[Algorithm::Hs256]);
 /// let now = UNIX_EPOCH + Duration::from_secs(1_700_000_030);
 /// let claims = verify(token, &keys, &validation, now)?;
 /// assert_eq!(claims.subject(), "jane");
@@ -182,7 +186,8 @@ fn is_jwt_media_type(value: &str) -> bool {
     bare.eq_ignore_ascii_case("JWT")
 }
 
-/// Tries the keys that may verify a token with `alg` and `kid`.
+/// Tries the keys that may verify a token with `alg` and `kid`: those named by `kid` and those
+/// without one, at most [`MAX_SIGNATURE_CHECKS`] of them.
 pub(crate) fn verify_signature(
     keys: &KeySet,
     alg: Algorithm,
@@ -190,35 +195,36 @@ pub(crate) fn verify_signature(
     signing_input: &[u8],
     signature: &[u8],
 ) -> Result<(), Error> {
-    let mut named = false;
-    let mut tried = false;
-    for key in keys.entries() {
-        let selected = match (kid, key.kid.as_deref()) {
-            (Some(want), Some(have)) => {
-                if want == have {
-                    named = true;
-                    true
-                } else {
-                    false
-                }
+    let selected = |key: &&crate::key::Key| {
+        key.alg == alg
+            && match (kid, key.kid.as_deref()) {
+                (Some(want), Some(have)) => want == have,
+                _ => true,
             }
-            _ => true,
+    };
+    // Counted before anything is verified: the work per token is bounded whatever it claims.
+    let candidates = keys.entries().iter().filter(selected).count();
+    if candidates > MAX_SIGNATURE_CHECKS {
+        return Err(Error::KeyIdRequired);
+    }
+    if candidates == 0 {
+        let named = kid.is_some_and(|want| {
+            keys.entries()
+                .iter()
+                .any(|k| k.kid.as_deref() == Some(want))
+        });
+        return if kid.is_some() && !named && !keys.entries().iter().any(|k| k.kid.is_none()) {
+            Err(Error::UnknownKeyId)
+        } else {
+            Err(Error::NoMatchingKey(alg))
         };
-        if !selected || key.alg != alg {
-            continue;
-        }
-        tried = true;
+    }
+    for key in keys.entries().iter().filter(selected) {
         if key.verify(signing_input, signature).is_ok() {
             return Ok(());
         }
     }
-    if tried {
-        Err(Error::BadSignature)
-    } else if kid.is_some() && !named && !keys.entries().iter().any(|k| k.kid.is_none()) {
-        Err(Error::UnknownKeyId)
-    } else {
-        Err(Error::NoMatchingKey(alg))
-    }
+    Err(Error::BadSignature)
 }
 
 #[cfg(test)]
@@ -240,6 +246,67 @@ mod tests {
         ] {
             assert!(!is_jwt_media_type(bad), "{bad}");
         }
+    }
+
+    /// `MAX_KEYS` HMAC keys named `k0`.. (or unnamed), and a token for them.
+    fn many_keys(named: bool) -> KeySet {
+        let mut set = KeySet::new();
+        for i in 0..crate::MAX_KEYS {
+            let key = KeySet::from_hmac_secret(&[u8::try_from(i).unwrap(); 32]).unwrap();
+            let key = if named {
+                key.with_key_id(&format!("k{i}")).unwrap()
+            } else {
+                key
+            };
+            set.extend(key).unwrap();
+        }
+        set
+    }
+
+    #[test]
+    fn kidless_token_against_a_set_larger_than_the_bound_tries_no_key() {
+        for named in [true, false] {
+            let keys = many_keys(named);
+            crate::key::reset_verifications();
+            assert_eq!(
+                verify_signature(&keys, Algorithm::Hs256, None, b"input", &[0; 32]),
+                Err(Error::KeyIdRequired)
+            );
+            assert_eq!(crate::key::verifications(), 0);
+        }
+        // Unnamed keys are candidates for every kid, so a kid does not help either.
+        let keys = many_keys(false);
+        assert_eq!(
+            verify_signature(&keys, Algorithm::Hs256, Some("k1"), b"input", &[0; 32]),
+            Err(Error::KeyIdRequired)
+        );
+        assert_eq!(crate::key::verifications(), 0);
+    }
+
+    #[test]
+    fn a_kid_selects_one_key_of_a_large_set() {
+        let keys = many_keys(true);
+        crate::key::reset_verifications();
+        assert_eq!(
+            verify_signature(&keys, Algorithm::Hs256, Some("k31"), b"input", &[0; 32]),
+            Err(Error::BadSignature)
+        );
+        assert_eq!(crate::key::verifications(), 1);
+    }
+
+    #[test]
+    fn up_to_the_bound_kidless_tokens_try_every_candidate() {
+        let mut keys = KeySet::new();
+        for i in 0..MAX_SIGNATURE_CHECKS {
+            let key = KeySet::from_hmac_secret(&[u8::try_from(i).unwrap(); 32]).unwrap();
+            keys.extend(key).unwrap();
+        }
+        crate::key::reset_verifications();
+        assert_eq!(
+            verify_signature(&keys, Algorithm::Hs256, None, b"input", &[0; 32]),
+            Err(Error::BadSignature)
+        );
+        assert_eq!(crate::key::verifications(), MAX_SIGNATURE_CHECKS);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use std::alloc::System;
 use std::time::{Duration, UNIX_EPOCH};
 
-use addon_jwt::{Decision, Minter, Sidecar, SigningKey, Validation};
+use addon_jwt::{Audience, Decision, Issuer, Minter, Sidecar, SigningKey, Validation};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
 #[global_allocator]
@@ -20,11 +20,14 @@ MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
 
 fn cache_hits_allocate_once_for_pairs_and_never_in_place() {
     let key = SigningKey::from_pkcs8_pem(ED25519_PKCS8).unwrap();
-    let validation = Validation::new("kube-system/dashboard", "https://kubernetes.default.svc");
-    let mut sidecar = Sidecar::new(key.public_key_set().unwrap(), validation);
+    let validation = Validation::new(
+        Issuer::new("https://kubernetes.default.svc"),
+        Audience::new("kube-system/dashboard"),
+    );
+    let sidecar = Sidecar::new(key.public_key_set().unwrap(), validation);
     let now = UNIX_EPOCH + Duration::from_secs(1_750_000_000);
-    let token = Minter::new(key, "https://kubernetes.default.svc")
-        .mint("jane", "kube-system/dashboard", now)
+    let token = Minter::new(key, Issuer::new("https://kubernetes.default.svc"))
+        .mint("jane", &Audience::new("kube-system/dashboard"), now)
         .unwrap();
     let auth = format!("Bearer {}", token.expose_secret());
     let headers = [

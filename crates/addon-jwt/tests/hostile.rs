@@ -11,7 +11,9 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use addon_jwt::{Algorithm, Error, JsonProblem, KeyProblem, KeySet, Validation, verify};
+use addon_jwt::{
+    Algorithm, Audience, Error, Issuer, JsonProblem, KeyProblem, KeySet, Validation, verify,
+};
 use base64::Engine as _;
 use hmac::Mac as _;
 use serde_json::Value;
@@ -46,11 +48,11 @@ fn hs(header: &str, payload: &str) -> String {
 }
 
 fn hs_keys() -> KeySet {
-    KeySet::from_hmac_secret(SECRET)
+    KeySet::from_hmac_secret(SECRET).unwrap()
 }
 
 fn hs_validation() -> Validation {
-    Validation::new("aud1", "iss1").algorithms(&[Algorithm::Hs256])
+    Validation::new(Issuer::new("iss1"), Audience::new("aud1")).algorithms(&[Algorithm::Hs256])
 }
 
 fn check(header: &str, payload: &str) -> Result<addon_jwt::Claims, Error> {
@@ -93,7 +95,7 @@ fn es_keys() -> KeySet {
 }
 
 fn es_validation() -> Validation {
-    Validation::new("aud1", "iss1")
+    Validation::new(Issuer::new("iss1"), Audience::new("aud1"))
 }
 
 #[test]
@@ -154,7 +156,7 @@ fn alg_none_missing_and_mistyped() {
 fn hs256_maced_with_public_key_bytes_is_rejected() {
     let pem = vector_key("rsa-rs256", "public_pem");
     let keys = KeySet::from_pem(&pem, Algorithm::Rs256).unwrap();
-    let v = Validation::new("aud1", "iss1").algorithms(&Algorithm::ALL);
+    let v = Validation::new(Issuer::new("iss1"), Audience::new("aud1")).algorithms(&Algorithm::ALL);
     let header = r#"{"alg":"HS256","kid":"rsa-rs256"}"#;
     let with_pem = hs_raw(header.as_bytes(), GOOD.as_bytes(), pem.as_bytes());
     assert_eq!(
@@ -532,7 +534,8 @@ fn iss_and_sub() {
         "défaut"
     );
     // Keys of issuer A never validate a token claiming issuer B: issuers are per validation.
-    let v = Validation::new("aud1", "iss2").algorithms(&[Algorithm::Hs256]);
+    let v =
+        Validation::new(Issuer::new("iss2"), Audience::new("aud1")).algorithms(&[Algorithm::Hs256]);
     assert_eq!(
         verify(&hs(HS, GOOD), &hs_keys(), &v, now()).err(),
         Some(Error::WrongIssuer)
@@ -709,7 +712,13 @@ fn certificates_are_key_containers() {
     let minter =
         addon_jwt::SigningKey::from_pkcs8_pem(include_str!("data/expired_cert_key.pem")).unwrap();
     let token = minter
-        .sign("iss1", "jane", "aud1", now(), Duration::from_secs(60))
+        .sign(
+            &Issuer::new("iss1"),
+            "jane",
+            &Audience::new("aud1"),
+            now(),
+            Duration::from_secs(60),
+        )
         .unwrap();
     assert!(verify(token.expose_secret(), &keys, &es_validation(), now()).is_ok());
     // Bundles: several certificates give several keys; junk after the last block is rejected.

@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, UNIX_EPOCH};
 
-use addon_jwt::{Algorithm, Error, KeySet, Validation, verify};
+use addon_jwt::{Algorithm, Audience, Error, Issuer, KeySet, Validation, verify};
 use serde_json::Value;
 
 const VECTORS: &str = include_str!(concat!(
@@ -70,7 +70,10 @@ fn key_sets(v: &Vectors, kid: &str) -> Vec<(&'static str, KeySet)> {
     let alg: Algorithm = key["alg"].as_str().unwrap().parse().unwrap();
     if alg == Algorithm::Hs256 {
         let secret = key["secret"].as_str().unwrap();
-        return vec![("secret", KeySet::from_hmac_secret(secret.as_bytes()))];
+        return vec![(
+            "secret",
+            KeySet::from_hmac_secret(secret.as_bytes()).unwrap(),
+        )];
     }
     let jwks = serde_json::json!({ "keys": [key["jwk"].clone()] }).to_string();
     vec![
@@ -113,8 +116,8 @@ fn every_token_line_gets_its_verdict() {
             .map(|a| a.as_str().unwrap().parse().unwrap())
             .collect();
         let validation = Validation::new(
-            spec["audience"].as_str().unwrap(),
-            spec["issuer"].as_str().unwrap(),
+            Issuer::new(spec["issuer"].as_str().unwrap()),
+            Audience::new(spec["audience"].as_str().unwrap()),
         )
         .algorithms(&algs)
         .leeway(Duration::from_secs(spec["leeway"].as_u64().unwrap()));
@@ -208,8 +211,8 @@ fn specific_failures_have_specific_errors() {
             .map(|a| a.as_str().unwrap().parse().unwrap())
             .collect();
         let validation = Validation::new(
-            spec["audience"].as_str().unwrap(),
-            spec["issuer"].as_str().unwrap(),
+            Issuer::new(spec["issuer"].as_str().unwrap()),
+            Audience::new(spec["audience"].as_str().unwrap()),
         )
         .algorithms(&algs);
         let now = UNIX_EPOCH + Duration::from_secs(v.now);

@@ -10,8 +10,8 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use addon_jwt::{
-    Algorithm, Error, KeyProblem, KeySet, Minter, ServiceAccountVerifier, SigningKey, Validation,
-    verify,
+    Algorithm, Audience, Error, Issuer, KeyProblem, KeySet, Minter, ServiceAccountVerifier,
+    SigningKey, Validation, verify,
 };
 use base64::Engine as _;
 use serde_json::Value;
@@ -67,9 +67,9 @@ fn minted_tokens_have_the_kubernetes_layout_and_verify_with_the_reference_public
 
         let token = key
             .sign(
-                ISSUER,
+                &Issuer::new(ISSUER),
                 "jane",
-                "kube-system/dashboard",
+                &Audience::new("kube-system/dashboard"),
                 now(),
                 Duration::from_secs(60),
             )
@@ -88,7 +88,7 @@ fn minted_tokens_have_the_kubernetes_layout_and_verify_with_the_reference_public
             )
         );
         let keys = KeySet::from_pem(&pem, alg).unwrap();
-        let v = Validation::new("kube-system/dashboard", ISSUER);
+        let v = Validation::new(Issuer::new(ISSUER), Audience::new("kube-system/dashboard"));
         let claims = verify(token.expose_secret(), &keys, &v, now()).unwrap();
         assert_eq!(claims.subject(), "jane");
         assert_eq!(claims.algorithm(), alg);
@@ -115,23 +115,29 @@ fn minted_tokens_have_the_kubernetes_layout_and_verify_with_the_reference_public
 
 #[test]
 fn rsa_private_keys_are_refused_and_garbage_is_an_error() {
-    #[cfg(not(feature = "aws-lc-rs"))]
+    #[cfg(not(any(feature = "aws-lc-rs", feature = "ring")))]
     assert_eq!(
         SigningKey::from_pkcs8_pem(&key_field("rsa-rs256", "private_pem")).err(),
         Some(Error::UnsupportedKey)
     );
-    #[cfg(feature = "aws-lc-rs")]
+    #[cfg(any(feature = "aws-lc-rs", feature = "ring"))]
     {
-        // With aws-lc-rs, RSA keys mint RS256 tokens that verify with the reference public key.
+        // With ring or aws-lc-rs, RSA keys mint RS256 tokens that verify with the reference public key.
         let key = SigningKey::from_pkcs8_pem(&key_field("rsa-rs256", "private_pem")).unwrap();
         assert_eq!(key.algorithm(), Algorithm::Rs256);
         let pem = key_field("rsa-rs256", "public_pem");
         assert_eq!(key.public_key_pem().unwrap().trim(), pem.trim());
         let token = key
-            .sign(ISSUER, "jane", "ns/svc", now(), Duration::from_secs(60))
+            .sign(
+                &Issuer::new(ISSUER),
+                "jane",
+                &Audience::new("ns/svc"),
+                now(),
+                Duration::from_secs(60),
+            )
             .unwrap();
         let keys = KeySet::from_pem(&pem, Algorithm::Rs256).unwrap();
-        let v = Validation::new("ns/svc", ISSUER);
+        let v = Validation::new(Issuer::new(ISSUER), Audience::new("ns/svc"));
         assert_eq!(
             verify(token.expose_secret(), &keys, &v, now())
                 .unwrap()
@@ -152,43 +158,65 @@ fn rsa_private_keys_are_refused_and_garbage_is_an_error() {
 #[test]
 fn minter_cache_hands_back_fresh_tokens_and_is_bounded() {
     let key = SigningKey::from_pkcs8_pem(&key_field("ec-p256", "private_pem")).unwrap();
-    let mut minter = Minter::new(key, ISSUER).cache_capacity(3);
-    let a = minter.mint("jane", "ns/svc", now()).unwrap();
+    let mut minter = Minter::new(key, Issuer::new(ISSUER)).cache_capacity(3);
+    let a = minter
+        .mint("jane", &Audience::new("ns/svc"), now())
+        .unwrap();
     // Within half the lifetime: the same token.
     assert_eq!(
         minter
-            .mint("jane", "ns/svc", now() + Duration::from_secs(29))
+            .mint(
+                "jane",
+                &Audience::new("ns/svc"),
+                now() + Duration::from_secs(29)
+            )
             .unwrap(),
         a
     );
     // Past half the lifetime: a new token.
     let b = minter
-        .mint("jane", "ns/svc", now() + Duration::from_secs(30))
+        .mint(
+            "jane",
+            &Audience::new("ns/svc"),
+            now() + Duration::from_secs(30),
+        )
         .unwrap();
     assert_ne!(b, a);
     // Different user or audience: different tokens.
-    assert_ne!(minter.mint("joe", "ns/svc", now()).unwrap(), a);
-    assert_ne!(minter.mint("jane", "ns/other", now()).unwrap(), a);
+    assert_ne!(
+        minter.mint("joe", &Audience::new("ns/svc"), now()).unwrap(),
+        a
+    );
+    assert_ne!(
+        minter
+            .mint("jane", &Audience::new("ns/other"), now())
+            .unwrap(),
+        a
+    );
     for i in 0..10 {
-        minter.mint(&format!("u{i}"), "ns/svc", now()).unwrap();
+        minter
+            .mint(&format!("u{i}"), &Audience::new("ns/svc"), now())
+            .unwrap();
         assert!(minter.cached() <= 3);
     }
     let mut uncached = Minter::new(
         SigningKey::from_pkcs8_pem(&key_field("ed25519", "private_pem")).unwrap(),
-        ISSUER,
+        Issuer::new(ISSUER),
     )
     .cache_capacity(0)
     .ttl(Duration::from_secs(10));
-    uncached.mint("jane", "ns/svc", now()).unwrap();
+    uncached
+        .mint("jane", &Audience::new("ns/svc"), now())
+        .unwrap();
     assert_eq!(uncached.cached(), 0);
     for bad in ["", "a\r\nb", "a\0"] {
         assert_eq!(
-            minter.mint(bad, "ns/svc", now()).err(),
+            minter.mint(bad, &Audience::new("ns/svc"), now()).err(),
             Some(Error::InvalidInput("user"))
         );
     }
     assert_eq!(
-        minter.mint("jane", "", now()).err(),
+        minter.mint("jane", &Audience::new(""), now()).err(),
         Some(Error::InvalidInput("audience"))
     );
 }
@@ -216,7 +244,7 @@ fn sa_verifier() -> ServiceAccountVerifier {
     ));
     ServiceAccountVerifier::new(
         KeySet::from_jwks(jwks).unwrap(),
-        &[ISSUER, "https://other.issuer"],
+        &[Issuer::new(ISSUER), Issuer::new("https://other.issuer")],
         &[],
     )
 }
@@ -326,4 +354,53 @@ fn service_account_rejections() {
         r#""iss":"https://other.issuer""#,
     );
     assert!(v.verify(&sa_token(&other), now()).is_ok());
+}
+
+/// A signed service-account token for `namespace` and `name`, with the matching `sub`.
+fn sa_token_for(namespace: &str, name: &str) -> String {
+    let payload = serde_json::json!({
+        "aud": [ISSUER],
+        "exp": 1_750_003_600,
+        "iat": 1_750_000_000,
+        "iss": ISSUER,
+        "kubernetes.io": {"namespace": namespace, "serviceaccount": {"name": name, "uid": "u"}},
+        "nbf": 1_750_000_000,
+        "sub": format!("system:serviceaccount:{namespace}:{name}"),
+    });
+    sa_token(&payload.to_string())
+}
+
+#[test]
+fn service_account_names_that_cannot_be_split_again_are_refused() {
+    let v = sa_verifier();
+    // What kube-apiserver could have built: accepted.
+    for (ns, name) in [("kube-system", "dashboard"), ("a", "my.sa"), ("ns-1", "x")] {
+        let token = v.verify(&sa_token_for(ns, name), now()).unwrap();
+        assert_eq!(token.namespace(), ns);
+        assert_eq!(token.service_account_name(), name);
+    }
+    // `system:serviceaccount:bar:baz:x` could be (bar, baz:x) or (bar:baz, x); trailing
+    // spaces, upper case, empty or over-long names are never valid object names.
+    let long_ns = "n".repeat(64);
+    let long_name = "s".repeat(254);
+    for (ns, name) in [
+        ("bar:baz", "x"),
+        ("bar", "baz:x"),
+        ("kube-system ", "dashboard"),
+        ("kube-system", "dashboard "),
+        (" kube-system", "dashboard"),
+        ("Kube-System", "dashboard"),
+        ("kube-system", "Dashboard"),
+        ("kube.system", "dashboard"),
+        ("kube-system", "dash_board"),
+        ("-ns", "dashboard"),
+        (long_ns.as_str(), "dashboard"),
+        ("kube-system", long_name.as_str()),
+    ] {
+        assert_eq!(
+            v.verify(&sa_token_for(ns, name), now()).err(),
+            Some(Error::InvalidClaim("kubernetes.io")),
+            "{ns:?} {name:?}"
+        );
+    }
 }

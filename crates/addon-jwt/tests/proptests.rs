@@ -13,7 +13,9 @@
 use std::sync::OnceLock;
 use std::time::{Duration, UNIX_EPOCH};
 
-use addon_jwt::{Algorithm, Decision, KeySet, Sidecar, SigningKey, Validation, verify};
+use addon_jwt::{
+    Algorithm, Audience, Decision, Issuer, KeySet, Sidecar, SigningKey, Validation, verify,
+};
 use base64::Engine as _;
 use hmac::Mac as _;
 use proptest::prelude::*;
@@ -69,6 +71,7 @@ fn fixture() -> &'static Fixture {
         }
         keys.extend(
             KeySet::from_hmac_secret(HMAC_KEY)
+                .unwrap()
                 .with_key_id("hs")
                 .unwrap(),
         )
@@ -80,7 +83,13 @@ fn fixture() -> &'static Fixture {
             let aud = format!("ns{i}/svc");
             for s in &signers {
                 let t = s
-                    .sign(ISS, &user, &aud, at(now), Duration::from_secs(60))
+                    .sign(
+                        &Issuer::new(ISS),
+                        &user,
+                        &Audience::new(&aud),
+                        at(now),
+                        Duration::from_secs(60),
+                    )
                     .unwrap();
                 pool.push((aud.clone(), user.clone(), t.expose_secret().to_owned()));
             }
@@ -196,7 +205,7 @@ impl signature::rand_core::RngCore for DetRng {
 impl signature::rand_core::CryptoRng for DetRng {}
 
 fn validation(aud: &str) -> Validation {
-    Validation::new(aud, ISS).algorithms(&Algorithm::ALL)
+    Validation::new(Issuer::new(ISS), Audience::new(aud)).algorithms(&Algorithm::ALL)
 }
 
 fn at(now: u64) -> std::time::SystemTime {
@@ -239,7 +248,7 @@ proptest! {
     fn proptest_sidecar_never_forwards_spoofed_users(names in prop::collection::vec("[A-Za-z_-]{1,24}", 0..8),
                                                      values in prop::collection::vec("\\PC{0,30}", 8)) {
         let f = fixture();
-        let mut sidecar = Sidecar::new(f.keys.clone(), validation("a/b"));
+        let sidecar = Sidecar::new(f.keys.clone(), validation("a/b"));
         let mut headers: Vec<(String, String)> = names.into_iter().zip(values).collect();
         headers.push(("x_Authenticated-USER".to_owned(), "admin".to_owned()));
         match sidecar.decide(headers, at(1_750_000_000)) {
@@ -252,7 +261,7 @@ proptest! {
     fn proptest_sign_verify_round_trip(which in prop::sample::select(vec![0usize, 2, 3]), user in user(), aud in audience(), now in now_secs()) {
         let f = fixture();
         let token = if which < 3 {
-            f.signers[which].sign(ISS, &user, &aud, at(now), Duration::from_secs(60)).unwrap().expose_secret().to_owned()
+            f.signers[which].sign(&Issuer::new(ISS), &user, &Audience::new(&aud), at(now), Duration::from_secs(60)).unwrap().expose_secret().to_owned()
         } else {
             hs256_token(&user, &aud, now)
         };

@@ -30,7 +30,7 @@ fn rfc7515_a1_hs256_signing_input_is_the_received_bytes() {
     let jws = "eyJ0eXAiOiJKV1QiLA0KICJhbGciOiJIUzI1NiJ9.\
 eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ.\
 dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
-    let keys = KeySet::from_hmac_secret(&key);
+    let keys = KeySet::from_hmac_secret(&key).unwrap();
     assert_eq!(
         verify_jws(jws, &keys, &[Algorithm::Hs256]).unwrap(),
         RFC7515_PAYLOAD

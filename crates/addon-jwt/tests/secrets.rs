@@ -12,8 +12,8 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 use addon_jwt::{
-    Algorithm, Decision, KeySet, Minter, ServiceAccountVerifier, Sidecar, SigningKey, Validation,
-    verify,
+    Algorithm, Audience, Decision, Issuer, KeySet, Minter, ServiceAccountVerifier, Sidecar,
+    SigningKey, Validation, verify,
 };
 use base64::Engine as _;
 use hmac::Mac as _;
@@ -58,8 +58,9 @@ fn assert_clean(what: &str, text: &str, token: &str) {
 #[test]
 fn verification_errors_never_contain_the_token() {
     let now = UNIX_EPOCH + Duration::from_secs(1_750_000_000);
-    let keys = KeySet::from_hmac_secret(HMAC_CANARY);
-    let v = Validation::new("aud1", "iss1").algorithms(&[Algorithm::Hs256]);
+    let keys = KeySet::from_hmac_secret(HMAC_CANARY).unwrap();
+    let v =
+        Validation::new(Issuer::new("iss1"), Audience::new("aud1")).algorithms(&[Algorithm::Hs256]);
     let header = b64(br#"{"alg":"HS256","kid":"CANARY-KID"}"#);
     let payloads = [
         r#"{"sub":"CANARY-SUB","aud":"aud1","iss":"iss1","exp":1,"nbf":1,"iat":1}"#,
@@ -84,8 +85,12 @@ fn verification_errors_never_contain_the_token() {
         b64(br#"{"alg":"HS256","jku":"https://CANARY"}"#)
     ));
     tokens.push("CANARY.CANARY.CANARY.CANARY".to_owned());
-    let mut sidecar = Sidecar::new(keys.clone(), v.clone());
-    let sa = ServiceAccountVerifier::new(keys.clone(), &["iss1"], &["aud1"]);
+    let sidecar = Sidecar::new(keys.clone(), v.clone());
+    let sa = ServiceAccountVerifier::new(
+        keys.clone(),
+        &[Issuer::new("iss1")],
+        &[Audience::new("aud1")],
+    );
     for token in &tokens {
         let err = verify(token, &keys, &v, now).unwrap_err();
         assert_clean("Display", &err.to_string(), token);
@@ -111,15 +116,15 @@ fn verification_errors_never_contain_the_token() {
 
 #[test]
 fn key_and_token_values_redact() {
-    let keys = KeySet::from_hmac_secret(HMAC_CANARY);
+    let keys = KeySet::from_hmac_secret(HMAC_CANARY).unwrap();
     assert_clean("KeySet Debug", &format!("{keys:?}"), "x");
     let key = SigningKey::from_pkcs8_pem(ED25519_PKCS8).unwrap();
     let dbg = format!("{key:?}");
     assert!(dbg.contains("redacted"));
     assert_clean("SigningKey Debug", &dbg, "x");
-    let mut minter = Minter::new(key, "iss1");
+    let mut minter = Minter::new(key, Issuer::new("iss1"));
     let now = UNIX_EPOCH + Duration::from_secs(1_750_000_000);
-    let token = minter.mint("jane", "aud1", now).unwrap();
+    let token = minter.mint("jane", &Audience::new("aud1"), now).unwrap();
     let secret = token.expose_secret().to_owned();
     assert_eq!(format!("{token:?}"), "BearerToken(<redacted>)");
     // The minter's Debug shows its cache: tokens stay redacted.
@@ -136,7 +141,7 @@ fn key_and_token_values_redact() {
     .unwrap_err();
     assert_clean("key error", &format!("{err} {err:?}"), "x");
     // Rejection because of an oversized or malformed Authorization header.
-    let mut sidecar = Sidecar::new(keys, Validation::new("a", "i"));
+    let sidecar = Sidecar::new(keys, Validation::new(Issuer::new("i"), Audience::new("a")));
     let auth = format!("Bearer CANARY-{}", "x".repeat(100));
     if let Decision::Reject(r) = sidecar.decide([("Authorization", auth.as_str())], now) {
         assert_clean("rejection", &format!("{r} {r:?}"), &auth);

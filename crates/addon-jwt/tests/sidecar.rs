@@ -10,7 +10,10 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use addon_jwt::{Decision, Error, Forward, Minter, RejectReason, Sidecar, SigningKey, Validation};
+use addon_jwt::{
+    Audience, Decision, Error, Forward, Issuer, Minter, RejectReason, Sidecar, SigningKey,
+    Validation,
+};
 
 const ED25519_PKCS8: &str = "-----BEGIN PRIVATE KEY-----\n\
 MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
@@ -26,15 +29,18 @@ fn setup() -> (Sidecar, Minter) {
     let key = SigningKey::from_pkcs8_pem(ED25519_PKCS8).unwrap();
     let sidecar = Sidecar::new(
         key.public_key_set().unwrap(),
-        Validation::new(AUDIENCE, ISSUER),
+        Validation::new(Issuer::new(ISSUER), Audience::new(AUDIENCE)),
     );
-    (sidecar, Minter::new(key, ISSUER))
+    (sidecar, Minter::new(key, Issuer::new(ISSUER)))
 }
 
 fn bearer(minter: &mut Minter, user: &str) -> String {
     format!(
         "Bearer {}",
-        minter.mint(user, AUDIENCE, now()).unwrap().expose_secret()
+        minter
+            .mint(user, &Audience::new(AUDIENCE), now())
+            .unwrap()
+            .expose_secret()
     )
 }
 
@@ -70,7 +76,7 @@ fn user_headers<N: AsRef<str>, V: AsRef<[u8]>>(f: &Forward<N, V>) -> Vec<&[u8]> 
 // Row 82.
 #[test]
 fn spoofed_user_headers_never_reach_upstream() {
-    let (mut sidecar, mut minter) = setup();
+    let (sidecar, mut minter) = setup();
     let auth = bearer(&mut minter, "jane");
     for spoof in [
         "X-Authenticated-User",
@@ -98,7 +104,7 @@ fn spoofed_user_headers_never_reach_upstream() {
 // Row 83.
 #[test]
 fn multiple_authorization_headers_are_rejected() {
-    let (mut sidecar, mut minter) = setup();
+    let (sidecar, mut minter) = setup();
     let auth = bearer(&mut minter, "jane");
     let r = reject(sidecar.decide(
         [
@@ -117,7 +123,7 @@ fn multiple_authorization_headers_are_rejected() {
 // Row 84.
 #[test]
 fn bearer_scheme_rules() {
-    let (mut sidecar, mut minter) = setup();
+    let (sidecar, mut minter) = setup();
     let auth = bearer(&mut minter, "jane");
     let token = auth.trim_start_matches("Bearer ").to_owned();
     for ok in [
@@ -154,7 +160,7 @@ fn bearer_scheme_rules() {
 // Row 85.
 #[test]
 fn connection_cannot_strip_the_injected_header() {
-    let (mut sidecar, mut minter) = setup();
+    let (sidecar, mut minter) = setup();
     let auth = bearer(&mut minter, "jane");
     for conn in [
         "X-Authenticated-User",
@@ -209,7 +215,7 @@ fn connection_cannot_strip_the_injected_header() {
 
 #[test]
 fn cache_does_not_confuse_tokens() {
-    let (mut sidecar, mut minter) = setup();
+    let (sidecar, mut minter) = setup();
     let auth = bearer(&mut minter, "jane");
     assert_eq!(
         forward(sidecar.decide([("Authorization", auth.as_str())], now())).user(),
@@ -236,20 +242,22 @@ fn cache_does_not_confuse_tokens() {
 #[test]
 fn cache_is_bounded() {
     let (sidecar, mut minter) = setup();
-    let mut sidecar = sidecar.cache_capacity(4);
-    for i in 0..20 {
+    // 32 entries: two in each of the 16 shards.
+    let sidecar = sidecar.cache_capacity(32);
+    for i in 0..200 {
         let auth = bearer(&mut minter, &format!("user{i}"));
         assert_eq!(
             forward(sidecar.decide([("Authorization", auth.as_str())], now())).user(),
             format!("user{i}")
         );
-        assert!(sidecar.cached() <= 4);
+        assert!(sidecar.cached() <= 32);
     }
+    assert!(sidecar.cached() > 16);
 }
 
 #[test]
 fn limits_and_unsafe_subjects() {
-    let (mut sidecar, mut minter) = setup();
+    let (sidecar, mut minter) = setup();
     let auth = bearer(&mut minter, "jane");
     let big = "a".repeat(70 * 1024);
     assert_eq!(
@@ -276,9 +284,9 @@ fn limits_and_unsafe_subjects() {
     let key = SigningKey::from_pkcs8_pem(ED25519_PKCS8).unwrap();
     let other = key
         .sign(
-            ISSUER,
+            &Issuer::new(ISSUER),
             "jane",
-            "kube-system/other",
+            &Audience::new("kube-system/other"),
             now(),
             Duration::from_secs(60),
         )
@@ -292,7 +300,7 @@ fn limits_and_unsafe_subjects() {
 
 #[test]
 fn bytes_values_and_order_are_kept() {
-    let (mut sidecar, mut minter) = setup();
+    let (sidecar, mut minter) = setup();
     let auth = bearer(&mut minter, "jane");
     let bin: &[u8] = b"\x80\xff";
     let headers: Vec<(&str, &[u8])> = vec![
@@ -315,7 +323,7 @@ fn bytes_values_and_order_are_kept() {
 #[cfg(feature = "http")]
 #[test]
 fn header_map_round_trip() {
-    let (mut sidecar, mut minter) = setup();
+    let (sidecar, mut minter) = setup();
     let auth = bearer(&mut minter, "jane");
     let mut map = http::HeaderMap::new();
     map.insert("authorization", auth.parse().unwrap());
@@ -335,7 +343,7 @@ fn header_map_round_trip() {
 #[cfg(feature = "http")]
 #[test]
 fn header_map_in_place() {
-    let (mut sidecar, mut minter) = setup();
+    let (sidecar, mut minter) = setup();
     let auth = bearer(&mut minter, "jane");
     for cached in [false, true] {
         let mut map = http::HeaderMap::new();
@@ -455,7 +463,7 @@ mod in_place_matches_list {
             tokens in prop::collection::vec(prop::sample::select(CONNECTION_TOKENS.to_vec()), 0..4),
             with_token in any::<bool>(),
         ) {
-            let (mut sidecar, mut minter) = setup();
+            let (sidecar, mut minter) = setup();
             let auth = bearer(&mut minter, "jane");
             let connection = tokens.join(",");
             let mut lines: Vec<(String, String)> = names
@@ -504,4 +512,159 @@ mod in_place_matches_list {
             }
         }
     }
+}
+
+#[test]
+fn sidecar_is_sync_and_decides_from_many_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Sidecar>();
+    let (sidecar, mut minter) = setup();
+    let sidecar = sidecar.cache_capacity(64);
+    let tokens: Vec<(String, String)> = (0..8)
+        .map(|i| {
+            let user = format!("user{i}");
+            let auth = bearer(&mut minter, &user);
+            (user, auth)
+        })
+        .collect();
+    // One `&Sidecar` shared by every thread, no lock around it.
+    let shared = &sidecar;
+    std::thread::scope(|scope| {
+        for (user, auth) in &tokens {
+            scope.spawn(move || {
+                for _ in 0..50 {
+                    let f = forward(shared.decide([("Authorization", auth.as_str())], now()));
+                    assert_eq!(f.user(), user);
+                    assert_eq!(user_headers(&f), [user.as_bytes()]);
+                    assert!(matches!(
+                        reject(shared.decide([("Authorization", "Bearer a.b.c")], now())),
+                        RejectReason::InvalidToken(_)
+                    ));
+                }
+            });
+        }
+    });
+    // Every token verified once and cached: later requests are cache hits.
+    assert_eq!(sidecar.cached(), tokens.len());
+    let clone = sidecar.clone();
+    assert_eq!(clone.cached(), tokens.len());
+}
+
+/// A good token with `name: admin` beside it, as a list of pairs: rejected before verification,
+/// whatever the token.
+fn assert_pairs_reject_name(name: &str) {
+    let (sidecar, mut minter) = setup();
+    let auth = bearer(&mut minter, "jane");
+    for request in [
+        vec![("Authorization", auth.as_str()), (name, "admin")],
+        vec![(name, "admin"), ("Authorization", auth.as_str())],
+    ] {
+        assert_eq!(
+            reject(sidecar.decide(request, now())),
+            RejectReason::InvalidHeaderName,
+            "{name:?}"
+        );
+    }
+    assert_eq!(
+        sidecar.cached(),
+        0,
+        "rejected before the token was verified"
+    );
+}
+
+/// The same in place on an `http::HeaderMap`: names `http` cannot represent never reach a map;
+/// the others are rejected and the map emptied.
+#[cfg(feature = "http")]
+fn assert_map_rejects_name(name: &str) {
+    let Ok(header) = http::HeaderName::from_bytes(name.as_bytes()) else {
+        assert!(
+            name.bytes().any(|b| b == b' ' || b == b'\t' || b == 0),
+            "{name:?} should be a valid http name"
+        );
+        return;
+    };
+    let (sidecar, mut minter) = setup();
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        http::header::AUTHORIZATION,
+        bearer(&mut minter, "jane").parse().unwrap(),
+    );
+    headers.insert(header, "admin".parse().unwrap());
+    let err = sidecar.decide_header_map(&mut headers, now()).unwrap_err();
+    assert_eq!(err.reason(), &RejectReason::InvalidHeaderName, "{name:?}");
+    assert!(headers.is_empty());
+}
+
+macro_rules! look_alike_tests {
+    ($($pairs:ident, $map:ident: $name:expr;)*) => {$(
+        #[test]
+        fn $pairs() {
+            assert_pairs_reject_name($name);
+        }
+
+        #[cfg(feature = "http")]
+        #[test]
+        fn $map() {
+            assert_map_rejects_name($name);
+        }
+    )*};
+}
+
+look_alike_tests! {
+    user_header_with_trailing_space_is_rejected_in_pairs,
+        user_header_with_trailing_space_is_rejected_in_header_map: "X-Authenticated-User ";
+    user_header_with_tab_is_rejected_in_pairs,
+        user_header_with_tab_is_rejected_in_header_map: "X-Authenticated-User\t";
+    user_header_with_nul_is_rejected_in_pairs,
+        user_header_with_nul_is_rejected_in_header_map: "X-Authenticated-User\0";
+    user_header_with_leading_space_is_rejected_in_pairs,
+        user_header_with_leading_space_is_rejected_in_header_map: " X-Authenticated-User";
+    user_header_with_dots_is_rejected_in_pairs,
+        user_header_with_dots_is_rejected_in_header_map: "x.authenticated.user";
+    user_header_without_separators_is_rejected_in_pairs,
+        user_header_without_separators_is_rejected_in_header_map: "XAuthenticatedUser";
+    user_header_with_mixed_separators_is_rejected_in_pairs,
+        user_header_with_mixed_separators_is_rejected_in_header_map: "x-authenticated~user";
+}
+
+#[test]
+fn non_token_header_names_are_rejected() {
+    for name in [
+        "",
+        "Host ",
+        "a b",
+        "a:b",
+        "a\r\nb",
+        "caf\u{e9}",
+        "a(b)",
+        "a\"b",
+    ] {
+        assert_pairs_reject_name(name);
+    }
+}
+
+#[test]
+fn ordinary_token_names_and_removed_look_alikes_still_forward() {
+    let (sidecar, mut minter) = setup();
+    let auth = bearer(&mut minter, "jane");
+    let request = [
+        ("Authorization", auth.as_str()),
+        ("X_Authenticated_User", "root"),
+        ("x-authenticated-user", "root"),
+        ("X-Authenticated-Users", "kept"),
+        ("x.request.id", "1"),
+        ("!#$%&'*+-.^_`|~09azAZ", "tchar"),
+    ];
+    let f = forward(sidecar.decide(request, now()));
+    assert_eq!(user_headers(&f), [&b"jane"[..]]);
+    let names: Vec<&str> = f.headers().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        [
+            "X-Authenticated-Users",
+            "x.request.id",
+            "!#$%&'*+-.^_`|~09azAZ",
+            "X-Authenticated-User"
+        ]
+    );
 }

@@ -14,10 +14,10 @@
 //! Prints one line per scenario and exits non-zero if any scenario does not behave as expected.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use addon_jwt::{Minter, Sidecar, SigningKey, Validation};
+use addon_jwt::{Audience, Issuer, Minter, Sidecar, SigningKey, Validation};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::service::service_fn;
@@ -75,24 +75,33 @@ fn run() -> Result<bool, BoxError> {
     // The proxy is configured with the public key only.
     let keys =
         addon_jwt::KeySet::from_pem(&signing_key.public_key_pem()?, signing_key.algorithm())?;
-    let sidecar = Sidecar::new(keys, Validation::new(AUDIENCE, ISSUER));
+    let sidecar = Sidecar::new(
+        keys,
+        Validation::new(Issuer::new(ISSUER), Audience::new(AUDIENCE)),
+    );
     let proxy = start_proxy(sidecar, dashboard.addr())?;
     let proxy_url = format!("http://{proxy}/ui/");
 
-    let mut minter = Minter::new(signing_key, ISSUER);
+    let mut minter = Minter::new(signing_key, Issuer::new(ISSUER));
     let now = wall_clock();
-    let good = minter.mint("jane", AUDIENCE, now)?;
+    let good = minter.mint("jane", &Audience::new(AUDIENCE), now)?;
     let expired = minter.signing_key().sign(
-        ISSUER,
+        &Issuer::new(ISSUER),
         "jane",
-        AUDIENCE,
+        &Audience::new(AUDIENCE),
         now.checked_sub(Duration::from_secs(120))
             .ok_or("clock before 1970")?,
         Duration::from_secs(60),
     )?;
-    let wrong_audience = minter.mint("jane", "kube-system/grafana", now)?;
+    let wrong_audience = minter.mint("jane", &Audience::new("kube-system/grafana"), now)?;
     let forger = SigningKey::from_pkcs8_pem(&rcgen::KeyPair::generate()?.serialize_pem())?;
-    let forged = forger.sign(ISSUER, "admin", AUDIENCE, now, Duration::from_secs(60))?;
+    let forged = forger.sign(
+        &Issuer::new(ISSUER),
+        "admin",
+        &Audience::new(AUDIENCE),
+        now,
+        Duration::from_secs(60),
+    )?;
 
     let bearer = |t: &addon_jwt::BearerToken| format!("Bearer {}", t.expose_secret());
     let good_auth = bearer(&good);
@@ -162,6 +171,48 @@ fn run() -> Result<bool, BoxError> {
             response.status
         );
     }
+
+    // Many clients at once, each with its own user, plus forged tokens among them: the one
+    // sidecar, shared without a lock, answers each with its own user or 403.
+    let users: Vec<String> = (0..8).map(|i| format!("user{i}")).collect();
+    let mut tokens = Vec::new();
+    for user in &users {
+        tokens.push((
+            user.clone(),
+            bearer(&minter.mint(user, &Audience::new(AUDIENCE), now)?),
+        ));
+    }
+    let forged_auth = bearer(&forged);
+    let concurrent_ok = std::thread::scope(|scope| {
+        let handles: Vec<_> = tokens
+            .iter()
+            .map(|(user, auth)| {
+                let (proxy_url, forged_auth) = (&proxy_url, &forged_auth);
+                scope.spawn(move || -> Result<bool, String> {
+                    let mut ok = true;
+                    for _ in 0..4 {
+                        let good = http_request(proxy_url, "GET", &[("Authorization", auth)], b"")
+                            .map_err(|e| e.to_string())?;
+                        ok &= good.status == 200
+                            && good.text().starts_with(&format!("hello, {user} "));
+                        let bad =
+                            http_request(proxy_url, "GET", &[("Authorization", forged_auth)], b"")
+                                .map_err(|e| e.to_string())?;
+                        ok &= bad.status == 403;
+                    }
+                    Ok(ok)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .all(|h| h.join().is_ok_and(|r| r.is_ok_and(|ok| ok)))
+    });
+    all_ok &= concurrent_ok;
+    println!(
+        "{} concurrent clients: 8 users x 4 requests, forged tokens between",
+        if concurrent_ok { "ok  " } else { "FAIL" }
+    );
     Ok(all_ok)
 }
 
@@ -173,7 +224,9 @@ fn start_proxy(sidecar: Sidecar, upstream: SocketAddr) -> Result<SocketAddr, Box
         .build()?;
     let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
     let addr = listener.local_addr()?;
-    let sidecar = Arc::new(Mutex::new(sidecar));
+    // One sidecar for every connection and request: it decides through `&self` (its cache is
+    // sharded inside), so requests never queue behind one another's signature checks.
+    let sidecar = Arc::new(sidecar);
     std::thread::spawn(move || {
         runtime.block_on(async move {
             loop {
@@ -195,17 +248,14 @@ fn start_proxy(sidecar: Sidecar, upstream: SocketAddr) -> Result<SocketAddr, Box
 
 async fn handle(
     req: hyper::Request<Incoming>,
-    sidecar: Arc<Mutex<Sidecar>>,
+    sidecar: Arc<Sidecar>,
     upstream: SocketAddr,
 ) -> Result<hyper::Response<Full<Bytes>>, BoxError> {
     let (mut parts, body) = req.into_parts();
     // The decision edits the request's own headers in place: credentials, spoofed users,
     // hop-by-hop and Connection-named headers out, then `x-authenticated-user` in. On rejection
     // the map comes back empty.
-    let decision = {
-        let mut guard = sidecar.lock().map_err(|_| "sidecar lock poisoned")?;
-        guard.decide_header_map(&mut parts.headers, wall_clock())
-    };
+    let decision = sidecar.decide_header_map(&mut parts.headers, wall_clock());
     if let Err(rejection) = decision {
         // The reason is safe to log: it never contains the token.
         eprintln!("proxy: {rejection}");

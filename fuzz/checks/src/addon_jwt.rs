@@ -1,10 +1,11 @@
 //! Checks for the `addon_jwt_*` targets.
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use addon_jwt::{
-    Algorithm, Decision, KeySet, MAX_KEYS, Sidecar, SigningKey, Validation, verify, verify_jws,
+    Algorithm, Audience, Decision, Issuer, KeySet, MAX_KEYS, Sidecar, SigningKey, Validation,
+    verify, verify_jws,
 };
 
 use crate::fixtures::addon_jwt_now;
@@ -24,17 +25,17 @@ fn keys() -> &'static KeySet {
     static KEYS: OnceLock<KeySet> = OnceLock::new();
     KEYS.get_or_init(|| {
         let mut keys = KeySet::from_jwks(JWKS).expect("reference JWKS loads");
-        keys.extend(KeySet::from_hmac_secret(HMAC_SECRET))
+        keys.extend(KeySet::from_hmac_secret(HMAC_SECRET).expect("a 35-byte secret"))
             .expect("room for one more key");
         keys
     })
 }
 
-/// The audience and issuer of the reference tokens.
+/// The issuer and audience of the reference tokens.
 fn validation() -> Validation {
     Validation::new(
-        "https://kubernetes.default.svc",
-        "https://kubernetes.default.svc.cluster.local",
+        Issuer::new("https://kubernetes.default.svc.cluster.local"),
+        Audience::new("https://kubernetes.default.svc"),
     )
 }
 
@@ -103,7 +104,7 @@ pub fn addon_jwt_pem(data: &[u8]) -> Outcome {
 /// (whatever its case, `_` for `-`): the last header, `X-Authenticated-User` with the only
 /// header-safe subject the reference keys ever signed. Accepted: the request is forwarded.
 pub fn addon_jwt_sidecar(data: &[u8]) -> Outcome {
-    static SIDECAR: Mutex<Option<Sidecar>> = Mutex::new(None);
+    static SIDECAR: OnceLock<Sidecar> = OnceLock::new();
     let headers: Vec<(String, &[u8])> = data
         .split(|b| *b == b'\n')
         .filter_map(|line| {
@@ -112,8 +113,7 @@ pub fn addon_jwt_sidecar(data: &[u8]) -> Outcome {
             Some((String::from_utf8_lossy(name).into_owned(), value.get(1..)?))
         })
         .collect();
-    let mut guard = SIDECAR.lock().unwrap_or_else(|e| e.into_inner());
-    let sidecar = guard.get_or_insert_with(|| {
+    let sidecar = SIDECAR.get_or_init(|| {
         let keys = KeySet::from_jwks(JWKS).expect("reference JWKS loads");
         Sidecar::new(keys, validation()).cache_capacity(64)
     });

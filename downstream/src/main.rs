@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::error::Error;
 use std::time::SystemTime;
 
-use addon_jwt::{Algorithm, KeySet, Minter, Sidecar, SigningKey, Validation};
+use addon_jwt::{Algorithm, Audience, Issuer, KeySet, Minter, Sidecar, SigningKey, Validation};
 use bootstrap_token::{AuthOutcome, BootstrapToken, KubeadmToken, SecretObject, authenticate};
 use clusterinfo::{CaBundle, ClusterInfo, ClusterInfoConfigMap};
 use exec_credential::{ApiVersion, Cluster, CredentialState, ExecAuthenticator, ExecConfig};
@@ -157,10 +157,12 @@ MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
 -----END PRIVATE KEY-----\n";
     let key = SigningKey::from_pkcs8_pem(private_pem)?;
     let keys = KeySet::from_pem(&key.public_key_pem()?, Algorithm::EdDsa)?;
-    let mut minter = Minter::new(key, "https://kubernetes.default.svc");
-    let token = minter.mint("jane", "kube-system/dashboard", now)?;
-    let validation = Validation::new("kube-system/dashboard", "https://kubernetes.default.svc");
-    let mut sidecar = Sidecar::new(keys, validation);
+    let issuer = Issuer::new("https://kubernetes.default.svc");
+    let audience = Audience::new("kube-system/dashboard");
+    let mut minter = Minter::new(key, issuer.clone());
+    let token = minter.mint("jane", &audience, now)?;
+    // One sidecar shared by every connection task (`&self` decisions, no global lock).
+    let sidecar = std::sync::Arc::new(Sidecar::new(keys, Validation::new(issuer, audience)));
 
     let mut request = hyper::Request::new(());
     let headers = request.headers_mut();

@@ -5,7 +5,7 @@
 use crate::configmap::{CLUSTER_INFO_NAME, CLUSTER_INFO_NAMESPACE};
 use crate::error::Error;
 use crate::rbac::{PolicyRule, Role, RoleBinding, Subject};
-use crate::{ClusterInfoConfigMap, ClusterInfoConfigMap as Cm};
+use crate::ClusterInfoConfigMap;
 
 /// The parts of a ConfigMap this crate reads, from any k8s-openapi line.
 fn configmap_from_parts(
@@ -24,7 +24,7 @@ fn configmap_from_parts(
             reason: "metadata.namespace is not kube-public",
         });
     }
-    let mut cm = Cm::from_data(data.cloned().unwrap_or_default());
+    let mut cm = ClusterInfoConfigMap::from_data(data.cloned().unwrap_or_default());
     cm.set_resource_version(resource_version.map(str::to_owned));
     Ok(cm)
 }
@@ -39,6 +39,16 @@ fn expect_kind(found: &'static str, expected: &'static str) -> Result<(), Error>
 
 macro_rules! bridge {
     ($k:ident) => {
+        impl From<&RoleBinding> for $k::api::rbac::v1::RoleRef {
+            fn from(b: &RoleBinding) -> Self {
+                $k::api::rbac::v1::RoleRef {
+                    api_group: Some(b.role_ref_api_group().to_owned()),
+                    kind: b.role_ref_kind().to_owned(),
+                    name: b.role_ref_name().to_owned(),
+                }
+            }
+        }
+
         impl TryFrom<&$k::api::core::v1::ConfigMap> for ClusterInfoConfigMap {
             type Error = Error;
 
@@ -152,11 +162,7 @@ macro_rules! bridge {
                         namespace: b.namespace().map(str::to_owned),
                         ..Default::default()
                     },
-                    role_ref: $k::api::rbac::v1::RoleRef {
-                        api_group: Some(b.role_ref_api_group().to_owned()),
-                        kind: b.role_ref_kind().to_owned(),
-                        name: b.role_ref_name().to_owned(),
-                    },
+                    role_ref: b.into(),
                     subjects: Some(b.subjects().iter().map(Into::into).collect()),
                 })
             }
@@ -175,11 +181,7 @@ macro_rules! bridge {
                         name: Some(b.name().to_owned()),
                         ..Default::default()
                     },
-                    role_ref: $k::api::rbac::v1::RoleRef {
-                        api_group: Some(b.role_ref_api_group().to_owned()),
-                        kind: b.role_ref_kind().to_owned(),
-                        name: b.role_ref_name().to_owned(),
-                    },
+                    role_ref: b.into(),
                     subjects: Some(b.subjects().iter().map(Into::into).collect()),
                 })
             }

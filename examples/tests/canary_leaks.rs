@@ -1325,10 +1325,10 @@ mod exec {
             if let Err(e) = ExecCredential::from_plugin_output_with_limit(&stdout, 64) {
                 assert_error_clean(what, &e, &extra);
             }
-            if let Ok(s) = std::str::from_utf8(&stdout) {
-                if let Err(e) = ExecCredential::from_exec_info(s) {
-                    assert_error_clean(what, &e, &extra);
-                }
+            if let Ok(s) = std::str::from_utf8(&stdout)
+                && let Err(e) = ExecCredential::from_exec_info(s)
+            {
+                assert_error_clean(what, &e, &extra);
             }
             // Through the state machine.
             let mut a = authenticator();

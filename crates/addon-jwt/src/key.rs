@@ -381,10 +381,10 @@ impl KeySet {
         if self.keys.len() >= MAX_KEYS {
             return Err(KeyProblem::TooManyKeys);
         }
-        if let Some(kid) = &key.kid {
-            if self.keys.iter().any(|k| k.kid.as_ref() == Some(kid)) {
-                return Err(KeyProblem::DuplicateKeyId);
-            }
+        if let Some(kid) = &key.kid
+            && self.keys.iter().any(|k| k.kid.as_ref() == Some(kid))
+        {
+            return Err(KeyProblem::DuplicateKeyId);
         }
         self.keys.push(key);
         Ok(())
@@ -594,10 +594,10 @@ fn key_from_jwk(jwk: &Map<String, Value>, policy: &KeyPolicy) -> Result<Option<K
     if kty == "oct" {
         return Err(KeyProblem::PrivateMaterial);
     }
-    if let Some(usage) = str_member(jwk, "use")? {
-        if usage != "sig" {
-            return Err(KeyProblem::WrongUse);
-        }
+    if let Some(usage) = str_member(jwk, "use")?
+        && usage != "sig"
+    {
+        return Err(KeyProblem::WrongUse);
     }
     match jwk.get("key_ops") {
         None => {}

@@ -473,10 +473,8 @@ impl Sidecar {
                             .filter(|(n, _)| n.as_ref().eq_ignore_ascii_case("connection"))
                             .map(|(_, v)| v.as_ref()),
                     ));
-            if !dropped {
-                if let Some(word) = keep.get_mut(i / 64) {
-                    *word |= 1 << (i % 64);
-                }
+            if !dropped && let Some(word) = keep.get_mut(i / 64) {
+                *word |= 1 << (i % 64);
             }
         }
         let mut i: usize = 0;
@@ -605,10 +603,10 @@ impl Sidecar {
             if cache.len() >= self.shard_capacity {
                 cache.retain(|_, v| now_s < v.until);
             }
-            if cache.len() >= self.shard_capacity {
-                if let Some(first) = cache.iter().min_by_key(|(_, v)| v.until).map(|(k, _)| *k) {
-                    cache.remove(&first);
-                }
+            if cache.len() >= self.shard_capacity
+                && let Some(first) = cache.iter().min_by_key(|(_, v)| v.until).map(|(k, _)| *k)
+            {
+                cache.remove(&first);
             }
             cache.insert(digest, verified);
         }

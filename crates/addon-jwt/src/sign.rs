@@ -466,15 +466,14 @@ impl Minter {
                 self.cache
                     .retain(|_, c| now_s >= c.issued && now_s < c.issued.saturating_add(ttl));
             }
-            if self.cache.len() >= self.capacity {
-                if let Some(oldest) = self
+            if self.cache.len() >= self.capacity
+                && let Some(oldest) = self
                     .cache
                     .iter()
                     .min_by_key(|(_, c)| c.issued)
                     .map(|(k, _)| k.clone())
-                {
-                    self.cache.remove(&oldest);
-                }
+            {
+                self.cache.remove(&oldest);
             }
             self.cache.insert(
                 cache_key,

@@ -3,7 +3,12 @@
 //!
 //! A cache hit allocates exactly once for a list of pairs (the vector the lines are moved into)
 //! and not at all when an `http::HeaderMap` is edited in place.
-#![allow(clippy::unwrap_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
 
 use std::alloc::System;
 use std::time::{Duration, UNIX_EPOCH};

@@ -293,7 +293,7 @@ pub(crate) fn parse(value: &[u8]) -> Result<GoTime, Error> {
 }
 
 fn is_leap(year: u32) -> bool {
-    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+    year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400))
 }
 
 fn days_in_month(month: u32, year: u32) -> u32 {

@@ -197,13 +197,12 @@ fn fill_token_chars(
         };
         fill(buf)?;
         for &b in buf.iter() {
-            if b < 252 {
-                if let (Some(slot), Some(&c)) =
+            if b < 252
+                && let (Some(slot), Some(&c)) =
                     (out.get_mut(filled), CHARSET.get(usize::from(b % 36)))
-                {
-                    *slot = c;
-                    filled = filled.saturating_add(1);
-                }
+            {
+                *slot = c;
+                filled = filled.saturating_add(1);
             }
         }
     }

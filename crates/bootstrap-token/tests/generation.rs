@@ -110,7 +110,7 @@ fn a_stuck_source_is_an_error_not_a_hang() {
     let t = BootstrapToken::generate_with(|b| {
         for x in b {
             i += 1;
-            *x = if i % 10 == 0 { 1 } else { 254 };
+            *x = if i.is_multiple_of(10) { 1 } else { 254 };
         }
     });
     assert!(t.is_ok());

@@ -784,10 +784,10 @@ impl Discovery {
                         ci.server()
                     ));
                 }
-                if file.trust() == &Trust::SystemRoots {
-                    if let Some(b) = ci.ca_bundle() {
-                        file = file.with_trust_from(b.clone());
-                    }
+                if file.trust() == &Trust::SystemRoots
+                    && let Some(b) = ci.ca_bundle()
+                {
+                    file = file.with_trust_from(b.clone());
                 }
             }
         }

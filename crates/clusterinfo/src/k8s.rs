@@ -2,10 +2,10 @@
 //! k8s-openapi 0.29, `k8s-openapi-0-28` for 0.28). Both lines share one implementation,
 //! instantiated for each crate.
 
+use crate::ClusterInfoConfigMap;
 use crate::configmap::{CLUSTER_INFO_NAME, CLUSTER_INFO_NAMESPACE};
 use crate::error::Error;
 use crate::rbac::{PolicyRule, Role, RoleBinding, Subject};
-use crate::ClusterInfoConfigMap;
 
 /// The parts of a ConfigMap this crate reads, from any k8s-openapi line.
 fn configmap_from_parts(

@@ -394,14 +394,14 @@ impl ExecAuthenticator {
         let id = CredentialId(self.next_credential);
         self.next_credential = self.next_credential.saturating_add(1);
         let credential = credential.with_id(id);
-        if let Some(old) = &self.cached {
-            if old.client_identity() != credential.client_identity() {
-                self.actions.push_back(Action::RotateTlsIdentity {
-                    previous: old.id(),
-                    current: id,
-                    previous_not_before: old.client_identity().and_then(|i| i.not_before()),
-                });
-            }
+        if let Some(old) = &self.cached
+            && old.client_identity() != credential.client_identity()
+        {
+            self.actions.push_back(Action::RotateTlsIdentity {
+                previous: old.id(),
+                current: id,
+                previous_not_before: old.client_identity().and_then(|i| i.not_before()),
+            });
         }
         self.cached.insert(credential)
     }

@@ -62,10 +62,10 @@ impl Credential {
             (Some(cert), Some(key)) => Some(ClientIdentity::parse(cert, key)?),
             _ => return Err(Error::PartialKeyPair),
         };
-        if let Some(exp) = expiration {
-            if now > exp {
-                return Err(Error::ExpiredOnArrival);
-            }
+        if let Some(exp) = expiration
+            && now > exp
+        {
+            return Err(Error::ExpiredOnArrival);
         }
         Ok(Credential {
             id: CredentialId(0),

@@ -192,12 +192,11 @@ proptest! {
                     _ => unreachable!(),
                 },
                 2 => {
-                    if let Some(id) = last_id {
-                        if let Some(run) = a.handle_unauthorized(now, id).unwrap() {
+                    if let Some(id) = last_id
+                        && let Some(run) = a.handle_unauthorized(now, id).unwrap() {
                             prop_assert!(pending.is_none());
                             pending = Some(run);
                         }
-                    }
                 }
                 _ => {
                     // At most one run is ever queued per in-flight id.

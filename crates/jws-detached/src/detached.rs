@@ -20,15 +20,14 @@ pub(crate) fn split(detached: &str) -> Result<Parts<'_>, Error> {
         });
     }
     // The well-formed case in one scan: `header` `..` `signature` with no further dot.
-    if let Some((header, rest)) = detached.split_once('.') {
-        if let Some(signature) = rest.strip_prefix('.') {
-            if !signature.contains('.') {
-                return Ok(Parts {
-                    header: header.as_bytes(),
-                    signature: signature.as_bytes(),
-                });
-            }
-        }
+    if let Some((header, rest)) = detached.split_once('.')
+        && let Some(signature) = rest.strip_prefix('.')
+        && !signature.contains('.')
+    {
+        return Ok(Parts {
+            header: header.as_bytes(),
+            signature: signature.as_bytes(),
+        });
     }
     // Anything else is an error; count the dots to say which. Two dots that are not adjacent
     // enclose a payload.

@@ -95,10 +95,10 @@ fn run() -> Result<(), BoxError> {
         )?;
         if response.status == 401 {
             // client-go: refresh at most once per credential; the request is not retried.
-            if let Some(run) = driver.auth.handle_unauthorized(now(), cred.id())? {
-                if let Err(e) = driver.drive(run) {
-                    eprintln!("refreshing credentials: {e}");
-                }
+            if let Some(run) = driver.auth.handle_unauthorized(now(), cred.id())?
+                && let Err(e) = driver.drive(run)
+            {
+                eprintln!("refreshing credentials: {e}");
             }
             result = Err("the server has asked for the client to provide credentials".into());
             continue;

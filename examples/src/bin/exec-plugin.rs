@@ -57,13 +57,12 @@ fn run() -> Result<(), BoxError> {
     );
     if let Some(dir) = &cache {
         let path = dir.join(format!("{}.json", key.to_hex()));
-        if let Ok(bytes) = std::fs::read(&path) {
-            if let Ok(entry) = CacheEntry::from_json(&bytes, &key) {
-                if let Some(cached) = entry.fresh_response(now, Duration::from_secs(10)) {
-                    print!("{}", cached.to_stdout());
-                    return Ok(());
-                }
-            }
+        if let Ok(bytes) = std::fs::read(&path)
+            && let Ok(entry) = CacheEntry::from_json(&bytes, &key)
+            && let Some(cached) = entry.fresh_response(now, Duration::from_secs(10))
+        {
+            print!("{}", cached.to_stdout());
+            return Ok(());
         }
     }
 

@@ -2,7 +2,8 @@
 # A long fuzzing campaign of the network-facing targets (what a cluster, a plugin or a client can
 # send us): each runs FUZZ_SECONDS (default 600) from its checked-in corpus and dictionary,
 # FUZZ_JOBS (default: the number of cores) at a time. Afterwards the inputs that add coverage
-# are merged into the checked-in corpus (libFuzzer's -merge=1), so the seeds grow; commit them.
+# to the checked-in corpus (libFuzzer's -merge=1) are kept, at most FUZZ_KEEP (default 100) per
+# target, the smallest first, so the seeds grow without bloating the repository; commit them.
 # Prints one line per target: executions, new seeds, result. Fails if any target crashed, and
 # prints the reproducer (base64).
 #
@@ -30,9 +31,20 @@ run_one() {
   [ -f "dict/$t.dict" ] && args+=(-dict="dict/$t.dict")
   local before; before=$(ls "corpus/$t" | wc -l)
   if cargo fuzz run -O "$t" "$work" "corpus/$t" -- "${args[@]}" > "campaign/$t.log" 2>&1; then
-    cargo fuzz run -O "$t" "corpus/$t" "$work" -- -merge=1 > "campaign/$t.merge.log" 2>&1
+    local merged="campaign/$t.merged"
+    rm -rf "$merged"
+    cp -r "corpus/$t" "$merged"
+    cargo fuzz run -O "$t" "$merged" "$work" -- -merge=1 > "campaign/$t.merge.log" 2>&1
+    # The merge's additions (files not already seeds), smallest first, at most FUZZ_KEEP.
+    local added=0 f
+    while read -r f; do
+      [ -e "corpus/$t/$(basename "$f")" ] && continue
+      [ "$added" -ge "${FUZZ_KEEP:-100}" ] && break
+      cp "$f" "corpus/$t/" && added=$((added + 1))
+    done < <(find "$merged" -type f -printf '%s %p\n' | sort -n | cut -d' ' -f2-)
     local execs; execs=$(grep -m1 'stat::number_of_executed_units' "campaign/$t.log" | awk '{print $2}')
-    echo "$t: ${seconds}s, ${execs:-?} executions, $(( $(ls "corpus/$t" | wc -l) - before )) new seeds, ok"
+    local adding; adding=$(( $(ls "$merged" | wc -l) - before ))
+    echo "$t: ${seconds}s, ${execs:-?} executions, $adding inputs add coverage, $added kept as seeds, ok"
   else
     echo "$t: FAILED after ${seconds}s or less"
     grep -m 1 -A 3 "panicked at" "campaign/$t.log" || true
@@ -45,6 +57,6 @@ run_one() {
   fi
 }
 export -f run_one
-export seconds
+export seconds FUZZ_KEEP
 printf '%s\n' "${targets[@]}" | xargs -P "$jobs" -I{} bash -c 'run_one {}' | tee campaign/summary.txt
 ! grep -q FAILED campaign/summary.txt

@@ -14,4 +14,5 @@ cd "$work"
 RUSTC_BOOTSTRAP=1 cargo update -Z direct-minimal-versions
 CARGO_TARGET_DIR="$root/target/minimal-versions" cargo test --quiet \
   -p jws-detached -p bootstrap-token -p clusterinfo -p exec-credential -p addon-jwt "$@"
+rm -rf "$root/target/minimal-versions" "$work"
 echo "minimal-versions: 1 passed, 0 failed"

@@ -45,4 +45,5 @@ for entry in "${crates[@]}"; do
       cargo test "${patches[@]}" ${features:+--features "$features"} --quiet
   )
 done
+rm -rf "$root/target/package-test-target"
 echo "package-test: ${#crates[@]} passed, 0 failed"

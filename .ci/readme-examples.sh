@@ -41,4 +41,5 @@ TOML
   (cd "$project" && CARGO_TARGET_DIR="$root/target/readme-examples" cargo run --quiet > /dev/null)
   n=$((n + 1))
 done
+rm -rf "$root/target/readme-examples"
 echo "readme-examples: $n passed, 0 failed"

@@ -1,0 +1,81 @@
+//! `k8s-bootstrap`: kubeadm's bootstrap-token commands (`token create|list|delete|generate`),
+//! CA pins (`pin`) and the discovery half of `kubeadm join` (`join`), over the k8s-bootstrap
+//! drivers. With the `loopback-server` feature, also `serve-loopback` (the API server double)
+//! and `demo` (the whole flow against it).
+//!
+//! Exit codes: 0 on success, 1 on a runtime failure (one `error: …` line on stderr naming the
+//! step), 2 on a usage error (clap's).
+
+#[path = "k8s-bootstrap/args.rs"]
+mod args;
+#[cfg(feature = "loopback-server")]
+#[path = "k8s-bootstrap/demo.rs"]
+mod demo;
+#[path = "k8s-bootstrap/error.rs"]
+mod error;
+#[path = "k8s-bootstrap/join.rs"]
+mod join;
+#[path = "k8s-bootstrap/kubeconfig.rs"]
+mod kubeconfig;
+#[path = "k8s-bootstrap/output.rs"]
+mod output;
+#[path = "k8s-bootstrap/pin.rs"]
+mod pin;
+#[path = "k8s-bootstrap/progress.rs"]
+mod progress;
+#[path = "k8s-bootstrap/token_cmd.rs"]
+mod token_cmd;
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+
+use crate::args::{Cli, Command};
+use crate::error::CliError;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.verbose);
+    match run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let message = e.to_string().replace(['\n', '\r'], " ");
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), CliError> {
+    let global = cli.global();
+    match cli.command {
+        Command::Token(token) => token_cmd::run(&global, token.command).await,
+        Command::Pin(args) => pin::run(&args),
+        Command::Join(args) => join::run(&args).await,
+        #[cfg(feature = "loopback-server")]
+        Command::ServeLoopback(args) => demo::serve(&args).await,
+        #[cfg(feature = "loopback-server")]
+        Command::Demo(args) => demo::run(&args).await,
+    }
+}
+
+/// Tracing to stderr: `RUST_LOG` when set, else off without `-v`, `info` with `-v`, `debug`
+/// with `-vv`, `trace` beyond.
+fn init_tracing(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(s) if !s.is_empty() => EnvFilter::new(s),
+        _ => EnvFilter::new(match verbose {
+            0 => "off",
+            1 => "info",
+            2 => "debug",
+            _ => "trace",
+        }),
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}

@@ -1,0 +1,252 @@
+//! The command line (clap derive), with kubeadm's flag names.
+
+use std::path::PathBuf;
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use k8s_bootstrap::bootstrap_token;
+
+/// Kubernetes bootstrap tokens, CA pins and node discovery, as kubeadm does them.
+#[derive(Debug, Parser)]
+#[command(name = "k8s-bootstrap", version, about, propagate_version = true)]
+pub(crate) struct Cli {
+    /// The kubeconfig to use (else the first file of $KUBECONFIG, else ~/.kube/config).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub(crate) kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (else its current context).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub(crate) context: Option<String>,
+    /// Log to stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
+    pub(crate) verbose: u8,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The options every API command shares.
+#[derive(Debug, Clone)]
+pub(crate) struct Global {
+    pub(crate) kubeconfig: Option<PathBuf>,
+    pub(crate) context: Option<String>,
+}
+
+impl Cli {
+    pub(crate) fn global(&self) -> Global {
+        Global {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Manage bootstrap tokens (kubeadm token).
+    Token(TokenArgs),
+    /// Print the sha256 public-key pin of each CA certificate in a PEM file.
+    Pin(PinArgs),
+    /// Discover a cluster and write the kubelet's TLS-bootstrap kubeconfig (kubeadm join's
+    /// discovery).
+    Join(JoinArgs),
+    /// Run the loopback API server, a test double, until interrupted (Ctrl-C).
+    #[cfg(feature = "loopback-server")]
+    ServeLoopback(ServeLoopbackArgs),
+    /// The whole bootstrap flow on loopback: an API server double, `token create`, `join` and
+    /// kubectl with the written kubeconfig, each run as the real command.
+    #[cfg(feature = "loopback-server")]
+    Demo(DemoArgs),
+}
+
+#[cfg(feature = "loopback-server")]
+#[derive(Debug, Args)]
+pub(crate) struct ServeLoopbackArgs {
+    /// The port on 127.0.0.1 (0: any free port).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) port: u16,
+    /// Where to write the admin kubeconfig (mode 0600; it holds the admin token).
+    #[arg(long, default_value = "loopback-admin.conf", value_name = "PATH")]
+    pub(crate) admin_kubeconfig: PathBuf,
+}
+
+#[cfg(feature = "loopback-server")]
+#[derive(Debug, Args)]
+pub(crate) struct DemoArgs {
+    /// Keep the demo's files (kubeconfigs, CA) in this directory instead of a temporary one
+    /// that is removed at the end.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+    /// The kubectl to run.
+    #[arg(long, default_value = "kubectl", value_name = "PATH")]
+    pub(crate) kubectl: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TokenArgs {
+    #[command(subcommand)]
+    pub(crate) command: TokenCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum TokenCommand {
+    /// Create a bootstrap token on the server and print it.
+    Create(CreateArgs),
+    /// List the bootstrap tokens on the server.
+    List(ListArgs),
+    /// Delete bootstrap tokens by ID or whole token.
+    Delete(DeleteArgs),
+    /// Generate and print a random token without touching the server.
+    Generate,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CreateArgs {
+    /// The token to create (<6 chars [a-z0-9]>.<16 chars [a-z0-9]>); generated when absent.
+    #[arg(value_name = "TOKEN")]
+    pub(crate) token: Option<String>,
+    /// The token's lifetime (Go duration); 0 means it never expires [default: 24h0m0s].
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = go_duration)]
+    pub(crate) ttl: Option<Duration>,
+    /// Usages of the token [default: signing,authentication].
+    #[arg(long, value_delimiter = ',', value_name = "USAGES")]
+    pub(crate) usages: Vec<String>,
+    /// Extra groups the token authenticates as [default:
+    /// system:bootstrappers:kubeadm:default-node-token].
+    #[arg(long, value_delimiter = ',', value_name = "GROUPS")]
+    pub(crate) groups: Vec<String>,
+    /// A human-friendly description of the token.
+    #[arg(long, default_value = "")]
+    pub(crate) description: String,
+    /// Print the whole `kubeadm join` command instead of the token.
+    #[arg(long)]
+    pub(crate) print_join_command: bool,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Text)]
+    pub(crate) output: OutputFormat,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Text)]
+    pub(crate) output: OutputFormat,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DeleteArgs {
+    /// Token IDs or whole tokens to delete.
+    #[arg(required = true, value_name = "ID|TOKEN")]
+    pub(crate) tokens: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum OutputFormat {
+    Text,
+    Json,
+    Yaml,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PinArgs {
+    /// A PEM file with one or more CA certificates.
+    #[arg(value_name = "CA_PEM")]
+    pub(crate) ca: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct JoinArgs {
+    /// The API server endpoint (host:port) for token discovery.
+    #[arg(value_name = "ENDPOINT")]
+    pub(crate) endpoint: Option<String>,
+    /// The token for both discovery and the TLS bootstrap.
+    #[arg(long, value_name = "TOKEN")]
+    pub(crate) token: Option<String>,
+    /// The token for discovery (defaults to --token).
+    #[arg(long, value_name = "TOKEN")]
+    pub(crate) discovery_token: Option<String>,
+    /// The token for the TLS bootstrap (defaults to --token).
+    #[arg(long, value_name = "TOKEN")]
+    pub(crate) tls_bootstrap_token: Option<String>,
+    /// Pin the cluster CA's public key (sha256:<hex>); repeatable or comma-separated.
+    #[arg(
+        long = "discovery-token-ca-cert-hash",
+        value_delimiter = ',',
+        value_name = "HASH"
+    )]
+    pub(crate) ca_cert_hashes: Vec<String>,
+    /// Trust the cluster-info signature alone, without a CA pin.
+    #[arg(long)]
+    pub(crate) discovery_token_unsafe_skip_ca_verification: bool,
+    /// A discovery kubeconfig: a file path or an https:// URL.
+    #[arg(long, value_name = "PATH_OR_URL")]
+    pub(crate) discovery_file: Option<String>,
+    /// Where to write the TLS-bootstrap kubeconfig (mode 0600).
+    #[arg(long, default_value = "bootstrap-kubelet.conf", value_name = "PATH")]
+    pub(crate) tls_bootstrap_kubeconfig: PathBuf,
+    /// How long to wait for discovery (Go duration).
+    #[arg(long, default_value = "5m0s", value_name = "DURATION", value_parser = go_duration)]
+    pub(crate) discovery_timeout: Duration,
+}
+
+/// A Go duration (`1h30m`, `90s`, `0`), read by the core's parser; a negative duration reads
+/// as zero, as kubeadm's TTL does.
+fn go_duration(s: &str) -> Result<Duration, bootstrap_token::Error> {
+    let json = serde_json::json!({ "ttl": s }).to_string();
+    let parsed = bootstrap_token::KubeadmToken::from_json(json.as_bytes())?;
+    Ok(parsed.ttl.unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn command_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_create() {
+        let cli = Cli::try_parse_from([
+            "k8s-bootstrap",
+            "token",
+            "create",
+            "--ttl",
+            "1h",
+            "--usages",
+            "signing,authentication",
+            "-o",
+            "json",
+        ])
+        .unwrap();
+        let Command::Token(TokenArgs {
+            command: TokenCommand::Create(c),
+        }) = cli.command
+        else {
+            panic!("not create")
+        };
+        assert_eq!(c.ttl, Some(Duration::from_secs(3600)));
+        assert_eq!(c.usages, ["signing", "authentication"]);
+        assert_eq!(c.output, OutputFormat::Json);
+    }
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(go_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(go_duration("0").unwrap(), Duration::ZERO);
+        assert_eq!(go_duration("-1h").unwrap(), Duration::ZERO);
+        assert!(go_duration("1 day").is_err());
+        let err = Cli::try_parse_from(["k8s-bootstrap", "token", "create", "--ttl", "1 day"])
+            .unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+    }
+
+    #[test]
+    fn rejects_bad_usage() {
+        let err = Cli::try_parse_from(["k8s-bootstrap", "token", "create", "--bogus"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        let err = Cli::try_parse_from(["k8s-bootstrap", "token", "delete"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+    }
+}

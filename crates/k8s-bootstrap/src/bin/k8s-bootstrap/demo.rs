@@ -1,0 +1,386 @@
+//! `serve-loopback` and `demo`: the loopback API server (a test double), and the whole
+//! bootstrap flow against it with the real commands.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use k8s_bootstrap::discovery;
+use k8s_bootstrap::loopback::LoopbackApiServer;
+
+use crate::args::{DemoArgs, ServeLoopbackArgs};
+use crate::error::CliError;
+use crate::output::print;
+
+/// `serve-loopback`: serve until Ctrl-C, with the admin kubeconfig written to disk.
+pub(crate) async fn serve(args: &ServeLoopbackArgs) -> Result<(), CliError> {
+    let server = LoopbackApiServer::builder().port(args.port).start().await?;
+    write_private(&args.admin_kubeconfig, server.admin_kubeconfig_yaml())?;
+    print(&format!(
+        "loopback API server (a test double, not a control plane) at {url}\n\
+         admin kubeconfig: {path} (it holds the admin token)\n\
+         try: kubectl --kubeconfig {path} get secrets -n kube-system\n\
+         Ctrl-C stops it.\n",
+        url = server.url(),
+        path = args.admin_kubeconfig.display(),
+    ))?;
+    tokio::signal::ctrl_c()
+        .await
+        .map_err(|e| CliError::Demo(format!("waiting for Ctrl-C: {e}")))?;
+    server.shutdown().await;
+    Ok(())
+}
+
+/// `demo`: start the double, then run `token create`, `pin`, `token list`, `join`, kubectl,
+/// three refused joins and `token delete`, each as the real process, printing what it runs
+/// and what it prints.
+pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
+    let temp;
+    let dir: PathBuf = match &args.dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).map_err(|e| demo_err("creating the demo directory", e))?;
+            d.clone()
+        }
+        None => {
+            temp = tempfile::Builder::new()
+                .prefix("k8s-bootstrap-demo-")
+                .tempdir()
+                .map_err(|e| demo_err("creating a temporary directory", e))?;
+            temp.path().to_owned()
+        }
+    };
+    let me = std::env::current_exe().map_err(|e| demo_err("finding this program", e))?;
+    let demo = Demo {
+        me,
+        kubectl: args.kubectl.clone(),
+    };
+
+    heading("1. the control plane: a loopback API server (a test double for kube-apiserver)");
+    let server = LoopbackApiServer::builder().start().await?;
+    let admin = dir.join("admin.conf");
+    let ca = dir.join("ca.pem");
+    write_private(&admin, server.admin_kubeconfig_yaml())?;
+    std::fs::write(&ca, server.ca_pem()).map_err(|e| demo_err("writing ca.pem", e))?;
+    say(&format!(
+        "serving {} with cluster-info in kube-public and the bootstrap signer running\n\
+         admin kubeconfig {}, cluster CA {}",
+        server.url(),
+        admin.display(),
+        ca.display()
+    ));
+    let admin_flag = admin.display().to_string();
+
+    heading("2. an administrator creates a bootstrap token (kubeadm token create)");
+    let out = demo
+        .cli(&[
+            "--kubeconfig",
+            &admin_flag,
+            "token",
+            "create",
+            "--description",
+            "k8s-bootstrap demo",
+            "--print-join-command",
+        ])
+        .await?;
+    let join = JoinLine::parse(&out)?;
+
+    heading(
+        "3. the CA pin in the join command is the cluster CA's public key (kubeadm's pubkeypin)",
+    );
+    let pin_out = demo.cli(&["pin", &ca.display().to_string()]).await?;
+    if pin_out.trim() != join.hash {
+        return Err(CliError::Demo(format!(
+            "pin printed {} but the join command carries {}",
+            pin_out.trim(),
+            join.hash
+        )));
+    }
+    say("same hash as in the join command");
+    demo.cli(&["--kubeconfig", &admin_flag, "token", "list"])
+        .await?;
+
+    heading(
+        "4. the node joins: token discovery with CA pinning, then its TLS-bootstrap kubeconfig",
+    );
+    let bootstrap = dir.join("bootstrap-kubelet.conf");
+    let bootstrap_flag = bootstrap.display().to_string();
+    demo.cli(&[
+        "join",
+        &join.endpoint,
+        "--token",
+        &join.token,
+        "--discovery-token-ca-cert-hash",
+        &join.hash,
+        "--tls-bootstrap-kubeconfig",
+        &bootstrap_flag,
+    ])
+    .await?;
+
+    heading(
+        "5. kubectl uses the written kubeconfig; the API server authenticates the bootstrap token",
+    );
+    let ran = demo
+        .kubectl(&[
+            "--kubeconfig",
+            &bootstrap_flag,
+            "get",
+            "configmap",
+            "cluster-info",
+            "-n",
+            "kube-public",
+        ])
+        .await?;
+    if ran {
+        let user = server
+            .requests()
+            .into_iter()
+            .rev()
+            .find(|r| r.path.ends_with("/configmaps/cluster-info") && r.user.is_some())
+            .and_then(|r| r.user);
+        match user {
+            Some(user) => say(&format!(
+                "the API server authenticated that request as {user}"
+            )),
+            None => {
+                return Err(CliError::Demo(
+                    "kubectl's request was not authenticated".to_owned(),
+                ));
+            }
+        }
+        demo.kubectl(&[
+            "--kubeconfig",
+            &admin_flag,
+            "get",
+            "secrets",
+            "-n",
+            "kube-system",
+        ])
+        .await?;
+    }
+
+    heading("6. what discovery refuses");
+    let wrong_pin = format!("sha256:{}", "0".repeat(64));
+    demo.refused(
+        "a CA pin that is not the cluster's",
+        &[
+            "join",
+            &join.endpoint,
+            "--token",
+            &join.token,
+            "--discovery-token-ca-cert-hash",
+            &wrong_pin,
+        ],
+        &dir,
+    )
+    .await?;
+    let wrong_secret = join.with_other_secret();
+    demo.refused(
+        "a token whose secret is wrong",
+        &[
+            "join",
+            &join.endpoint,
+            "--token",
+            &wrong_secret,
+            "--discovery-token-ca-cert-hash",
+            &join.hash,
+        ],
+        &dir,
+    )
+    .await?;
+    demo.refused(
+        "no CA pin and no --discovery-token-unsafe-skip-ca-verification",
+        &["join", &join.endpoint, "--token", &join.token],
+        &dir,
+    )
+    .await?;
+
+    heading("7. the administrator deletes the token; the signer removes its signature");
+    demo.cli(&["--kubeconfig", &admin_flag, "token", "delete", join.id()])
+        .await?;
+    demo.refused(
+        "the deleted token (waiting 2s for a signature that will not come)",
+        &[
+            "join",
+            &join.endpoint,
+            "--token",
+            &join.token,
+            "--discovery-token-ca-cert-hash",
+            &join.hash,
+            "--discovery-timeout",
+            "2s",
+        ],
+        &dir,
+    )
+    .await?;
+
+    server.shutdown().await;
+    heading("done");
+    if args.dir.is_some() {
+        say(&format!("the files are in {}", dir.display()));
+    } else {
+        say("the temporary files are removed (--dir keeps them)");
+    }
+    Ok(())
+}
+
+struct Demo {
+    me: PathBuf,
+    kubectl: PathBuf,
+}
+
+impl Demo {
+    /// Runs this program with `args`, printing the command line (token secrets masked) and its
+    /// output; a failure ends the demo.
+    async fn cli(&self, args: &[&str]) -> Result<String, CliError> {
+        let shown = format!("k8s-bootstrap {}", mask(args));
+        let out = run_process(&self.me, args, &shown).await?;
+        if !out.status.success() {
+            return Err(CliError::Demo(format!("`{shown}` failed")));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Runs this program, expecting it to fail; its error line is shown.
+    async fn refused(&self, what: &str, args: &[&str], dir: &Path) -> Result<(), CliError> {
+        let out_file = dir.join("refused.conf");
+        let out_flag = out_file.display().to_string();
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--tls-bootstrap-kubeconfig", &out_flag]);
+        if !args.contains(&"--discovery-timeout") {
+            all.extend(["--discovery-timeout", "5s"]);
+        }
+        say(&format!("{what}:"));
+        let shown = format!("k8s-bootstrap {}", mask(args));
+        let out = run_process(&self.me, &all, &shown).await?;
+        if out.status.success() || out_file.exists() {
+            return Err(CliError::Demo(format!("`{shown}` was not refused")));
+        }
+        say("  refused, and no kubeconfig was written");
+        Ok(())
+    }
+
+    /// Runs kubectl; `Ok(false)` when it is not installed (the step is skipped, and said so).
+    async fn kubectl(&self, args: &[&str]) -> Result<bool, CliError> {
+        let shown = format!("kubectl {}", args.join(" "));
+        match run_process(&self.kubectl, args, &shown).await {
+            Ok(out) if out.status.success() => Ok(true),
+            Ok(_) => Err(CliError::Demo(format!("`{shown}` failed"))),
+            Err(CliError::Demo(e)) if e.contains("not found") => {
+                say(&format!(
+                    "kubectl was not found ({}); skipping this step",
+                    self.kubectl.display()
+                ));
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Runs `program args`, echoing `shown` and then its stdout and stderr, indented.
+async fn run_process(
+    program: &Path,
+    args: &[&str],
+    shown: &str,
+) -> Result<std::process::Output, CliError> {
+    println!("$ {shown}");
+    let out = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), out)
+        .await
+        .map_err(|_| CliError::Demo(format!("`{shown}` took longer than 60s")))?
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                CliError::Demo(format!("{} not found", program.display()))
+            } else {
+                demo_err(&format!("running {}", program.display()), e)
+            }
+        })?;
+    // Progress and errors (stderr) come before the result (stdout), as a terminal shows them.
+    for line in String::from_utf8_lossy(&out.stderr).lines() {
+        println!("  {line}");
+    }
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        println!("  {line}");
+    }
+    Ok(out)
+}
+
+/// The command line, with the secret half of any bootstrap token replaced by `<secret>`.
+fn mask(args: &[&str]) -> String {
+    args.iter()
+        .map(
+            |a| match a.parse::<k8s_bootstrap::bootstrap_token::BootstrapToken>() {
+                Ok(t) => format!("{}.<secret>", t.id()),
+                Err(_) => (*a).to_owned(),
+            },
+        )
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The parameters of the printed `kubeadm join <endpoint> --token <t> --discovery-token-ca-cert-hash <h>`.
+struct JoinLine {
+    endpoint: String,
+    token: String,
+    hash: String,
+}
+
+impl JoinLine {
+    fn parse(out: &str) -> Result<JoinLine, CliError> {
+        let words: Vec<&str> = out.split_whitespace().collect();
+        let after = |flag: &str| {
+            words
+                .iter()
+                .position(|w| *w == flag)
+                .and_then(|i| words.get(i.saturating_add(1)))
+                .map(|w| (*w).to_owned())
+        };
+        let bad = || CliError::Demo("token create did not print a join command".to_owned());
+        if words.get(..2) != Some(&["kubeadm", "join"][..]) {
+            return Err(bad());
+        }
+        Ok(JoinLine {
+            endpoint: words.get(2).map(|w| (*w).to_owned()).ok_or_else(bad)?,
+            token: after("--token").ok_or_else(bad)?,
+            hash: after("--discovery-token-ca-cert-hash").ok_or_else(bad)?,
+        })
+    }
+
+    fn id(&self) -> &str {
+        self.token.split('.').next().unwrap_or_default()
+    }
+
+    /// The same token ID with a different secret.
+    fn with_other_secret(&self) -> String {
+        let secret = self.token.split('.').nth(1).unwrap_or_default();
+        let other = if secret == "0000000000000000" {
+            "1111111111111111"
+        } else {
+            "0000000000000000"
+        };
+        format!("{}.{other}", self.id())
+    }
+}
+
+/// Writes a file that holds a secret: 0600, atomically.
+fn write_private(path: &Path, contents: String) -> Result<(), CliError> {
+    let contents = zeroize::Zeroizing::new(contents);
+    discovery::write_kubeconfig(path, contents.as_bytes())
+        .map_err(|e| CliError::Demo(e.to_string()))
+}
+
+fn heading(text: &str) {
+    println!("\n== {text}");
+}
+
+fn say(text: &str) {
+    println!("{text}");
+}
+
+fn demo_err(what: &str, e: std::io::Error) -> CliError {
+    CliError::Demo(format!("{what}: {e}"))
+}

@@ -1,0 +1,66 @@
+//! The command's error: one variant per step, printed as one `error: …` line.
+
+use std::path::PathBuf;
+
+use k8s_bootstrap::{bootstrap_token, clusterinfo, discovery, token};
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CliError {
+    #[error("finding the kubeconfig: no --kubeconfig, no KUBECONFIG and no home directory")]
+    NoKubeconfig,
+    #[error("loading kubeconfig {}: {message}", .path.display())]
+    Kubeconfig { path: PathBuf, message: String },
+    #[error("creating the kubernetes client: {0}")]
+    Client(#[source] kube::Error),
+    #[error(
+        "the bootstrap token given to {what} was not of the form \"{}\"",
+        bootstrap_token::TOKEN_PATTERN
+    )]
+    InvalidToken { what: &'static str },
+    #[error("{0}")]
+    Token(#[from] token::Error),
+    #[error("building the join command: {0}")]
+    JoinCommand(String),
+    #[error("reading {}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("reading CA certificates from {}: {source}", .path.display())]
+    Certificates {
+        path: PathBuf,
+        #[source]
+        source: clusterinfo::Error,
+    },
+    #[error("{0}")]
+    JoinFlags(String),
+    #[error("{}", discovery_message(.0))]
+    Discovery(#[source] discovery::Error),
+    #[error("writing the TLS-bootstrap kubeconfig {}: {source}", .path.display())]
+    WriteKubeconfig {
+        path: PathBuf,
+        #[source]
+        source: discovery::Error,
+    },
+    #[cfg(feature = "loopback-server")]
+    #[error("{0}")]
+    Loopback(#[from] k8s_bootstrap::loopback::Error),
+    #[cfg(feature = "loopback-server")]
+    #[error("demo: {0}")]
+    Demo(String),
+    #[error("writing output: {0}")]
+    Output(String),
+}
+
+/// kubeadm's wording: "couldn't validate the identity of the API Server: <reason>", once (the
+/// core's timeout error already says it).
+fn discovery_message(e: &discovery::Error) -> String {
+    const PREFIX: &str = "couldn't validate the identity of the API Server";
+    let text = e.to_string();
+    if text.starts_with(PREFIX) {
+        text
+    } else {
+        format!("{PREFIX}: {text}")
+    }
+}

@@ -1,0 +1,42 @@
+//! A progress indicator on stderr while a future runs: a spinner redrawn every second on a
+//! terminal, a plain line every ten seconds otherwise.
+
+use std::future::Future;
+use std::io::{IsTerminal as _, Write as _};
+use std::time::Duration;
+
+const FRAMES: [char; 4] = ['|', '/', '-', '\\'];
+
+/// Runs `work` to completion, reporting `what` on stderr until it finishes.
+pub(crate) async fn report<F: Future>(what: &str, work: F) -> F::Output {
+    let tty = std::io::stderr().is_terminal();
+    let period = Duration::from_secs(if tty { 1 } else { 10 });
+    eprintln!("{what}");
+    let mut ticker = tokio::time::interval(period);
+    // The first tick completes at once.
+    ticker.tick().await;
+    let mut ticks: u64 = 0;
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            out = &mut work => {
+                if tty {
+                    eprint!("\r\x1b[K");
+                    let _ = std::io::stderr().flush();
+                }
+                return out;
+            }
+            _ = ticker.tick() => {
+                ticks = ticks.saturating_add(1);
+                let seconds = ticks.saturating_mul(period.as_secs());
+                if tty {
+                    let frame = usize::try_from(ticks % 4).ok().and_then(|i| FRAMES.get(i)).copied().unwrap_or('|');
+                    eprint!("\r{frame} still waiting ({seconds}s)");
+                    let _ = std::io::stderr().flush();
+                } else {
+                    eprintln!("still waiting ({seconds}s)");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! `token create|list|delete|generate`, as kubeadm's token commands.
+
+use std::time::SystemTime;
+
+use k8s_bootstrap::bootstrap_token::{BootstrapToken, KubeadmToken};
+use k8s_bootstrap::token;
+
+use crate::args::{CreateArgs, DeleteArgs, Global, ListArgs, OutputFormat, TokenCommand};
+use crate::error::CliError;
+use crate::{kubeconfig, output};
+
+pub(crate) async fn run(global: &Global, command: TokenCommand) -> Result<(), CliError> {
+    match command {
+        TokenCommand::Generate => {
+            let t = token::generate()?;
+            output::print(&format!("{t}\n"))
+        }
+        TokenCommand::Create(args) => create(global, args).await,
+        TokenCommand::List(args) => list(global, &args).await,
+        TokenCommand::Delete(args) => delete(global, &args).await,
+    }
+}
+
+/// The wall clock, the `now` the drivers take.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the command line is where the clock is read"
+)]
+fn now() -> SystemTime {
+    SystemTime::now()
+}
+
+async fn create(global: &Global, args: CreateArgs) -> Result<(), CliError> {
+    let token = match &args.token {
+        Some(s) => s
+            .parse::<BootstrapToken>()
+            .map_err(|_| CliError::InvalidToken {
+                what: "token create",
+            })?,
+        None => token::generate()?,
+    };
+    let mut options = KubeadmToken::new(Some(token.clone()));
+    options.description = args.description;
+    if let Some(ttl) = args.ttl {
+        options.ttl = Some(ttl);
+    }
+    options.usages = args.usages;
+    options.groups = args.groups;
+
+    let (client, config) = kubeconfig::client(global).await?;
+    // Built before creating, so a kubeconfig without a CA does not leave a token behind.
+    let join = if args.print_join_command {
+        Some(kubeconfig::join_command(&config, &token)?)
+    } else {
+        None
+    };
+    let api = token::secrets_api(client);
+    let created = token::create(&api, options, now()).await?;
+    match (join, args.output) {
+        (Some(line), _) => output::print(&format!("{line}\n")),
+        (None, OutputFormat::Text) => output::print(&format!("{}\n", created.token())),
+        (None, format) => output::print(&output::tokens(
+            format,
+            std::slice::from_ref(created.options()),
+        )?),
+    }
+}
+
+async fn list(global: &Global, args: &ListArgs) -> Result<(), CliError> {
+    let (client, _) = kubeconfig::client(global).await?;
+    let api = token::secrets_api(client);
+    let listed = token::list(&api, now()).await?;
+    for skipped in &listed.skipped {
+        eprintln!(
+            "warning: skipping bootstrap token secret {:?}: {}",
+            skipped.name, skipped.error
+        );
+    }
+    if listed.truncated {
+        eprintln!(
+            "warning: only the first {} bootstrap token secrets are listed",
+            token::MAX_LISTED_SECRETS
+        );
+    }
+    match args.output {
+        OutputFormat::Text => output::print(&listed.to_table()),
+        format => output::print(&output::tokens(format, &listed.tokens)?),
+    }
+}
+
+async fn delete(global: &Global, args: &DeleteArgs) -> Result<(), CliError> {
+    let (client, _) = kubeconfig::client(global).await?;
+    let api = token::secrets_api(client);
+    for arg in &args.tokens {
+        let id = token::delete(&api, arg).await?;
+        output::print(&format!("bootstrap token {:?} deleted\n", id.as_str()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,41 @@
+#![cfg_attr(
+    all(feature = "discovery", feature = "token", feature = "loopback-server", feature = "exec"),
+    doc = include_str!("../README.md")
+)]
+#![cfg_attr(
+    not(all(
+        feature = "discovery",
+        feature = "token",
+        feature = "loopback-server",
+        feature = "exec"
+    )),
+    doc = "Async drivers and a CLI over the k8s-bootstrap cores; enable the `discovery`, `token`, `exec`, `loopback-server` or `cli` feature (see the README)."
+)]
+
+#[allow(dead_code, reason = "used by whichever drivers are enabled")]
+mod clock;
+
+#[cfg(any(feature = "discovery", feature = "token", feature = "loopback-server"))]
+pub use bootstrap_token;
+#[cfg(any(feature = "discovery", feature = "loopback-server"))]
+pub use clusterinfo;
+#[cfg(feature = "exec")]
+pub use exec_credential;
+pub use jws_detached;
+/// The `k8s-openapi` this crate's drivers use (its newest Kubernetes version, `latest`).
+#[cfg(any(feature = "token", feature = "exec", feature = "loopback-server"))]
+pub use k8s_openapi;
+/// The `kube` this crate's drivers use.
+#[cfg(any(feature = "token", feature = "exec"))]
+pub use kube;
+
+#[cfg(feature = "discovery")]
+pub mod discovery;
+#[cfg(feature = "exec")]
+pub mod exec;
+#[cfg(feature = "loopback-server")]
+pub mod loopback;
+#[cfg(any(feature = "discovery", feature = "loopback-server"))]
+mod tls;
+#[cfg(feature = "token")]
+pub mod token;

@@ -1,0 +1,430 @@
+//! A loopback Kubernetes API server: **a test and demo double, never a real control plane**.
+//!
+//! [`LoopbackApiServer`] listens on `127.0.0.1` with TLS (a CA and serving certificate it makes
+//! itself, for `127.0.0.1` and `localhost`) and answers the part of the Kubernetes API that the
+//! drivers of this crate, `kube::Client` and `kubectl` use, so that they cannot tell it from
+//! kube-apiserver for those operations:
+//!
+//! * namespaces `default`, `kube-system`, `kube-public`; `secrets` and `configmaps` (core/v1);
+//! * get, list (label selectors `k=v`, `k!=v`, `k in (..)`, `k notin (..)`, `k`, `!k`; field
+//!   selectors `metadata.name`, `metadata.namespace` and, for Secrets, `type`; `limit` and
+//!   `continue` are ignored and no `continue` is returned), watch (resourceVersion, bookmarks,
+//!   `timeoutSeconds`, `410 Expired` for a revision older than the retained history), create
+//!   (`generateName`, `dryRun=All`), update (optimistic concurrency), merge patch (strategic
+//!   merge patch is treated as a merge patch; apply patch answers 415), delete (preconditions);
+//! * discovery (`/version`, `/api`, `/api/v1`, `/apis`) and `Table` output for kubectl;
+//! * errors as `metav1.Status`, phrased as kube-apiserver phrases them;
+//! * authentication by bearer token: the admin token (user `loopback-admin`, group
+//!   `system:masters`), static tokens (like `--token-auth-file`) and bootstrap tokens checked by
+//!   [`bootstrap_token::authenticate`] against the stored Secrets; no header is
+//!   `system:anonymous`;
+//! * a tiny authorizer: `system:masters` may do everything; any authenticated user may read
+//!   discovery; anyone may `get` `kube-public/configmaps/cluster-info` (the RBAC kubeadm
+//!   installs) and `/version`; everything else is 403;
+//! * optionally kube-controller-manager's bootstrap signer: after every change to a Secret in
+//!   `kube-system` or to cluster-info, [`clusterinfo::reconcile`] decides the signatures and the
+//!   double writes them (also every 10 seconds, so expired tokens lose theirs).
+//!
+//! Bounds: request bodies at most 3 MiB (413), 10,000 objects, 1,000 retained watch events,
+//! 128 open watches, 512 connections, a 10-second TLS handshake and 30-second header read
+//! timeout. State lives in memory behind one lock: it is a test double.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), k8s_bootstrap::loopback::Error> {
+//! use k8s_bootstrap::loopback::LoopbackApiServer;
+//! let server = LoopbackApiServer::builder().start().await?;
+//! let kubeconfig = server.admin_kubeconfig_yaml(); // for kubectl or kube::Config
+//! # let _ = kubeconfig;
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+mod auth;
+mod discovery;
+mod handler;
+mod ids;
+mod selector;
+mod server;
+mod status;
+mod store;
+mod table;
+mod tls;
+mod watch;
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use zeroize::Zeroizing;
+
+use self::auth::StaticToken;
+use self::handler::{Shared, lock};
+use self::store::{Resource, Store};
+
+/// The admin user's name.
+const ADMIN_USER: &str = "loopback-admin";
+/// How often the bootstrap signer runs without a trigger (tokens expire with time).
+const SIGNER_RESYNC: Duration = Duration::from_secs(10);
+
+/// Why the loopback API server (a test double) could not start, or a test helper failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Building a `kube::Client` for the server failed.
+    #[cfg(any(feature = "token", feature = "exec"))]
+    #[error("loopback API server: building the admin client: {0}")]
+    Client(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Binding the listening socket failed.
+    #[error("loopback API server: binding {addr} failed")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Generating the CA or serving certificate failed.
+    #[error("loopback API server: generating the certificates failed")]
+    Certificate(#[source] rcgen::Error),
+    /// Building the rustls server configuration failed.
+    #[error("loopback API server: building the TLS configuration failed")]
+    TlsConfig(#[source] rustls::Error),
+    /// No rustls crypto provider: enable the `ring` or `aws-lc-rs` feature.
+    #[error("loopback API server: no rustls crypto provider (enable `ring` or `aws-lc-rs`)")]
+    NoCryptoProvider,
+    /// The OS random number generator failed.
+    #[error("loopback API server: the OS random number generator failed")]
+    Random,
+    /// Building the cluster-info kubeconfig failed.
+    #[error("loopback API server: building the cluster-info kubeconfig failed")]
+    ClusterInfo(#[source] clusterinfo::Error),
+    /// A test helper's server-side write was refused, as the API would refuse it.
+    #[error("loopback API server: the object was refused ({code} {reason}): {message}")]
+    Insert {
+        /// The HTTP status the API would answer.
+        code: u16,
+        /// The `Status` reason.
+        reason: String,
+        /// The `Status` message.
+        message: String,
+    },
+}
+
+impl From<status::ApiError> for Error {
+    fn from(e: status::ApiError) -> Error {
+        Error::Insert {
+            code: e.code,
+            reason: e.reason.to_owned(),
+            message: e.message,
+        }
+    }
+}
+
+/// One request the double answered, for tests. Never holds the token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RecordedRequest {
+    /// The HTTP method (`GET`, `POST`, ...).
+    pub method: String,
+    /// The path, without the query.
+    pub path: String,
+    /// The raw query string (empty when none).
+    pub query: String,
+    /// The authenticated user's name; `None` for anonymous requests and failed authentication.
+    pub user: Option<String>,
+    /// The response's HTTP status.
+    pub status: u16,
+}
+
+/// Configures a [`LoopbackApiServer`] (a test double).
+pub struct Builder {
+    port: u16,
+    statics: Vec<StaticToken>,
+    cluster_info: bool,
+    bootstrap_signer: bool,
+}
+
+impl fmt::Debug for Builder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("port", &self.port)
+            .field("static_tokens", &self.statics)
+            .field("cluster_info", &self.cluster_info)
+            .field("bootstrap_signer", &self.bootstrap_signer)
+            .finish()
+    }
+}
+
+impl Builder {
+    /// Listen on this port of `127.0.0.1` (default 0: any free port).
+    #[must_use]
+    pub fn port(mut self, port: u16) -> Builder {
+        self.port = port;
+        self
+    }
+
+    /// Accept `token` as `user` in `groups` (like a line of kube-apiserver's
+    /// `--token-auth-file`).
+    #[must_use]
+    pub fn static_token(mut self, token: &str, user: &str, groups: &[&str]) -> Builder {
+        self.statics.push(static_token(token, user, groups));
+        self
+    }
+
+    /// Create `kube-public/cluster-info` at start, holding the kubeconfig
+    /// [`clusterinfo::ClusterInfo::to_kubeconfig_yaml`] builds for the server's URL and CA
+    /// (default on).
+    #[must_use]
+    pub fn cluster_info(mut self, on: bool) -> Builder {
+        self.cluster_info = on;
+        self
+    }
+
+    /// Act as kube-controller-manager's bootstrap signer (default on): after every change to a
+    /// Secret in `kube-system` or to cluster-info, run [`clusterinfo::reconcile`] and write the
+    /// `jws-kubeconfig-<id>` signatures it decides.
+    #[must_use]
+    pub fn bootstrap_signer(mut self, on: bool) -> Builder {
+        self.bootstrap_signer = on;
+        self
+    }
+
+    /// Generate the certificates, bind, seed the namespaces (and cluster-info), and serve.
+    /// Must be called within a tokio runtime; the server runs on it until dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Certificate`], [`Error::TlsConfig`] or [`Error::NoCryptoProvider`] when TLS
+    /// cannot be set up, [`Error::Bind`] when the port is taken, [`Error::Random`],
+    /// [`Error::ClusterInfo`] when the cluster-info kubeconfig cannot be built.
+    pub async fn start(self) -> Result<LoopbackApiServer, Error> {
+        let pki = tls::generate()?;
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| Error::Bind { addr, source })?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| Error::Bind { addr, source })?;
+        let url = format!("https://{local}");
+        let token = ids::random_bytes::<32>().map_err(|_| Error::Random)?;
+        let admin_token = Zeroizing::new(ids::hex(&token));
+
+        let now = crate::clock::now();
+        let mut store = Store::new(self.bootstrap_signer);
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            store.create(
+                Resource::Namespaces,
+                "",
+                json!({"metadata": {"name": ns}}),
+                false,
+                now,
+            )?;
+        }
+        if self.cluster_info {
+            let ca = clusterinfo::CaBundle::from_pem(pki.ca_pem.as_bytes())
+                .map_err(Error::ClusterInfo)?;
+            let kubeconfig = clusterinfo::ClusterInfo::new(&url, ca)
+                .map_err(Error::ClusterInfo)?
+                .to_kubeconfig_yaml();
+            store.create(
+                Resource::ConfigMaps,
+                clusterinfo::CLUSTER_INFO_NAMESPACE,
+                json!({
+                    "metadata": {"name": clusterinfo::CLUSTER_INFO_NAME},
+                    "data": {clusterinfo::KUBECONFIG_KEY: kubeconfig},
+                }),
+                false,
+                now,
+            )?;
+        }
+        let shared = Arc::new(Shared {
+            store: Mutex::new(store),
+            admin_token,
+            statics: Mutex::new(self.statics),
+            requests: Mutex::new(VecDeque::new()),
+            watchers: Arc::new(AtomicUsize::new(0)),
+            address: local.to_string(),
+        });
+        let router = axum::Router::new()
+            .fallback(handler::handle)
+            .with_state(Arc::clone(&shared));
+        let mut tasks = vec![tokio::spawn(server::serve(listener, pki.config, router))];
+        if self.bootstrap_signer {
+            let shared = Arc::clone(&shared);
+            tasks.push(tokio::spawn(async move {
+                let mut interval = tokio::time::interval(SIGNER_RESYNC);
+                loop {
+                    interval.tick().await;
+                    lock(&shared.store).sign(crate::clock::now());
+                }
+            }));
+        }
+        tracing::info!(%url, "loopback API server (a test double) started");
+        Ok(LoopbackApiServer {
+            shared,
+            url,
+            ca_pem: pki.ca_pem,
+            tasks,
+        })
+    }
+}
+
+/// A running loopback Kubernetes API server: a test and demo double, never a real control
+/// plane. Dropping it stops it (its tasks are aborted).
+pub struct LoopbackApiServer {
+    shared: Arc<Shared>,
+    url: String,
+    ca_pem: String,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl fmt::Debug for LoopbackApiServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoopbackApiServer")
+            .field("url", &self.url)
+            .field("admin_token", &"<redacted>")
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoopbackApiServer {
+    /// A [`Builder`] with the defaults: any free port, cluster-info and the signer on.
+    pub fn builder() -> Builder {
+        Builder {
+            port: 0,
+            statics: Vec::new(),
+            cluster_info: true,
+            bootstrap_signer: true,
+        }
+    }
+
+    /// `https://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// The PEM of the CA that signed the serving certificate.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// The admin bearer token (user `loopback-admin`, group `system:masters`).
+    pub fn admin_token(&self) -> &str {
+        &self.shared.admin_token
+    }
+
+    /// A kubeconfig for kubectl or `kube::Config`: cluster `loopback` (server and
+    /// `certificate-authority-data`), user `loopback-admin` with the admin token, context
+    /// `loopback`, current-context `loopback`. It holds the token: treat it as a secret.
+    pub fn admin_kubeconfig_yaml(&self) -> String {
+        let ca = base64::engine::general_purpose::STANDARD.encode(self.ca_pem.as_bytes());
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: loopback\n  cluster:\n    server: {url}\n    certificate-authority-data: {ca}\nusers:\n- name: {ADMIN_USER}\n  user:\n    token: {token}\ncontexts:\n- name: loopback\n  context:\n    cluster: loopback\n    user: {ADMIN_USER}\ncurrent-context: loopback\npreferences: {{}}\n",
+            url = self.url,
+            token = self.admin_token(),
+        )
+    }
+
+    /// A `kube::Client` for the admin user (built from [`Self::admin_kubeconfig_yaml`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Client`] when kube refuses the configuration.
+    #[cfg(any(feature = "token", feature = "exec"))]
+    pub async fn admin_client(&self) -> Result<kube::Client, Error> {
+        use kube::config::{KubeConfigOptions, Kubeconfig};
+        let yaml = Zeroizing::new(self.admin_kubeconfig_yaml());
+        let kubeconfig = Kubeconfig::from_yaml(&yaml).map_err(|e| Error::Client(Box::new(e)))?;
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| Error::Client(Box::new(e)))?;
+        kube::Client::try_from(config).map_err(|e| Error::Client(Box::new(e)))
+    }
+
+    /// The `host:port` endpoint, as `kubeadm join` takes it (`127.0.0.1:<port>`).
+    pub fn endpoint(&self) -> String {
+        self.shared.address.clone()
+    }
+
+    /// Accept `token` as `user` in `groups` from now on (like `--token-auth-file`).
+    pub fn add_static_token(&self, token: &str, user: &str, groups: &[&str]) {
+        lock(&self.shared.statics).push(static_token(token, user, groups));
+    }
+
+    /// Stop accepting `token`.
+    pub fn remove_static_token(&self, token: &str) {
+        lock(&self.shared.statics).retain(|s| !auth::ct_eq(s.token.as_bytes(), token.as_bytes()));
+    }
+
+    /// The requests answered so far (the last 10,000), oldest first.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.shared.requests).iter().cloned().collect()
+    }
+
+    /// Test helper: the stored object `resource` (`secrets`, `configmaps`, `namespaces`)
+    /// `namespace/name` (namespace `""` for namespaces), as the API would return it.
+    pub fn object(&self, namespace: &str, resource: &str, name: &str) -> Option<Value> {
+        let resource = Resource::from_plural(resource)?;
+        let namespace = if resource.namespaced() { namespace } else { "" };
+        lock(&self.shared.store)
+            .get(resource, namespace, name)
+            .cloned()
+    }
+
+    /// Test helper: create `object` server-side, bypassing authentication and authorization
+    /// (the signer still runs). Returns the stored object.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Insert`] with the status the API would answer (unknown resource, missing
+    /// namespace, already exists, invalid name...).
+    pub fn insert(&self, namespace: &str, resource: &str, object: Value) -> Result<Value, Error> {
+        let Some(resource) = Resource::from_plural(resource) else {
+            return Err(status::ApiError::path_not_found().into());
+        };
+        let namespace = if resource.namespaced() { namespace } else { "" };
+        Ok(lock(&self.shared.store).create(
+            resource,
+            namespace,
+            object,
+            false,
+            crate::clock::now(),
+        )?)
+    }
+
+    /// Stop the server and wait for its tasks to end.
+    pub async fn shutdown(mut self) {
+        let tasks = std::mem::take(&mut self.tasks);
+        for t in &tasks {
+            t.abort();
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+impl Drop for LoopbackApiServer {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+fn static_token(token: &str, user: &str, groups: &[&str]) -> StaticToken {
+    StaticToken {
+        token: Zeroizing::new(token.to_owned()),
+        user: user.to_owned(),
+        groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+    }
+}

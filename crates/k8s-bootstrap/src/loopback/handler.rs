@@ -1,0 +1,414 @@
+//! Request handling: authentication, routing, authorization and the verbs.
+
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use axum::extract::{Query, Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use zeroize::Zeroizing;
+
+use super::RecordedRequest;
+use super::auth::{self, Attributes, StaticToken, User};
+use super::discovery;
+use super::selector::Selector;
+use super::status::{ApiError, json_response};
+use super::store::{Preconditions, Resource, Store};
+use super::table;
+use super::watch::{self, WatchParams};
+
+/// Largest request body accepted (kube-apiserver's limit).
+pub(crate) const MAX_BODY: usize = 3 * 1024 * 1024;
+/// Requests remembered for [`super::LoopbackApiServer::requests`].
+const MAX_RECORDED: usize = 10_000;
+/// Most path segments a served path has.
+const MAX_SEGMENTS: usize = 8;
+
+/// State shared by the handlers and the public handle.
+pub(crate) struct Shared {
+    pub(crate) store: Mutex<Store>,
+    pub(crate) admin_token: Zeroizing<String>,
+    pub(crate) statics: Mutex<Vec<StaticToken>>,
+    pub(crate) requests: Mutex<VecDeque<RecordedRequest>>,
+    pub(crate) watchers: Arc<AtomicUsize>,
+    /// `127.0.0.1:<port>`.
+    pub(crate) address: String,
+}
+
+/// Lock, ignoring poisoning (every critical section leaves the data consistent).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The axum fallback handler: every request comes here.
+pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let method = req.method().to_string();
+    let path = req.uri().path().to_owned();
+    let query = req.uri().query().unwrap_or_default().to_owned();
+    let (user, response) = process(&shared, req).await;
+    let status = response.status().as_u16();
+    tracing::debug!(%method, %path, user = user.as_deref().unwrap_or("-"), status,
+        "loopback API server (test double)");
+    let mut requests = lock(&shared.requests);
+    if requests.len() >= MAX_RECORDED {
+        requests.pop_front();
+    }
+    requests.push_back(RecordedRequest {
+        method,
+        path,
+        query,
+        user,
+        status,
+    });
+    drop(requests);
+    response
+}
+
+/// Where a path leads.
+enum Route<'a> {
+    NonResource,
+    Resource {
+        resource: Resource,
+        namespace: &'a str,
+        name: Option<&'a str>,
+    },
+}
+
+fn route(path: &str) -> Route<'_> {
+    let segments: Vec<&str> = path
+        .trim_start_matches('/')
+        .split('/')
+        .take(MAX_SEGMENTS.saturating_add(1))
+        .collect();
+    let res = |s: &str| Resource::from_plural(s);
+    match segments.as_slice() {
+        ["api", "v1", r] => match res(r) {
+            Some(resource) => Route::Resource {
+                resource,
+                namespace: "",
+                name: None,
+            },
+            None => Route::NonResource,
+        },
+        ["api", "v1", "namespaces", ns] if !ns.is_empty() => Route::Resource {
+            resource: Resource::Namespaces,
+            namespace: "",
+            name: Some(ns),
+        },
+        ["api", "v1", "namespaces", ns, r] if !ns.is_empty() => match res(r) {
+            Some(resource) if resource.namespaced() => Route::Resource {
+                resource,
+                namespace: ns,
+                name: None,
+            },
+            _ => Route::NonResource,
+        },
+        ["api", "v1", "namespaces", ns, r, name] if !ns.is_empty() && !name.is_empty() => {
+            match res(r) {
+                Some(resource) if resource.namespaced() => Route::Resource {
+                    resource,
+                    namespace: ns,
+                    name: Some(name),
+                },
+                _ => Route::NonResource,
+            }
+        }
+        _ => Route::NonResource,
+    }
+}
+
+/// The query parameters, last value wins.
+struct Params(Vec<(String, String)>);
+
+impl Params {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn flag(&self, key: &str) -> bool {
+        matches!(self.get(key), Some("1" | "true" | "True"))
+    }
+}
+
+async fn process(shared: &Arc<Shared>, req: Request) -> (Option<String>, Response) {
+    let user = {
+        let store = lock(&shared.store);
+        let statics = lock(&shared.statics);
+        auth::authenticate(req.headers(), &shared.admin_token, &statics, &store)
+    };
+    let Some(user) = user else {
+        return (None, ApiError::unauthorized().into_response());
+    };
+    let recorded = user.authenticated.then(|| user.name.clone());
+    let response = match dispatch(shared, &user, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    };
+    (recorded, response)
+}
+
+async fn dispatch(shared: &Arc<Shared>, user: &User, req: Request) -> Result<Response, ApiError> {
+    let path = req.uri().path().to_owned();
+    let params = Params(
+        Query::<Vec<(String, String)>>::try_from_uri(req.uri())
+            .map_err(|_| ApiError::bad_request("invalid query string"))?
+            .0,
+    );
+    let method = req.method().clone();
+    match route(&path) {
+        Route::NonResource => {
+            let verb = if matches!(method, Method::GET | Method::HEAD) {
+                "get"
+            } else {
+                "post"
+            };
+            auth::authorize(user, &Attributes::NonResource { verb, path: &path })
+                .map_err(|s| ApiError::forbidden("", None, &s))?;
+            if verb != "get" {
+                return Err(ApiError::path_not_found());
+            }
+            non_resource(shared, &path)
+        }
+        Route::Resource {
+            resource,
+            namespace,
+            name,
+        } => {
+            let watching = params.flag("watch");
+            let verb = match (&method, name) {
+                (&Method::GET, Some(_)) => "get",
+                (&Method::GET, None) if watching => "watch",
+                (&Method::GET, None) => "list",
+                (&Method::POST, None) => "create",
+                (&Method::PUT, Some(_)) => "update",
+                (&Method::PATCH, Some(_)) => "patch",
+                (&Method::DELETE, Some(_)) => "delete",
+                (&Method::DELETE, None) => "deletecollection",
+                _ => return Err(ApiError::method_not_allowed()),
+            };
+            auth::authorize(
+                user,
+                &Attributes::Resource {
+                    verb,
+                    resource: resource.plural(),
+                    namespace,
+                    name,
+                },
+            )
+            .map_err(|s| ApiError::forbidden(resource.plural(), name, &s))?;
+            let namespace = namespace.to_owned();
+            let name = name.map(str::to_owned);
+            let accept = req
+                .headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
+            let content_type = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
+            let body = match method {
+                Method::POST | Method::PUT | Method::PATCH | Method::DELETE => {
+                    axum::body::to_bytes(req.into_body(), MAX_BODY)
+                        .await
+                        .map_err(|_| ApiError::too_large(MAX_BODY))?
+                }
+                _ => bytes::Bytes::new(),
+            };
+            let call = Call {
+                shared,
+                resource,
+                namespace,
+                name,
+                params,
+                accept,
+            };
+            call.run(verb, &content_type, &body)
+        }
+    }
+}
+
+fn non_resource(shared: &Shared, path: &str) -> Result<Response, ApiError> {
+    let value = match path {
+        "/version" | "/version/" => discovery::version(),
+        "/api" | "/api/" => discovery::api_versions(&shared.address),
+        "/api/v1" | "/api/v1/" => discovery::core_v1(),
+        "/apis" | "/apis/" => discovery::api_groups(),
+        "/openapi/v3" | "/openapi/v3/" => discovery::openapi_v3_root(),
+        "/openapi/v3/api/v1" => discovery::openapi_v3_core(),
+        "/healthz" | "/livez" | "/readyz" => {
+            return Ok((
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                "ok",
+            )
+                .into_response());
+        }
+        _ => return Err(ApiError::path_not_found()),
+    };
+    Ok(json_response(StatusCode::OK, &value))
+}
+
+/// One resource request.
+struct Call<'a> {
+    shared: &'a Arc<Shared>,
+    resource: Resource,
+    namespace: String,
+    name: Option<String>,
+    params: Params,
+    accept: String,
+}
+
+impl Call<'_> {
+    fn run(self, verb: &str, content_type: &str, body: &[u8]) -> Result<Response, ApiError> {
+        let now = crate::clock::now();
+        let dry_run = self.params.get("dryRun") == Some("All");
+        let name = self.name.as_deref().unwrap_or_default();
+        let (resource, namespace) = (self.resource, self.namespace.as_str());
+        match verb {
+            "get" => {
+                let store = lock(&self.shared.store);
+                let object = store
+                    .get(resource, namespace, name)
+                    .cloned()
+                    .ok_or_else(|| ApiError::not_found(resource.plural(), name))?;
+                drop(store);
+                if table::wants_table(&self.accept) {
+                    return Ok(json_response(
+                        StatusCode::OK,
+                        &table::table(resource, &[object], None, now),
+                    ));
+                }
+                Ok(json_response(StatusCode::OK, &object))
+            }
+            "list" => self.list(now),
+            "watch" => {
+                let selector = self.selector()?;
+                let params = WatchParams {
+                    resource_version: self.params.get("resourceVersion").map(str::to_owned),
+                    bookmarks: self.params.flag("allowWatchBookmarks"),
+                    timeout_seconds: self.params.get("timeoutSeconds").map(str::to_owned),
+                };
+                let ns = (!namespace.is_empty()).then(|| namespace.to_owned());
+                watch::start(self.shared, resource, ns, selector, &params)
+            }
+            "create" => {
+                let object = parse_json(body)?;
+                let namespace = if resource.namespaced() { namespace } else { "" };
+                let created =
+                    lock(&self.shared.store).create(resource, namespace, object, dry_run, now)?;
+                Ok(json_response(StatusCode::CREATED, &created))
+            }
+            "update" => {
+                let object = parse_json(body)?;
+                let updated = lock(&self.shared.store)
+                    .update(resource, namespace, name, object, dry_run, now)?;
+                Ok(json_response(StatusCode::OK, &updated))
+            }
+            "patch" => {
+                let media = content_type
+                    .split(';')
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_ascii_lowercase();
+                if media != "application/merge-patch+json"
+                    && media != "application/strategic-merge-patch+json"
+                {
+                    return Err(ApiError::unsupported_media_type(
+                        &media.chars().take(100).collect::<String>(),
+                    ));
+                }
+                let patch = parse_json(body)?;
+                let patched = lock(&self.shared.store)
+                    .patch(resource, namespace, name, &patch, dry_run, now)?;
+                Ok(json_response(StatusCode::OK, &patched))
+            }
+            "delete" => {
+                if resource == Resource::Namespaces {
+                    return Err(ApiError::method_not_allowed());
+                }
+                let pre = preconditions(body)?;
+                let status = lock(&self.shared.store)
+                    .delete(resource, namespace, name, &pre, dry_run, now)?;
+                Ok(json_response(StatusCode::OK, &status))
+            }
+            _ => Err(ApiError::method_not_allowed()),
+        }
+    }
+
+    fn selector(&self) -> Result<Selector, ApiError> {
+        Selector::parse(
+            self.params.get("labelSelector"),
+            self.params.get("fieldSelector"),
+            self.resource.fields(),
+        )
+    }
+
+    fn list(&self, now: std::time::SystemTime) -> Result<Response, ApiError> {
+        let selector = self.selector()?;
+        let ns = (!self.namespace.is_empty()).then_some(self.namespace.as_str());
+        let (items, rv) = {
+            let store = lock(&self.shared.store);
+            (store.list(self.resource, ns), store.revision())
+        };
+        let items: Vec<Value> = items.into_iter().filter(|o| selector.matches(o)).collect();
+        if table::wants_table(&self.accept) {
+            return Ok(json_response(
+                StatusCode::OK,
+                &table::table(self.resource, &items, Some(rv), now),
+            ));
+        }
+        let items: Vec<Value> = items
+            .into_iter()
+            .map(|mut o| {
+                if let Some(m) = o.as_object_mut() {
+                    m.remove("kind");
+                    m.remove("apiVersion");
+                }
+                o
+            })
+            .collect();
+        Ok(json_response(
+            StatusCode::OK,
+            &json!({
+                "kind": format!("{}List", self.resource.kind()),
+                "apiVersion": "v1",
+                "metadata": {"resourceVersion": rv.to_string()},
+                "items": items,
+            }),
+        ))
+    }
+}
+
+fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the request body is not valid JSON (line {}, column {})",
+            e.line(),
+            e.column()
+        ))
+    })
+}
+
+/// `DeleteOptions.preconditions` from an optional body.
+fn preconditions(body: &[u8]) -> Result<Preconditions, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Preconditions::default());
+    }
+    let v = parse_json(body)?;
+    let s = |p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_owned);
+    Ok(Preconditions {
+        uid: s("/preconditions/uid"),
+        resource_version: s("/preconditions/resourceVersion"),
+    })
+}

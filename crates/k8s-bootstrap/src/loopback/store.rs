@@ -1,0 +1,731 @@
+//! The double's object store: JSON objects, one global resourceVersion counter (as etcd's
+//! revision), a bounded event history for watches, and the bootstrap signer's pass.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use base64::Engine as _;
+use bootstrap_token::SecretObject;
+use serde_json::{Map, Value, json};
+use tokio::sync::broadcast;
+
+use super::ids;
+use super::status::ApiError;
+
+/// Most objects the store holds (all resources together).
+pub(crate) const MAX_OBJECTS: usize = 10_000;
+/// Events retained for watches that resume from a resourceVersion.
+pub(crate) const EVENT_HISTORY: usize = 1_000;
+/// Capacity of the live event channel; a watcher that falls this far behind is ended.
+const CHANNEL_CAPACITY: usize = 1_024;
+
+/// The resources the double serves (core/v1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Resource {
+    Namespaces,
+    Secrets,
+    ConfigMaps,
+}
+
+impl Resource {
+    pub(crate) fn from_plural(s: &str) -> Option<Resource> {
+        match s {
+            "namespaces" => Some(Resource::Namespaces),
+            "secrets" => Some(Resource::Secrets),
+            "configmaps" => Some(Resource::ConfigMaps),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn plural(self) -> &'static str {
+        match self {
+            Resource::Namespaces => "namespaces",
+            Resource::Secrets => "secrets",
+            Resource::ConfigMaps => "configmaps",
+        }
+    }
+
+    pub(crate) fn kind(self) -> &'static str {
+        match self {
+            Resource::Namespaces => "Namespace",
+            Resource::Secrets => "Secret",
+            Resource::ConfigMaps => "ConfigMap",
+        }
+    }
+
+    pub(crate) fn namespaced(self) -> bool {
+        !matches!(self, Resource::Namespaces)
+    }
+
+    /// The field selectors the resource supports.
+    pub(crate) fn fields(self) -> &'static [&'static str] {
+        match self {
+            Resource::Namespaces => &["metadata.name", "status.phase"],
+            Resource::Secrets => &["metadata.name", "metadata.namespace", "type"],
+            Resource::ConfigMaps => &["metadata.name", "metadata.namespace"],
+        }
+    }
+}
+
+/// The kind of a watch event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change, as a watch reports it.
+#[derive(Debug)]
+pub(crate) struct Event {
+    pub(crate) rv: u64,
+    pub(crate) resource: Resource,
+    pub(crate) namespace: String,
+    pub(crate) kind: EventType,
+    pub(crate) object: Value,
+}
+
+type Key = (Resource, String, String);
+
+/// Delete preconditions (`DeleteOptions.preconditions`).
+#[derive(Debug, Default)]
+pub(crate) struct Preconditions {
+    pub(crate) uid: Option<String>,
+    pub(crate) resource_version: Option<String>,
+}
+
+/// Where a watch starts.
+pub(crate) enum WatchStart {
+    /// Events after this revision, then live ones.
+    Replay(Vec<Arc<Event>>),
+    /// The revision is older than the retained history: `too old resource version`.
+    TooOld { requested: u64, oldest: u64 },
+}
+
+/// The in-memory store.
+pub(crate) struct Store {
+    objects: BTreeMap<Key, Value>,
+    rv: u64,
+    history: VecDeque<Arc<Event>>,
+    /// Every event with a revision above this is in `history`.
+    floor: u64,
+    tx: broadcast::Sender<Arc<Event>>,
+    signer: bool,
+}
+
+impl Store {
+    pub(crate) fn new(signer: bool) -> Store {
+        let (tx, _) = broadcast::channel(CHANNEL_CAPACITY);
+        Store {
+            objects: BTreeMap::new(),
+            rv: 0,
+            history: VecDeque::new(),
+            floor: 0,
+            tx,
+            signer,
+        }
+    }
+
+    /// The current revision.
+    pub(crate) fn revision(&self) -> u64 {
+        self.rv
+    }
+
+    pub(crate) fn get(&self, resource: Resource, namespace: &str, name: &str) -> Option<&Value> {
+        self.objects
+            .get(&(resource, namespace.to_owned(), name.to_owned()))
+    }
+
+    /// Objects of `resource`, in one namespace or all, in key order.
+    pub(crate) fn list(&self, resource: Resource, namespace: Option<&str>) -> Vec<Value> {
+        self.objects
+            .iter()
+            .filter(|((r, ns, _), _)| *r == resource && namespace.is_none_or(|n| n == ns))
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// The start of a watch at `from` (None: now), with a subscription taken under the same lock
+    /// so no event falls between replay and live stream.
+    pub(crate) fn watch(&self, from: Option<u64>) -> (WatchStart, broadcast::Receiver<Arc<Event>>) {
+        let rx = self.tx.subscribe();
+        let start = match from {
+            None => WatchStart::Replay(Vec::new()),
+            Some(rv) if rv < self.floor => WatchStart::TooOld {
+                requested: rv,
+                oldest: self.floor.saturating_add(1),
+            },
+            Some(rv) => {
+                WatchStart::Replay(self.history.iter().filter(|e| e.rv > rv).cloned().collect())
+            }
+        };
+        (start, rx)
+    }
+
+    /// POST: create.
+    pub(crate) fn create(
+        &mut self,
+        resource: Resource,
+        namespace: &str,
+        object: Value,
+        dry_run: bool,
+        now: SystemTime,
+    ) -> Result<Value, ApiError> {
+        let mut object = normalise(resource, namespace, object)?;
+        let meta = meta_mut(&mut object)?;
+        let mut name = meta
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        if name.is_empty() {
+            let prefix = meta
+                .get("generateName")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if prefix.is_empty() {
+                return Err(ApiError::invalid(
+                    resource.kind(),
+                    "",
+                    "metadata.name",
+                    "FieldValueRequired",
+                    "Required value: name or generateName is required",
+                ));
+            }
+            let suffix = ids::name_suffix().map_err(|_| ApiError::internal("no randomness"))?;
+            name = format!("{prefix}{suffix}");
+        }
+        validate_name(resource, &name)?;
+        if resource.namespaced() && self.get(Resource::Namespaces, "", namespace).is_none() {
+            return Err(ApiError::not_found("namespaces", namespace));
+        }
+        let key = (resource, namespace.to_owned(), name.clone());
+        if self.objects.contains_key(&key) {
+            return Err(ApiError::already_exists(resource.plural(), &name));
+        }
+        if self.objects.len() >= MAX_OBJECTS {
+            return Err(ApiError::too_many(
+                "loopback API server (test double): object limit reached",
+            ));
+        }
+        let uid = ids::uuid().map_err(|_| ApiError::internal("no randomness"))?;
+        meta.insert("name".to_owned(), Value::String(name));
+        meta.insert("uid".to_owned(), Value::String(uid));
+        meta.insert(
+            "creationTimestamp".to_owned(),
+            Value::String(ids::timestamp(now)),
+        );
+        meta.remove("resourceVersion");
+        meta.remove("deletionTimestamp");
+        if dry_run {
+            return Ok(object);
+        }
+        Ok(self.commit(key, object, EventType::Added, now))
+    }
+
+    /// PUT: update, with optimistic concurrency when the body carries a resourceVersion.
+    pub(crate) fn update(
+        &mut self,
+        resource: Resource,
+        namespace: &str,
+        name: &str,
+        object: Value,
+        dry_run: bool,
+        now: SystemTime,
+    ) -> Result<Value, ApiError> {
+        let mut object = normalise(resource, namespace, object)?;
+        let meta = meta_mut(&mut object)?;
+        let body_name = meta.get("name").and_then(Value::as_str).unwrap_or("");
+        if body_name != name {
+            let shown: String = body_name.chars().take(253).collect();
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({shown}) does not match the name on the URL ({name})"
+            )));
+        }
+        let key = (resource, namespace.to_owned(), name.to_owned());
+        let Some(old) = self.objects.get(&key) else {
+            return Err(ApiError::not_found(resource.plural(), name));
+        };
+        let old_rv = old
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str);
+        match meta.get("resourceVersion").and_then(Value::as_str) {
+            Some(rv) if !rv.is_empty() && Some(rv) != old_rv => {
+                return Err(ApiError::stale(resource.plural(), name));
+            }
+            _ => {}
+        }
+        // Server-owned fields are kept from the stored object.
+        for field in ["uid", "creationTimestamp", "resourceVersion"] {
+            match old.pointer(&format!("/metadata/{field}")) {
+                Some(v) => meta.insert(field.to_owned(), v.clone()),
+                None => meta.remove(field),
+            };
+        }
+        if &object == old || dry_run {
+            return Ok(object);
+        }
+        Ok(self.commit(key, object, EventType::Modified, now))
+    }
+
+    /// PATCH as a JSON merge patch (RFC 7386).
+    pub(crate) fn patch(
+        &mut self,
+        resource: Resource,
+        namespace: &str,
+        name: &str,
+        patch: &Value,
+        dry_run: bool,
+        now: SystemTime,
+    ) -> Result<Value, ApiError> {
+        let key = (resource, namespace.to_owned(), name.to_owned());
+        let Some(old) = self.objects.get(&key) else {
+            return Err(ApiError::not_found(resource.plural(), name));
+        };
+        if !patch.is_object() {
+            return Err(ApiError::bad_request(
+                "the merge patch must be a JSON object",
+            ));
+        }
+        let mut merged = old.clone();
+        merge_patch(&mut merged, patch, 0);
+        // A patch that names no resourceVersion is unconditional.
+        let wanted = patch
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        if let Some(meta) = merged.get_mut("metadata").and_then(Value::as_object_mut) {
+            match old.pointer("/metadata/resourceVersion") {
+                Some(v) if wanted.is_none() => {
+                    meta.insert("resourceVersion".to_owned(), v.clone());
+                }
+                _ => {}
+            }
+            meta.insert("name".to_owned(), Value::String(name.to_owned()));
+            if resource.namespaced() {
+                meta.insert("namespace".to_owned(), Value::String(namespace.to_owned()));
+            }
+        }
+        self.update(resource, namespace, name, merged, dry_run, now)
+    }
+
+    /// DELETE with preconditions.
+    pub(crate) fn delete(
+        &mut self,
+        resource: Resource,
+        namespace: &str,
+        name: &str,
+        pre: &Preconditions,
+        dry_run: bool,
+        now: SystemTime,
+    ) -> Result<Value, ApiError> {
+        let key = (resource, namespace.to_owned(), name.to_owned());
+        let Some(old) = self.objects.get(&key) else {
+            return Err(ApiError::not_found(resource.plural(), name));
+        };
+        let field = |f: &str| {
+            old.pointer(&format!("/metadata/{f}"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
+        if let Some(uid) = &pre.uid {
+            let have = field("uid");
+            if *uid != have {
+                return Err(ApiError::conflict(
+                    resource.plural(),
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {have}"
+                    ),
+                ));
+            }
+        }
+        if let Some(rv) = &pre.resource_version {
+            let have = field("resourceVersion");
+            if *rv != have {
+                return Err(ApiError::conflict(
+                    resource.plural(),
+                    name,
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {have}"
+                    ),
+                ));
+            }
+        }
+        let uid = field("uid");
+        if dry_run {
+            return Ok(success(resource, name, &uid));
+        }
+        let Some(mut object) = self.objects.remove(&key) else {
+            return Err(ApiError::not_found(resource.plural(), name));
+        };
+        self.rv = self.rv.saturating_add(1);
+        set_rv(&mut object, self.rv);
+        self.record(resource, namespace, EventType::Deleted, object);
+        self.after_change(resource, namespace, name, now);
+        Ok(success(resource, name, &uid))
+    }
+
+    /// Store `object` at a new revision and announce it.
+    fn commit(&mut self, key: Key, mut object: Value, kind: EventType, now: SystemTime) -> Value {
+        self.rv = self.rv.saturating_add(1);
+        set_rv(&mut object, self.rv);
+        let (resource, namespace, name) = key.clone();
+        self.objects.insert(key, object.clone());
+        self.record(resource, &namespace, kind, object.clone());
+        self.after_change(resource, &namespace, &name, now);
+        object
+    }
+
+    fn record(&mut self, resource: Resource, namespace: &str, kind: EventType, object: Value) {
+        let event = Arc::new(Event {
+            rv: self.rv,
+            resource,
+            namespace: namespace.to_owned(),
+            kind,
+            object,
+        });
+        self.history.push_back(Arc::clone(&event));
+        while self.history.len() > EVENT_HISTORY {
+            if let Some(old) = self.history.pop_front() {
+                self.floor = old.rv;
+            }
+        }
+        // No receivers is fine.
+        let _ = self.tx.send(event);
+    }
+
+    fn after_change(&mut self, resource: Resource, namespace: &str, name: &str, now: SystemTime) {
+        let trigger = match resource {
+            Resource::Secrets => namespace == bootstrap_token::NAMESPACE,
+            Resource::ConfigMaps => {
+                namespace == clusterinfo::CLUSTER_INFO_NAMESPACE
+                    && name == clusterinfo::CLUSTER_INFO_NAME
+            }
+            Resource::Namespaces => false,
+        };
+        if trigger && self.signer {
+            self.sign(now);
+        }
+    }
+
+    /// One pass of kube-controller-manager's bootstrapsigner: `clusterinfo::reconcile` decides,
+    /// this writes.
+    pub(crate) fn sign(&mut self, now: SystemTime) {
+        let key: Key = (
+            Resource::ConfigMaps,
+            clusterinfo::CLUSTER_INFO_NAMESPACE.to_owned(),
+            clusterinfo::CLUSTER_INFO_NAME.to_owned(),
+        );
+        let Some(cm) = self.objects.get(&key) else {
+            return;
+        };
+        let data: BTreeMap<String, String> = cm
+            .get("data")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let secrets: Vec<SecretObject> = self
+            .objects
+            .iter()
+            .filter(|((r, ns, _), _)| *r == Resource::Secrets && ns == bootstrap_token::NAMESPACE)
+            .filter_map(|(_, v)| {
+                serde_json::to_vec(v)
+                    .ok()
+                    .and_then(|b| SecretObject::from_json(&b).ok())
+            })
+            .collect();
+        let reconciled = clusterinfo::reconcile(&data, secrets.iter(), now);
+        if !reconciled.update_needed() {
+            return;
+        }
+        let mut cm = cm.clone();
+        let new_data: Map<String, Value> = reconciled
+            .into_data()
+            .into_iter()
+            .map(|(k, v)| (k, Value::String(v)))
+            .collect();
+        if let Some(obj) = cm.as_object_mut() {
+            obj.insert("data".to_owned(), Value::Object(new_data));
+        }
+        // Not through `commit`: a signer write does not trigger the signer again.
+        self.rv = self.rv.saturating_add(1);
+        set_rv(&mut cm, self.rv);
+        self.objects.insert(key, cm.clone());
+        self.record(
+            Resource::ConfigMaps,
+            clusterinfo::CLUSTER_INFO_NAMESPACE,
+            EventType::Modified,
+            cm,
+        );
+    }
+
+    /// The Secret `kube-system/bootstrap-token-<id>` as the authenticator reads it.
+    pub(crate) fn bootstrap_secret(&self, id: &str) -> Option<SecretObject> {
+        let name = format!("{}{id}", bootstrap_token::SECRET_NAME_PREFIX);
+        let v = self.get(Resource::Secrets, bootstrap_token::NAMESPACE, &name)?;
+        let bytes = serde_json::to_vec(v).ok()?;
+        SecretObject::from_json(&bytes).ok()
+    }
+}
+
+/// `metav1.Status` Success, as a DELETE of a Secret or ConfigMap answers.
+fn success(resource: Resource, name: &str, uid: &str) -> Value {
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {"name": name, "kind": resource.plural(), "uid": uid},
+    })
+}
+
+fn set_rv(object: &mut Value, rv: u64) {
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("resourceVersion".to_owned(), Value::String(rv.to_string()));
+    }
+}
+
+fn meta_mut(object: &mut Value) -> Result<&mut Map<String, Value>, ApiError> {
+    object
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| ApiError::bad_request("metadata must be an object"))
+}
+
+/// Checks `kind`/`apiVersion`, fills them, the namespace and per-resource defaults.
+fn normalise(resource: Resource, namespace: &str, object: Value) -> Result<Value, ApiError> {
+    let Value::Object(mut obj) = object else {
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
+    };
+    match obj.get("kind").and_then(Value::as_str) {
+        None | Some("") => {}
+        Some(k) if k == resource.kind() => {}
+        Some(_) => {
+            return Err(ApiError::bad_request(format!(
+                "the object provided is not a {}",
+                resource.kind()
+            )));
+        }
+    }
+    match obj.get("apiVersion").and_then(Value::as_str) {
+        None | Some("" | "v1") => {}
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "the API version in the data does not match the expected API version (v1)",
+            ));
+        }
+    }
+    obj.insert("kind".to_owned(), Value::String(resource.kind().to_owned()));
+    obj.insert("apiVersion".to_owned(), Value::String("v1".to_owned()));
+    let meta = obj
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(meta) = meta else {
+        return Err(ApiError::bad_request("metadata must be an object"));
+    };
+    if resource.namespaced() {
+        match meta.get("namespace").and_then(Value::as_str) {
+            None | Some("") => {}
+            Some(ns) if ns == namespace => {}
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+        }
+        meta.insert("namespace".to_owned(), Value::String(namespace.to_owned()));
+    } else {
+        meta.remove("namespace");
+    }
+    match resource {
+        Resource::Secrets => normalise_secret(&mut obj)?,
+        Resource::ConfigMaps => {}
+        Resource::Namespaces => {
+            obj.insert("spec".to_owned(), json!({"finalizers": ["kubernetes"]}));
+            obj.insert("status".to_owned(), json!({"phase": "Active"}));
+        }
+    }
+    Ok(Value::Object(obj))
+}
+
+/// `stringData` is merged into `data` (it is write-only); `data` must be base64; `type`
+/// defaults to `Opaque`.
+fn normalise_secret(obj: &mut Map<String, Value>) -> Result<(), ApiError> {
+    let string_data = obj.remove("stringData");
+    let data = obj
+        .entry("data")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if data.is_null() {
+        *data = Value::Object(Map::new());
+    }
+    let Value::Object(data) = data else {
+        return Err(ApiError::bad_request("data must be an object"));
+    };
+    for (k, v) in data.iter() {
+        let ok = v
+            .as_str()
+            .is_some_and(|s| base64::engine::general_purpose::STANDARD.decode(s).is_ok());
+        if !ok {
+            let shown: String = k.chars().take(253).collect();
+            return Err(ApiError::bad_request(format!(
+                "illegal base64 data in Secret data key {shown:?}"
+            )));
+        }
+    }
+    match string_data {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(sd)) => {
+            for (k, v) in sd {
+                let Value::String(s) = v else {
+                    return Err(ApiError::bad_request("stringData values must be strings"));
+                };
+                data.insert(
+                    k,
+                    Value::String(base64::engine::general_purpose::STANDARD.encode(s)),
+                );
+            }
+        }
+        Some(_) => return Err(ApiError::bad_request("stringData must be an object")),
+    }
+    match obj.get("type").and_then(Value::as_str) {
+        Some(t) if !t.is_empty() => {}
+        _ => {
+            obj.insert("type".to_owned(), Value::String("Opaque".to_owned()));
+        }
+    }
+    Ok(())
+}
+
+/// RFC 1123 subdomain (RFC 1123 label for namespaces), as the API server validates names.
+fn validate_name(resource: Resource, name: &str) -> Result<(), ApiError> {
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    let (ok, max, what) = if resource.namespaced() {
+        (
+            name.len() <= 253 && name.split('.').all(label_ok),
+            253,
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+        )
+    } else {
+        (
+            name.len() <= 63 && label_ok(name),
+            63,
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+        )
+    };
+    if ok {
+        return Ok(());
+    }
+    let shown: String = name.chars().take(max).collect();
+    Err(ApiError::invalid(
+        resource.kind(),
+        &shown,
+        "metadata.name",
+        "FieldValueInvalid",
+        &format!("Invalid value: {shown:?}: {what}"),
+    ))
+}
+
+/// RFC 7386 merge patch, depth-bounded.
+fn merge_patch(target: &mut Value, patch: &Value, depth: usize) {
+    let Value::Object(p) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if depth > 64 {
+        return;
+    }
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    if let Value::Object(t) = target {
+        for (k, v) in p {
+            if v.is_null() {
+                t.remove(k);
+            } else {
+                let slot = t.entry(k.clone()).or_insert(Value::Null);
+                merge_patch(slot, v, depth.saturating_add(1));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::UNIX_EPOCH;
+
+    use serde_json::json;
+
+    use super::{EVENT_HISTORY, Resource, Store, WatchStart, merge_patch};
+
+    #[test]
+    fn merge_patch_follows_rfc_7386() {
+        let mut v = json!({"a": {"b": 1, "c": 2}, "d": [1]});
+        merge_patch(&mut v, &json!({"a": {"b": null, "e": 3}, "d": [2]}), 0);
+        assert_eq!(v, json!({"a": {"c": 2, "e": 3}, "d": [2]}));
+    }
+
+    #[test]
+    fn revisions_increase_and_history_is_bounded() {
+        let mut s = Store::new(false);
+        s.create(
+            Resource::Namespaces,
+            "",
+            json!({"metadata": {"name": "ns"}}),
+            false,
+            UNIX_EPOCH,
+        )
+        .unwrap();
+        let mut last = s.revision();
+        for i in 0..EVENT_HISTORY {
+            let o = s
+                .create(
+                    Resource::ConfigMaps,
+                    "ns",
+                    json!({"metadata": {"name": format!("c{i}")}}),
+                    false,
+                    UNIX_EPOCH,
+                )
+                .unwrap();
+            let rv: u64 = o["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(rv > last);
+            last = rv;
+        }
+        assert!(matches!(
+            s.watch(Some(0)).0,
+            WatchStart::TooOld {
+                requested: 0,
+                oldest: 2
+            }
+        ));
+        assert!(matches!(s.watch(Some(1)).0, WatchStart::Replay(e) if e.len() == EVENT_HISTORY));
+    }
+}

@@ -1,0 +1,110 @@
+//! `meta.k8s.io/v1` `Table` output, as kubectl asks for it through `Accept`.
+
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+
+use super::ids;
+use super::store::Resource;
+
+/// Whether the `Accept` header asks for a `meta.k8s.io/v1` Table.
+pub(crate) fn wants_table(accept: &str) -> bool {
+    accept.split(',').any(|media| {
+        let params: Vec<&str> = media.split(';').map(str::trim).collect();
+        params.contains(&"as=Table")
+            && params.contains(&"v=v1")
+            && params.contains(&"g=meta.k8s.io")
+    })
+}
+
+fn column(name: &str, kind: &str, format: &str, description: &str) -> Value {
+    json!({"name": name, "type": kind, "format": format, "description": description, "priority": 0})
+}
+
+/// The Table for `objects` (`rv` for lists).
+pub(crate) fn table(
+    resource: Resource,
+    objects: &[Value],
+    rv: Option<u64>,
+    now: SystemTime,
+) -> Value {
+    let name_col = column(
+        "Name",
+        "string",
+        "name",
+        "Name must be unique within a namespace.",
+    );
+    let age_col = column(
+        "Age",
+        "string",
+        "",
+        "CreationTimestamp is a timestamp representing the server time when this object was created.",
+    );
+    let columns = match resource {
+        Resource::Secrets => vec![
+            name_col,
+            column("Type", "string", "", "The type of the secret"),
+            column("Data", "string", "", "The number of entries in the data"),
+            age_col,
+        ],
+        Resource::ConfigMaps => vec![
+            name_col,
+            column("Data", "string", "", "The number of entries in the data"),
+            age_col,
+        ],
+        Resource::Namespaces => vec![
+            name_col,
+            column("Status", "string", "", "The status of the namespace"),
+            age_col,
+        ],
+    };
+    let rows: Vec<Value> = objects
+        .iter()
+        .map(|o| {
+            let s = |p: &str| {
+                o.pointer(p)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let count = |p: &str| {
+                o.pointer(p)
+                    .and_then(Value::as_object)
+                    .map_or(0, serde_json::Map::len)
+            };
+            let age = ids::age(&s("/metadata/creationTimestamp"), now).map_or_else(
+                || "<unknown>".to_owned(),
+                bootstrap_token::short_human_duration,
+            );
+            let name = s("/metadata/name");
+            let cells = match resource {
+                Resource::Secrets => json!([name, s("/type"), count("/data"), age]),
+                Resource::ConfigMaps => json!([
+                    name,
+                    count("/data").saturating_add(count("/binaryData")),
+                    age
+                ]),
+                Resource::Namespaces => json!([name, s("/status/phase"), age]),
+            };
+            json!({
+                "cells": cells,
+                "object": {
+                    "kind": "PartialObjectMetadata",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": o.get("metadata").cloned().unwrap_or(Value::Null),
+                },
+            })
+        })
+        .collect();
+    let mut meta = json!({});
+    if let (Some(rv), Some(m)) = (rv, meta.as_object_mut()) {
+        m.insert("resourceVersion".to_owned(), Value::String(rv.to_string()));
+    }
+    json!({
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": meta,
+        "columnDefinitions": columns,
+        "rows": rows,
+    })
+}

@@ -1,0 +1,537 @@
+//! The `k8s-bootstrap` binary against the loopback API server: token create/list/delete,
+//! `--print-join-command` → `join` → `kubectl` with the written kubeconfig, `pin` against
+//! openssl, exit codes.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    reason = "test helpers outside #[test] functions"
+)]
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use k8s_bootstrap::loopback::LoopbackApiServer;
+use tokio::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
+const NO_PINS: &str = "using token-based discovery without caCertHashes can be unsafe. Set unsafeSkipCAVerification as true in your kubeadm config file or pass --discovery-token-unsafe-skip-ca-verification flag to continue";
+
+struct Env {
+    server: LoopbackApiServer,
+    dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+impl Env {
+    async fn start() -> Env {
+        let server = LoopbackApiServer::builder().start().await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("admin.conf");
+        std::fs::write(&kubeconfig, server.admin_kubeconfig_yaml()).unwrap();
+        Env {
+            server,
+            dir,
+            kubeconfig,
+        }
+    }
+
+    /// The binary with `--kubeconfig admin.conf`, a clean environment (no KUBECONFIG, HOME in
+    /// the temporary directory).
+    async fn run(&self, args: &[&str]) -> Output {
+        let mut all = vec!["--kubeconfig", self.kubeconfig.to_str().unwrap()];
+        all.extend_from_slice(args);
+        run_bin(&all, self.dir.path(), None).await
+    }
+}
+
+async fn run_bin(args: &[&str], home: &Path, kubeconfig_env: Option<&str>) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env_remove("KUBECONFIG")
+        .env_remove("RUST_LOG")
+        .env("HOME", home)
+        .current_dir(home);
+    if let Some(k) = kubeconfig_env {
+        cmd.env("KUBECONFIG", k);
+    }
+    cmd.output().await.unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+fn assert_ok(o: &Output) {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    );
+}
+
+/// The pin of the first certificate in `pem_path` as openssl computes it.
+async fn openssl_pin(pem_path: &Path) -> String {
+    let script = format!(
+        "openssl x509 -pubkey -noout -in '{}' | openssl pkey -pubin -outform der | sha256sum",
+        pem_path.display()
+    );
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    let hex = String::from_utf8(out.stdout).unwrap();
+    format!("sha256:{}", hex.split_whitespace().next().unwrap())
+}
+
+#[tokio::test]
+async fn print_join_command_then_join_then_kubectl() {
+    let env = Env::start().await;
+    let out = env.run(&["token", "create", "--print-join-command"]).await;
+    assert_ok(&out);
+    let line = stdout(&out);
+    assert_eq!(line.lines().count(), 1, "{line}");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(words.len(), 7, "{line}");
+    assert_eq!(&words[..2], ["kubeadm", "join"]);
+    let endpoint = words[2];
+    assert_eq!(format!("https://{endpoint}"), env.server.url());
+    assert_eq!(words[3], "--token");
+    let token = words[4];
+    assert_eq!(words[5], "--discovery-token-ca-cert-hash");
+    let hash = words[6];
+
+    // The hash is the CA's pin as openssl computes it.
+    let ca = env.dir.path().join("ca.pem");
+    std::fs::write(&ca, env.server.ca_pem()).unwrap();
+    assert_eq!(hash, openssl_pin(&ca).await);
+
+    // The token is listed.
+    let out = env.run(&["token", "list"]).await;
+    assert_ok(&out);
+    assert!(stdout(&out).lines().nth(1).unwrap().starts_with(token));
+
+    // join with the printed parameters writes a working TLS-bootstrap kubeconfig.
+    let written = env.dir.path().join("bootstrap-kubelet.conf");
+    let out = env
+        .run(&[
+            "join",
+            endpoint,
+            "--token",
+            token,
+            "--discovery-token-ca-cert-hash",
+            hash,
+            "--tls-bootstrap-kubeconfig",
+            written.to_str().unwrap(),
+            "--discovery-timeout",
+            "1m",
+        ])
+        .await;
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains(written.to_str().unwrap()),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        !stdout(&out).contains(token),
+        "the join output must not print the token"
+    );
+    assert!(!stderr(&out).contains(token));
+    let mode = std::fs::metadata(&written).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let text = std::fs::read_to_string(&written).unwrap();
+    assert!(text.contains(&format!("token: {token}")), "{text}");
+    assert!(
+        text.contains(&format!("server: {}", env.server.url())),
+        "{text}"
+    );
+
+    let out = Command::new("kubectl")
+        .args([
+            "--kubeconfig",
+            written.to_str().unwrap(),
+            "get",
+            "--raw",
+            "/api/v1/namespaces/kube-public/configmaps/cluster-info",
+        ])
+        .env_remove("KUBECONFIG")
+        .output()
+        .await
+        .unwrap();
+    assert_ok(&out);
+    let cm: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cm["metadata"]["name"], "cluster-info");
+    let id = token.split('.').next().unwrap();
+    assert!(
+        cm["data"][format!("jws-kubeconfig-{id}")].is_string(),
+        "{cm}"
+    );
+}
+
+#[tokio::test]
+async fn join_with_unsafe_skip_ca_verification() {
+    let env = Env::start().await;
+    let out = env
+        .run(&["token", "create", "abcdef.0123456789abcdef"])
+        .await;
+    assert_ok(&out);
+    assert_eq!(stdout(&out), "abcdef.0123456789abcdef\n");
+    let endpoint = env.server.url().trim_start_matches("https://").to_owned();
+    let out = env
+        .run(&[
+            "join",
+            &endpoint,
+            "--token",
+            "abcdef.0123456789abcdef",
+            "--discovery-token-unsafe-skip-ca-verification",
+            "--discovery-timeout",
+            "1m",
+        ])
+        .await;
+    assert_ok(&out);
+    // The default path, in the working directory.
+    let written = env.dir.path().join("bootstrap-kubelet.conf");
+    let text = std::fs::read_to_string(&written).unwrap();
+    assert!(text.contains("token: abcdef.0123456789abcdef"));
+}
+
+#[tokio::test]
+async fn join_without_ca_hash_fails_with_kubeadms_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_bin(
+        &[
+            "join",
+            "127.0.0.1:6443",
+            "--token",
+            "abcdef.0123456789abcdef",
+        ],
+        dir.path(),
+        None,
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(err.contains(NO_PINS), "{err}");
+    assert!(!err.contains("0123456789abcdef"), "{err}");
+    assert!(!dir.path().join("bootstrap-kubelet.conf").exists());
+
+    // A malformed hash is kubeadm's hash error, also exit 1.
+    let out = run_bin(
+        &[
+            "join",
+            "127.0.0.1:6443",
+            "--token",
+            "abcdef.0123456789abcdef",
+            "--discovery-token-ca-cert-hash",
+            "sha256:abcd",
+        ],
+        dir.path(),
+        None,
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("invalid discovery token CA certificate hash"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[tokio::test]
+async fn token_create_list_delete_generate() {
+    let env = Env::start().await;
+    let out = env
+        .run(&[
+            "token",
+            "create",
+            "abcdef.0123456789abcdef",
+            "--ttl",
+            "2h",
+            "--description",
+            "cli test",
+        ])
+        .await;
+    assert_ok(&out);
+    assert_eq!(stdout(&out), "abcdef.0123456789abcdef\n");
+
+    // The same token again: exit 1, kubeadm's message.
+    let out = env
+        .run(&["token", "create", "abcdef.0123456789abcdef"])
+        .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "error: a token with id \"abcdef\" already exists\n"
+    );
+
+    let out = env.run(&["token", "list"]).await;
+    assert_ok(&out);
+    let table = stdout(&out);
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "TOKEN",
+            "TTL",
+            "EXPIRES",
+            "USAGES",
+            "DESCRIPTION",
+            "EXTRA",
+            "GROUPS"
+        ]
+    );
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(row[0], "abcdef.0123456789abcdef");
+    assert!(row[1] == "1h" || row[1] == "2h", "{table}");
+    assert_eq!(row[3], "authentication,signing");
+    assert_eq!(&row[4..6], ["cli", "test"]);
+    assert_eq!(row[6], "system:bootstrappers:kubeadm:default-node-token");
+
+    let out = env.run(&["token", "list", "-o", "json"]).await;
+    assert_ok(&out);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["kind"], "BootstrapToken");
+    assert_eq!(v["apiVersion"], "output.kubeadm.k8s.io/v1alpha3");
+    assert_eq!(v["token"], "abcdef.0123456789abcdef");
+    assert_eq!(v["description"], "cli test");
+    assert_eq!(
+        v["usages"],
+        serde_json::json!(["authentication", "signing"])
+    );
+
+    let out = env.run(&["token", "list", "-o", "yaml"]).await;
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains("token: \"abcdef.0123456789abcdef\"\n"),
+        "{}",
+        stdout(&out)
+    );
+
+    // delete by whole token and by ID (a second token), then NotFound.
+    let out = env
+        .run(&["token", "create", "123456.aabbccddeeffgghh", "--ttl", "0"])
+        .await;
+    assert_ok(&out);
+    let out = env
+        .run(&["token", "delete", "abcdef.0123456789abcdef", "123456"])
+        .await;
+    assert_ok(&out);
+    assert_eq!(
+        stdout(&out),
+        "bootstrap token \"abcdef\" deleted\nbootstrap token \"123456\" deleted\n"
+    );
+    let out = env.run(&["token", "delete", "abcdef"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("error: failed to delete bootstrap token \"abcdef\": not found"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1);
+
+    // A malformed delete argument: kubeadm's pattern message, argument not echoed.
+    let out = env.run(&["token", "delete", "abcdef.secretsecret"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("given token didn't match pattern"));
+    assert!(!stderr(&out).contains("secretsecret"));
+
+    // The list is now empty: the header alone.
+    let out = env.run(&["token", "list"]).await;
+    assert_ok(&out);
+    assert_eq!(stdout(&out).lines().count(), 1);
+
+    // generate touches nothing and needs no kubeconfig.
+    let out = run_bin(&["token", "generate"], env.dir.path(), None).await;
+    assert_ok(&out);
+    let generated = stdout(&out);
+    let (id, secret) = generated.trim_end().split_once('.').unwrap();
+    assert_eq!(id.len(), 6);
+    assert_eq!(secret.len(), 16);
+    assert!(
+        generated
+            .trim_end()
+            .chars()
+            .all(|c| c == '.' || c.is_ascii_digit() || c.is_ascii_lowercase())
+    );
+}
+
+#[tokio::test]
+async fn kubeconfig_from_the_environment_and_forbidden_users() {
+    let env = Env::start().await;
+    // KUBECONFIG: the first file of the list is used.
+    let list = format!(
+        "{}:{}",
+        env.kubeconfig.display(),
+        env.dir.path().join("missing").display()
+    );
+    let out = run_bin(&["token", "create"], env.dir.path(), Some(&list)).await;
+    assert_ok(&out);
+    // ~/.kube/config when nothing else is set.
+    let kube_dir = env.dir.path().join(".kube");
+    std::fs::create_dir_all(&kube_dir).unwrap();
+    std::fs::copy(&env.kubeconfig, kube_dir.join("config")).unwrap();
+    let out = run_bin(&["token", "list"], env.dir.path(), None).await;
+    assert_ok(&out);
+    assert_eq!(stdout(&out).lines().count(), 2);
+
+    // A user without system:masters: exit 1, forbidden, the step named.
+    let plain = "plain-user-token-0123456789";
+    env.server
+        .add_static_token(plain, "alice", &["system:authenticated"]);
+    let yaml = env
+        .server
+        .admin_kubeconfig_yaml()
+        .replace(env.server.admin_token(), plain);
+    let alice = env.dir.path().join("alice.conf");
+    std::fs::write(&alice, yaml).unwrap();
+    let out = run_bin(
+        &["--kubeconfig", alice.to_str().unwrap(), "token", "list"],
+        env.dir.path(),
+        None,
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with("error: failed to list bootstrap tokens: forbidden"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run_bin(
+        &["--kubeconfig", alice.to_str().unwrap(), "token", "create"],
+        env.dir.path(),
+        None,
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).is_empty(), "no token is printed on failure");
+    assert!(
+        stderr(&out).starts_with("error: failed to create bootstrap token"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A missing kubeconfig: exit 1, the step named.
+    let out = run_bin(
+        &["--kubeconfig", "/nonexistent/kubeconfig", "token", "list"],
+        env.dir.path(),
+        None,
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).starts_with("error: loading kubeconfig /nonexistent/kubeconfig"));
+}
+
+#[tokio::test]
+async fn usage_errors_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["token", "create", "--bogus"][..],
+        &["token", "delete"],
+        &["token", "create", "--ttl", "one day"],
+        &["join", "127.0.0.1:6443", "--discovery-timeout", "soon"],
+        &["token", "list", "-o", "xml"],
+        &["token"],
+        &[],
+        &["pin"],
+        &["join", "--discovery-token-ca-cert-hash"],
+    ] {
+        let out = run_bin(args, dir.path(), None).await;
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+    let out = run_bin(&["--help"], dir.path(), None).await;
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[tokio::test]
+async fn pin_matches_openssl() {
+    let env = Env::start().await;
+    let ca = env.dir.path().join("ca.pem");
+    std::fs::write(&ca, env.server.ca_pem()).unwrap();
+    let out = run_bin(&["pin", ca.to_str().unwrap()], env.dir.path(), None).await;
+    assert_ok(&out);
+    assert_eq!(stdout(&out), format!("{}\n", openssl_pin(&ca).await));
+
+    // Two certificates: two pins, in order.
+    let other = LoopbackApiServer::builder().start().await.unwrap();
+    let both = env.dir.path().join("both.pem");
+    std::fs::write(&both, format!("{}{}", env.server.ca_pem(), other.ca_pem())).unwrap();
+    let other_path = env.dir.path().join("other.pem");
+    std::fs::write(&other_path, other.ca_pem()).unwrap();
+    let out = run_bin(&["pin", both.to_str().unwrap()], env.dir.path(), None).await;
+    assert_ok(&out);
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "{}\n{}\n",
+            openssl_pin(&ca).await,
+            openssl_pin(&other_path).await
+        )
+    );
+
+    // Not a certificate: exit 1.
+    let junk = env.dir.path().join("junk.pem");
+    std::fs::write(&junk, "not a pem").unwrap();
+    let out = run_bin(&["pin", junk.to_str().unwrap()], env.dir.path(), None).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).starts_with("error: reading CA certificates from"));
+}
+
+/// The README's first command: `k8s-bootstrap demo` runs the whole flow with the real commands
+/// (this binary as a child process, and kubectl) and every refused join is refused.
+#[tokio::test]
+async fn demo_runs_the_whole_flow_with_the_real_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let keep = dir.path().join("kept");
+    let out = run_bin(&["demo", "--dir", keep.to_str().unwrap()], dir.path(), None).await;
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}\n{}", stderr(&out));
+    for expected in [
+        "$ k8s-bootstrap --kubeconfig",
+        "token create --description k8s-bootstrap demo --print-join-command",
+        "kubeadm join 127.0.0.1:",
+        "same hash as in the join command",
+        "wrote the TLS-bootstrap kubeconfig for https://127.0.0.1:",
+        "cluster-info",
+        "the API server authenticated that request as system:bootstrap:",
+        "none of the public keys",
+        "failed to verify JWS signature",
+        "can be unsafe",
+        "could not find a JWS signature in the cluster-info ConfigMap",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+    assert_eq!(
+        text.matches("refused, and no kubeconfig was written")
+            .count(),
+        4,
+        "{text}"
+    );
+    // The token's secret appears where kubeadm prints it (token create's join command and the
+    // token list table) and is masked in every command line the demo echoes.
+    let token = text
+        .split_whitespace()
+        .skip_while(|w| *w != "--token")
+        .nth(1)
+        .unwrap()
+        .to_owned();
+    assert_eq!(text.matches(token.as_str()).count(), 2, "{text}");
+    // kubeadm's wording once, not twice.
+    assert!(!text.contains("API Server: couldn't validate"), "{text}");
+    let kubeconfig = std::fs::metadata(keep.join("bootstrap-kubelet.conf")).unwrap();
+    assert_eq!(kubeconfig.permissions().mode() & 0o777, 0o600);
+}

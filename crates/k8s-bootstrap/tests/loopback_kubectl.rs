@@ -1,0 +1,203 @@
+//! The installed `kubectl` against the loopback API server.
+//!
+//! The server under test is a double (`k8s_bootstrap::loopback`), not a real control plane.
+#![cfg(feature = "loopback-server")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "test helpers fail loudly"
+)]
+
+use std::path::Path;
+use std::process::Output;
+
+use base64::Engine as _;
+use k8s_bootstrap::loopback::LoopbackApiServer;
+
+/// Runs kubectl (no standard input).
+async fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {
+    kubectl_with_input(kubeconfig, args, None).await
+}
+
+/// Runs kubectl, writing `input` to its standard input.
+async fn kubectl_with_input(kubeconfig: &Path, args: &[&str], input: Option<&str>) -> Output {
+    use tokio::io::AsyncWriteExt as _;
+    let mut cmd = tokio::process::Command::new("kubectl");
+    // A cache directory of its own beside the kubeconfig, so no test touches $HOME.
+    let cache = kubeconfig.parent().unwrap().join("cache");
+    cmd.arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--cache-dir")
+        .arg(&cache)
+        .args(args)
+        .stdin(if input.is_some() {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        })
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    if std::env::var_os("LOOPBACK_KUBECTL_VERBOSE").is_some() {
+        cmd.arg("-v=8");
+    }
+    let mut child = cmd.spawn().expect("kubectl runs");
+    if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
+        stdin.write_all(text.as_bytes()).await.unwrap();
+    }
+    let out = child.wait_with_output().await.unwrap();
+    eprintln!(
+        "kubectl {args:?} -> {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_admin_get_create_delete() {
+    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kc = write(dir.path(), "admin.yaml", &server.admin_kubeconfig_yaml());
+
+    let out = kubectl(&kc, &["get", "secrets", "-n", "kube-system"]).await;
+    assert!(out.status.success());
+    assert!(stderr(&out).contains("No resources found in kube-system namespace."));
+
+    let manifest = write(
+        dir.path(),
+        "secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: demo\n  namespace: kube-system\ntype: Opaque\nstringData:\n  hello: world\n",
+    );
+    let out = kubectl(&kc, &["create", "-f", manifest.to_str().unwrap()]).await;
+    assert!(out.status.success());
+    assert_eq!(stdout(&out).trim(), "secret/demo created");
+    let stored = server.object("kube-system", "secrets", "demo").unwrap();
+    assert_eq!(
+        stored["data"]["hello"],
+        base64::engine::general_purpose::STANDARD.encode("world")
+    );
+
+    let out = kubectl(&kc, &["get", "secrets", "-n", "kube-system"]).await;
+    assert!(out.status.success());
+    let table = stdout(&out);
+    assert!(table.starts_with("NAME"), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("demo") && l.contains("Opaque")),
+        "{table}"
+    );
+
+    let out = kubectl(
+        &kc,
+        &[
+            "get",
+            "cm",
+            "cluster-info",
+            "-n",
+            "kube-public",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert!(out.status.success());
+    let cm: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cm["kind"], "ConfigMap");
+    assert!(
+        cm["data"]["kubeconfig"]
+            .as_str()
+            .unwrap()
+            .contains(&server.url())
+    );
+
+    let out = kubectl(&kc, &["delete", "secret", "demo", "-n", "kube-system"]).await;
+    assert!(out.status.success());
+    assert_eq!(stdout(&out).trim(), "secret \"demo\" deleted");
+    assert!(server.object("kube-system", "secrets", "demo").is_none());
+
+    let out = kubectl(&kc, &["get", "secret", "demo", "-n", "kube-system"]).await;
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("Error from server (NotFound): secrets \"demo\" not found"));
+
+    let out = kubectl(&kc, &["get", "--raw", "/version"]).await;
+    assert!(out.status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_anonymous_reads_cluster_info_only() {
+    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = base64::engine::general_purpose::STANDARD.encode(server.ca_pem());
+    let anonymous = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\nusers:\n- name: nobody\n  user:\n    username: nobody\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: nobody\ncurrent-context: c\n",
+        server.url()
+    );
+    let kc = write(dir.path(), "anonymous.yaml", &anonymous);
+    // A kubeconfig with no credential at all makes kubectl prompt for basic-auth credentials
+    // on the terminal (it reads the password from a tty, so a test cannot answer). The user
+    // here has only a basic-auth user name and no password: kube-apiserver has had no basic-auth
+    // authenticator since 1.19, so it, like the double, serves such a request as anonymous.
+    let anon = |args: &'static [&'static str]| kubectl_with_input(&kc, args, None);
+
+    let out = anon(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/kube-public/configmaps/cluster-info",
+    ])
+    .await;
+    assert!(out.status.success());
+    let cm: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cm["metadata"]["name"], "cluster-info");
+    let last = server.requests().into_iter().last().unwrap();
+    assert_eq!((last.status, last.user), (200, None));
+
+    // `kubectl get secrets`: anonymous discovery is forbidden too (kubeadm's RBAC grants it to
+    // authenticated users only), so kubectl stops at the 403 for `/api`.
+    let out = anon(&["get", "secrets", "-n", "kube-system"]).await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("Error from server (Forbidden)"),
+        "{}",
+        stderr(&out)
+    );
+    let forbidden: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.status == 403)
+        .collect();
+    assert!(!forbidden.is_empty() && forbidden.iter().all(|r| r.user.is_none()));
+
+    // The list itself, by path: 403 with kube-apiserver's sentence.
+    let out = anon(&["get", "--raw", "/api/v1/namespaces/kube-system/secrets"]).await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(
+            "Error from server (Forbidden): secrets is forbidden: User \"system:anonymous\" cannot list resource \"secrets\" in API group \"\" in the namespace \"kube-system\""
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let last = server.requests().into_iter().last().unwrap();
+    assert_eq!(
+        (last.path.as_str(), last.status, last.user),
+        ("/api/v1/namespaces/kube-system/secrets", 403, None)
+    );
+}

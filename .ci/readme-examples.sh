@@ -33,10 +33,20 @@ edition = "2024"
 publish = false
 
 [workspace]
-
-[dependencies]
-$crate = { path = "$root/crates/$crate" }
 TOML
+  # The README's `cargo add` lines above the example, run as a reader runs them: the crate's own
+  # (its first line, the pre-release `--git` form) from this checkout with the features it
+  # names, any other crate (tokio, say) from the registry.
+  adds=$(awk '/^```rust/ { exit } /^cargo add / { print }' "$readme")
+  own=$(printf '%s\n' "$adds" | awk -v c="$crate" '$3 == c { print; exit }')
+  features=$(printf '%s\n' "$own" | sed -n 's/.*--features[ =]\([^ ]*\).*/\1/p')
+  (cd "$project" && cargo add --quiet --path "$root/crates/$crate" ${features:+--features "$features"})
+  while IFS= read -r line; do
+    [ -n "$line" ] || continue
+    set -- $line
+    [ "$3" = "$crate" ] && continue
+    (cd "$project" && cargo add --quiet "${@:3}")
+  done <<< "$adds"
   echo "--- $crate"
   (cd "$project" && CARGO_TARGET_DIR="$root/target/readme-examples" cargo run --quiet > /dev/null)
   n=$((n + 1))

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# k8s-bootstrap's end-to-end tests. With K8S_BOOTSTRAP_E2E_KUBECONFIG set they run against that
+# cluster; otherwise against `k8s-bootstrap serve-loopback`, so that the tests themselves are
+# proven on every run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+features=cli,loopback-server
+if [ -n "${K8S_BOOTSTRAP_E2E_KUBECONFIG:-}" ]; then
+  echo "e2e: against the cluster in $K8S_BOOTSTRAP_E2E_KUBECONFIG"
+  cargo test --locked -p k8s-bootstrap --features "$features" --test e2e -- --nocapture
+  exit 0
+fi
+cargo build --locked -p k8s-bootstrap --features "$features" --bin k8s-bootstrap
+dir=$(mktemp -d)
+target/debug/k8s-bootstrap serve-loopback --admin-kubeconfig "$dir/admin.conf" > "$dir/log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+for _ in $(seq 50); do [ -s "$dir/admin.conf" ] && break; sleep 0.1; done
+[ -s "$dir/admin.conf" ] || { cat "$dir/log"; echo "serve-loopback did not start" >&2; exit 1; }
+echo "e2e: K8S_BOOTSTRAP_E2E_KUBECONFIG is not set; running against serve-loopback"
+K8S_BOOTSTRAP_E2E_KUBECONFIG="$dir/admin.conf" \
+  cargo test --locked -p k8s-bootstrap --features "$features" --test e2e -- --nocapture

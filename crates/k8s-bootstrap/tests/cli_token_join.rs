@@ -535,3 +535,83 @@ async fn demo_runs_the_whole_flow_with_the_real_commands() {
     let kubeconfig = std::fs::metadata(keep.join("bootstrap-kubelet.conf")).unwrap();
     assert_eq!(kubeconfig.permissions().mode() & 0o777, 0o600);
 }
+
+/// `tracing` at its most verbose (`-vvv`, and `RUST_LOG=trace` for every crate) never carries a
+/// token secret: token create/list/delete, join (success, wrong secret), and the admin token.
+#[tokio::test]
+async fn trace_output_never_carries_a_secret() {
+    let env = Env::start().await;
+    let token = "tracez.0123456789tracez";
+    let wrong = "tracez.ffffffffffffffff";
+    let ca = env.dir.path().join("ca.pem");
+    std::fs::write(&ca, env.server.ca_pem()).unwrap();
+    let pin = stdout(&run_bin(&["pin", ca.to_str().unwrap()], env.dir.path(), None).await);
+    let endpoint = env.server.endpoint();
+    let written = env.dir.path().join("bootstrap-kubelet.conf");
+    let mut logs = String::new();
+    let runs: Vec<(Vec<&str>, bool)> = vec![
+        (vec!["-vvv", "token", "create", token], true),
+        (vec!["-vvv", "token", "list"], true),
+        (
+            vec![
+                "-vvv",
+                "join",
+                &endpoint,
+                "--token",
+                token,
+                "--discovery-token-ca-cert-hash",
+                pin.trim(),
+                "--tls-bootstrap-kubeconfig",
+                written.to_str().unwrap(),
+            ],
+            true,
+        ),
+        (
+            vec![
+                "-vvv",
+                "join",
+                &endpoint,
+                "--token",
+                wrong,
+                "--discovery-token-ca-cert-hash",
+                pin.trim(),
+                "--discovery-timeout",
+                "1s",
+            ],
+            false,
+        ),
+        (vec!["-vvv", "token", "delete", token], true),
+    ];
+    for (args, succeeds) in runs {
+        let out = env.run(&args).await;
+        assert_eq!(out.status.success(), succeeds, "{args:?}: {}", stderr(&out));
+        logs.push_str(&stderr(&out));
+    }
+    // RUST_LOG=trace turns on every crate's events, hyper's and rustls's included.
+    let out = {
+        let mut cmd = Command::new(BIN);
+        cmd.args([
+            "--kubeconfig",
+            env.kubeconfig.to_str().unwrap(),
+            "token",
+            "list",
+        ])
+        .env("RUST_LOG", "trace")
+        .env_remove("KUBECONFIG")
+        .env("HOME", env.dir.path());
+        cmd.output().await.unwrap()
+    };
+    assert!(out.status.success());
+    logs.push_str(&stderr(&out));
+    assert!(
+        logs.contains("DEBUG") || logs.contains("TRACE"),
+        "no tracing output: {logs}"
+    );
+    for secret in [
+        "0123456789tracez",
+        "ffffffffffffffff",
+        env.server.admin_token(),
+    ] {
+        assert!(!logs.contains(secret), "a secret reached the logs:\n{logs}");
+    }
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The library crates build and pass their tests with the lowest versions their manifests
+# The library crates (k8s-bootstrap with every driver and its CLI) build and pass their tests with the lowest versions their manifests
 # declare for direct dependencies (cargo's -Z direct-minimal-versions, through RUSTC_BOOTSTRAP
 # on a stable toolchain), so a user whose lockfile holds older releases is not broken. Runs on
 # a copy of the tree; the checked-in Cargo.lock is not touched.
@@ -13,6 +13,7 @@ git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$work"
 cd "$work"
 RUSTC_BOOTSTRAP=1 cargo update -Z direct-minimal-versions
 CARGO_TARGET_DIR="$root/target/minimal-versions" cargo test --quiet \
-  -p jws-detached -p bootstrap-token -p clusterinfo -p exec-credential -p addon-jwt "$@"
+  -p jws-detached -p bootstrap-token -p clusterinfo -p exec-credential -p addon-jwt \
+  -p k8s-bootstrap --features k8s-bootstrap/cli,k8s-bootstrap/loopback-server "$@"
 rm -rf "$root/target/minimal-versions" "$work"
 echo "minimal-versions: 1 passed, 0 failed"

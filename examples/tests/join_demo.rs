@@ -1,5 +1,5 @@
-//! The join demo end to end, then the real `kubectl` against the demo's API server with the
-//! kubeconfig the joining client wrote.
+//! The join demo (over the k8s-bootstrap drivers and the loopback API server) end to end, then
+//! the real `kubectl` against that server with the kubeconfig the joining client wrote.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
@@ -39,16 +39,14 @@ fn demo_runs_end_to_end_and_catches_every_tampering() {
     );
     for expected in [
         "fetch #1: GET https://127.0.0.1:",
-        "(without verifying the server, no credentials)",
+        "/api/v1/namespaces/kube-public/configmaps/cluster-info -> 200 (anonymous: no credentials)",
         "fetch #2: GET https://127.0.0.1:",
-        "(trusting only the discovered, pinned CA)",
-        "passed: kubeconfig byte-identical to the first fetch",
-        "caught: wrong token secret: failed to verify JWS signature of received cluster info object, can't trust this API Server",
-        "caught: wrong CA pin: cluster CA found in cluster-info ConfigMap is invalid: none of the public keys \"sha256:",
-        "caught: altered kubeconfig (server URL changed, signature kept): failed to verify JWS signature",
-        "caught: kubeconfig switched between the two fetches: the second kubeconfig from the cluster-info ConfigMap (using validated TLS) was different from the first",
+        "passed: the JWS for the token ID, the CA pin, and a second fetch trusting only that CA, byte-identical to the first",
+        "caught: wrong token secret: couldn't validate the identity of the API Server: failed to verify JWS signature of received cluster info object, can't trust this API Server",
+        "caught: wrong CA pin: couldn't validate the identity of the API Server: cluster CA found in cluster-info ConfigMap is invalid: none of the public keys \"sha256:",
+        "caught: altered kubeconfig (server URL changed, signature kept): couldn't validate the identity of the API Server: failed to verify JWS signature",
         "could not find a JWS signature in the cluster-info ConfigMap for token ID \"zzzzzz\"",
-        "caught: no pins and no unsafe opt-in: using token-based discovery without caCertHashes can be unsafe",
+        "caught: no pins and no unsafe opt-in: discovery configuration: using token-based discovery without caCertHashes can be unsafe",
         "join-demo: all checks passed",
     ] {
         assert!(

@@ -95,8 +95,9 @@ pub enum Error {
     #[error("discovery configuration: {0}")]
     Config(#[source] clusterinfo::Error),
     /// Discovery ran and failed: the core's error, which names the check or the last
-    /// transport error before the timeout.
-    #[error("{0}")]
+    /// transport error before the timeout, in kubeadm's words ("couldn't validate the identity
+    /// of the API Server: ...").
+    #[error("{}", failed_message(.0))]
     Failed(#[source] clusterinfo::Error),
     /// Reading the discovery file failed.
     #[error("reading the discovery file {}: {source}", .path.display())]
@@ -136,6 +137,17 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// kubeadm's wording, once (the core's timeout error already says it).
+fn failed_message(e: &clusterinfo::Error) -> String {
+    const PREFIX: &str = "couldn't validate the identity of the API Server";
+    let text = e.to_string();
+    if text.starts_with(PREFIX) {
+        text
+    } else {
+        format!("{PREFIX}: {text}")
+    }
 }
 
 /// Runs discovery with the default options ([`Discoverer::new`]).

@@ -1,5 +1,6 @@
-//! A client that authenticates with an exec credential plugin the way kubectl does, driving
-//! `exec-credential`'s sans-IO `ExecAuthenticator` with real processes.
+//! A client that authenticates with an exec credential plugin the way kubectl does: the
+//! `exec-credential` core's `ExecAuthenticator` decides, `k8s_bootstrap::exec::ExecCredentials`
+//! runs the plugin.
 //!
 //! ```text
 //! exec-client <kubeconfig.json> <path>...
@@ -8,8 +9,8 @@
 //! It reads the current context of a JSON kubeconfig (cluster `server`,
 //! `certificate-authority-data`, the `client.authentication.k8s.io/exec` extension, and the
 //! user's `exec` stanza), then sends one GET request per `path`, in order. Each plugin run gets
-//! the environment the state machine asks for, stdin only when interactive, a timeout (the
-//! process group is killed) and a stdout cap. On HTTP 401 the plugin is re-run at most once
+//! the environment the core asks for, stdin only when interactive, a timeout (the process group
+//! is killed) and a stdout cap. On HTTP 401 the plugin is re-run at most once
 //! per credential and that request fails (it is not retried), as in kubectl. Prints each
 //! response body; the exit status is that of the last request; `exec-client: plugin runs: <n>`
 //! goes to stderr.
@@ -17,35 +18,23 @@
 //! `EXEC_CLIENT_TIMEOUT_MS` and `EXEC_CLIENT_MAX_STDOUT` override the run timeout and the
 //! stdout cap (for demonstrating them on misbehaving plugins).
 
-use std::io::Read as _;
-use std::os::unix::process::CommandExt as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 
 use base64::Engine as _;
-use exec_credential::{
-    Action, CLUSTER_EXTENSION_KEY, Cluster, Credential, CredentialState, ExecAuthenticator,
-    ExecConfig, PluginRun, RunResult, Stdin,
-};
-use k8s_bootstrap_examples::{BoxError, Trust, https_request};
+use exec_credential::{CLUSTER_EXTENSION_KEY, Cluster, ExecAuthenticator, ExecConfig, Stdin};
+use k8s_bootstrap::exec::{self, ExecCredentials};
+use k8s_bootstrap_examples::{BoxError, https_request_async};
 
-fn main() {
-    match run() {
-        Ok(()) => {}
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    if let Err(e) = run().await {
+        eprintln!("error: {e}");
+        std::process::exit(1);
     }
 }
 
-struct Driver {
-    auth: ExecAuthenticator,
-    runs: usize,
-}
-
-fn run() -> Result<(), BoxError> {
+async fn run() -> Result<(), BoxError> {
     let args: Vec<String> = std::env::args().collect();
     let (Some(kubeconfig), Some(paths)) = (args.get(1), args.get(2..).filter(|p| !p.is_empty()))
     else {
@@ -66,12 +55,13 @@ fn run() -> Result<(), BoxError> {
     if let Ok(bytes) = std::env::var("EXEC_CLIENT_MAX_STDOUT") {
         auth.set_max_stdout(bytes.parse()?);
     }
-    let mut driver = Driver { auth, runs: 0 };
-    let trust = Trust::CaPem(ca_pem);
+    // The driver runs the plugin (environment, stdin, timeout, stdout cap, process group) when
+    // the core asks for a run, shared by every caller.
+    let credentials = ExecCredentials::from_authenticator(auth);
     let mut result = Ok(());
     for path in paths {
         let url = format!("{}{path}", server.trim_end_matches('/'));
-        let cred = driver.credential()?;
+        let cred = credentials.credential().await.map_err(core_error)?;
         let bearer = cred
             .token()
             .map(|t| format!("Bearer {}", t.expose_secret()));
@@ -85,20 +75,12 @@ fn run() -> Result<(), BoxError> {
         if let Some(b) = &bearer {
             headers.push(("Authorization", b.as_str()));
         }
-        let response = https_request(
-            &url,
-            &trust,
-            identity.as_ref().map(|(c, k)| (c.as_str(), k.as_str())),
-            "GET",
-            &headers,
-            &[],
-        )?;
+        let identity = identity.as_ref().map(|(c, k)| (c.as_str(), k.as_str()));
+        let response = https_request_async(&url, &ca_pem, identity, "GET", &headers, &[]).await?;
         if response.status == 401 {
             // client-go: refresh at most once per credential; the request is not retried.
-            if let Some(run) = driver.auth.handle_unauthorized(now(), cred.id())?
-                && let Err(e) = driver.drive(run)
-            {
-                eprintln!("refreshing credentials: {e}");
+            if let Err(e) = credentials.refresh_after_unauthorized(cred.id()).await {
+                eprintln!("refreshing credentials: {}", core_error(e));
             }
             result = Err("the server has asked for the client to provide credentials".into());
             continue;
@@ -110,157 +92,16 @@ fn run() -> Result<(), BoxError> {
         result = Ok(());
         println!("{}", response.text());
     }
-    eprintln!("exec-client: plugin runs: {}", driver.runs);
+    eprintln!("exec-client: plugin runs: {}", credentials.plugin_runs());
     result
 }
 
-#[allow(clippy::disallowed_methods)]
-fn now() -> SystemTime {
-    // A program, not the library: it owns the clock.
-    SystemTime::now()
-}
-
-impl Driver {
-    /// The current credential, running the plugin when the state machine asks for it.
-    fn credential(&mut self) -> Result<Credential, BoxError> {
-        loop {
-            match self.auth.credential(now())? {
-                CredentialState::Ready(c) => return Ok(c.clone()),
-                CredentialState::Pending(run) => self.drive(run)?,
-                _ => return Err("unexpected credential state".into()),
-            }
-        }
+/// The core's error itself, worded as kubectl words it (without the driver's prefix).
+fn core_error(e: exec::Error) -> BoxError {
+    match e {
+        exec::Error::Plugin(e) | exec::Error::Authenticator(e) => e.into(),
+        other => other.into(),
     }
-
-    /// Performs the queued actions until run `wanted` has finished.
-    fn drive(&mut self, wanted: exec_credential::RunId) -> Result<(), BoxError> {
-        while let Some(action) = self.auth.poll_action() {
-            match action {
-                Action::RunPlugin(run) => {
-                    let id = run.id();
-                    self.runs = self.runs.saturating_add(1);
-                    let outcome = spawn(&run);
-                    let result = match &outcome {
-                        Outcome::Exited { code, stdout } => RunResult::Exited {
-                            code: *code,
-                            stdout,
-                            stderr: b"",
-                        },
-                        Outcome::Signaled(signal) => RunResult::Signaled {
-                            signal: *signal,
-                            stderr: b"",
-                        },
-                        Outcome::NotFound => RunResult::NotFound,
-                        Outcome::SpawnFailed(message) => RunResult::SpawnFailed { message },
-                        Outcome::TimedOut => RunResult::TimedOut,
-                        Outcome::TooLarge => RunResult::StdoutLimitExceeded,
-                    };
-                    self.auth.handle_run_result(now(), id, result)?;
-                    if id == wanted {
-                        return Ok(());
-                    }
-                }
-                Action::RotateTlsIdentity {
-                    previous, current, ..
-                } => {
-                    // This client opens a connection per request, so there is nothing pooled.
-                    eprintln!(
-                        "exec-client: TLS identity rotated ({} -> {})",
-                        previous.get(),
-                        current.get()
-                    );
-                }
-                _ => {}
-            }
-        }
-        Ok(())
-    }
-}
-
-enum Outcome {
-    Exited { code: i32, stdout: Vec<u8> },
-    Signaled(i32),
-    NotFound,
-    SpawnFailed(String),
-    TimedOut,
-    TooLarge,
-}
-
-/// Runs the plugin as the state machine describes, enforcing its timeout and stdout cap.
-fn spawn(run: &PluginRun) -> Outcome {
-    let mut cmd = Command::new(run.command());
-    cmd.args(run.args())
-        .envs(run.env().iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(if run.interactive() {
-            Stdio::inherit()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .process_group(0);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !run.command().contains('/') => {
-            return Outcome::NotFound;
-        }
-        Err(e) => return Outcome::SpawnFailed(format!("fork/exec {}: {e}", run.command())),
-    };
-    let Some(mut stdout) = child.stdout.take() else {
-        return Outcome::SpawnFailed("no stdout pipe".to_owned());
-    };
-    let cap = run.max_stdout();
-    let reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let limit = u64::try_from(cap).unwrap_or(u64::MAX).saturating_add(1);
-        let _ = stdout.by_ref().take(limit).read_to_end(&mut buf);
-        buf
-    });
-    // A program, not the library: it owns the clock.
-    #[allow(clippy::disallowed_methods)]
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if started.elapsed() >= run.timeout() => break None,
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Outcome::SpawnFailed(e.to_string()),
-        }
-    };
-    let Some(status) = status else {
-        kill_group(&mut child);
-        return Outcome::TimedOut;
-    };
-    // A grandchild may keep stdout open: do not wait for EOF past the deadline.
-    let stdout = loop {
-        if reader.is_finished() {
-            break reader.join().unwrap_or_default();
-        }
-        if started.elapsed() >= run.timeout() {
-            kill_group(&mut child);
-            return Outcome::TimedOut;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    if stdout.len() > cap {
-        kill_group(&mut child);
-        return Outcome::TooLarge;
-    }
-    match status.code() {
-        Some(code) => Outcome::Exited { code, stdout },
-        None => {
-            Outcome::Signaled(std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0))
-        }
-    }
-}
-
-fn kill_group(child: &mut std::process::Child) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{}", child.id())])
-        .stderr(Stdio::null())
-        .status();
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Reads the current context of a JSON kubeconfig.

@@ -35,7 +35,7 @@ pub(crate) enum CliError {
     },
     #[error("{0}")]
     JoinFlags(String),
-    #[error("{}", discovery_message(.0))]
+    #[error("{0}")]
     Discovery(#[source] discovery::Error),
     #[error("writing the TLS-bootstrap kubeconfig {}: {source}", .path.display())]
     WriteKubeconfig {
@@ -51,16 +51,4 @@ pub(crate) enum CliError {
     Demo(String),
     #[error("writing output: {0}")]
     Output(String),
-}
-
-/// kubeadm's wording: "couldn't validate the identity of the API Server: <reason>", once (the
-/// core's timeout error already says it).
-fn discovery_message(e: &discovery::Error) -> String {
-    const PREFIX: &str = "couldn't validate the identity of the API Server";
-    let text = e.to_string();
-    if text.starts_with(PREFIX) {
-        text
-    } else {
-        format!("{PREFIX}: {text}")
-    }
 }

@@ -464,3 +464,47 @@ fn the_kubeconfig_is_written_0600_and_atomically() {
         discovery::write_kubeconfig(&dir.path().join("no/such/dir/x.conf"), b"x").unwrap_err();
     assert!(matches!(err, Error::Write { .. }), "{err:?}");
 }
+
+#[tokio::test]
+async fn equivalent_endpoints_are_tried_in_order() {
+    let server = server_with_token().await;
+    // A port nothing listens on: bound, then closed.
+    let dead = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().to_string()
+    };
+    let config = token_config(&dead, token(), pins_for(server.ca_pem()))
+        .with_endpoint(&endpoint(&server))
+        .unwrap();
+    let found = discovery::discover(Source::Token(config)).await.unwrap();
+    assert_eq!(found.endpoint(), Some(endpoint(&server).as_str()));
+    assert_eq!(cluster_info_gets(&server).len(), 2);
+}
+
+#[tokio::test]
+async fn dropping_the_future_cancels_discovery() {
+    let server = server_with_token().await;
+    // An unknown token ID: discovery polls until its (long) timeout.
+    let unknown: BootstrapToken = "zzzzzz.0123456789abcdef".parse().unwrap();
+    let config = token_config(&endpoint(&server), unknown, pins_for(server.ca_pem()))
+        .with_retry_interval(Duration::from_millis(50))
+        .with_timeout(Duration::from_secs(60));
+    let polling = discovery::discover(Source::Token(config));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), polling)
+            .await
+            .is_err(),
+        "discovery cannot succeed with an unknown token ID"
+    );
+    // Let a request that was already on the wire reach the server, then count.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = cluster_info_gets(&server).len();
+    assert!(before >= 1, "it was polling: {before} fetches");
+    // Still polling, it would fetch every 50 ms.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        cluster_info_gets(&server).len(),
+        before,
+        "no fetch after the future was dropped"
+    );
+}

@@ -130,7 +130,16 @@ async fn kubectl_admin_get_create_delete() {
 
     let out = kubectl(&kc, &["delete", "secret", "demo", "-n", "kube-system"]).await;
     assert!(out.status.success());
-    assert_eq!(stdout(&out).trim(), "secret \"demo\" deleted");
+    // kubectl v1.37 names the namespace; v1.32 does not.
+    assert!(
+        [
+            "secret \"demo\" deleted",
+            "secret \"demo\" deleted from kube-system namespace"
+        ]
+        .contains(&stdout(&out).trim()),
+        "{}",
+        stdout(&out)
+    );
     assert!(server.object("kube-system", "secrets", "demo").is_none());
 
     let out = kubectl(&kc, &["get", "secret", "demo", "-n", "kube-system"]).await;

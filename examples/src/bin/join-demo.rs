@@ -20,8 +20,7 @@ use k8s_bootstrap::clusterinfo::{CaBundle, ClusterInfo, PinSet, TokenDiscoveryCo
 use k8s_bootstrap::discovery::{self, Source};
 use k8s_bootstrap::loopback::LoopbackApiServer;
 use k8s_bootstrap::token;
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use k8s_bootstrap_examples::BoxError;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -39,6 +38,7 @@ async fn run() -> Result<(), BoxError> {
     let server = LoopbackApiServer::builder().start().await?;
     let ca = CaBundle::from_pem(server.ca_pem().as_bytes())?;
     let pin = *ca.first_pin().ok_or("CA bundle without a certificate")?;
+    let pins = PinSet::from_iter([pin]);
     say(&format!(
         "{} serves kube-public/cluster-info; CA pin {pin}",
         server.url()
@@ -70,7 +70,7 @@ async fn run() -> Result<(), BoxError> {
         token.id()
     ));
     let found =
-        discovery::discover(Source::Token(config(&endpoint, &token, pin_set(&ca))?)).await?;
+        discovery::discover(Source::Token(config(&endpoint, &token, pins.clone())?)).await?;
     for (r, n) in server
         .requests()
         .iter()
@@ -95,13 +95,14 @@ async fn run() -> Result<(), BoxError> {
 
     discovery::write_kubeconfig(args.out.as_ref(), found.to_client_kubeconfig_yaml())?;
     say(&format!(
-        "wrote kubeconfig (no credentials) to {} ",
+        "wrote kubeconfig (no credentials) to {}",
         args.out
     ));
     let bootstrap = found.cluster_info().tls_bootstrap_kubeconfig(&token);
     discovery::write_kubeconfig(args.bootstrap_out.as_ref(), bootstrap.expose_secret())?;
     say(&format!(
-        "wrote TLS-bootstrap kubeconfig (user tls-bootstrap-token-user, token ID {}) to {} ",
+        "wrote TLS-bootstrap kubeconfig (user {}, token ID {}) to {}",
+        k8s_bootstrap::clusterinfo::TLS_BOOTSTRAP_USER,
         token.id(),
         args.bootstrap_out
     ));
@@ -110,7 +111,7 @@ async fn run() -> Result<(), BoxError> {
     let wrong_secret: BootstrapToken = format!("{}.{}", token.id(), "0".repeat(16)).parse()?;
     caught(
         "wrong token secret",
-        config(&endpoint, &wrong_secret, pin_set(&ca))?,
+        config(&endpoint, &wrong_secret, pins.clone())?,
     )
     .await?;
     let mut wrong_pin = PinSet::new();
@@ -119,7 +120,7 @@ async fn run() -> Result<(), BoxError> {
     let unknown: BootstrapToken = "zzzzzz.0123456789abcdef".parse()?;
     caught(
         "unknown token ID (1 s of polling)",
-        config(&endpoint, &unknown, pin_set(&ca))?.with_timeout(Duration::from_secs(1)),
+        config(&endpoint, &unknown, pins.clone())?.with_timeout(Duration::from_secs(1)),
     )
     .await?;
     caught(
@@ -147,7 +148,7 @@ async fn run() -> Result<(), BoxError> {
     )?;
     caught(
         "altered kubeconfig (server URL changed, signature kept)",
-        config(&evil.endpoint(), &token, pin_set(&ca))?,
+        config(&evil.endpoint(), &token, pins.clone())?,
     )
     .await?;
 
@@ -169,14 +170,6 @@ fn config(
         .with_pins(pins)
         .with_retry_interval(Duration::from_millis(200))
         .with_timeout(Duration::from_secs(10)))
-}
-
-fn pin_set(ca: &CaBundle) -> PinSet {
-    let mut pins = PinSet::new();
-    if let Some(pin) = ca.first_pin() {
-        pins.insert(*pin);
-    }
-    pins
 }
 
 /// Runs a discovery that must fail, and shows why.

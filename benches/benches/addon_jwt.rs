@@ -100,10 +100,8 @@ fn primitive(alg: Algorithm, public_pem: &str) -> Primitive {
     }
 }
 
-/// The same check by ring, addon-jwt's default backend, key parsed per check as ring does: the
-/// floor for `verify` in the default build.
-fn ring_primitive(alg: Algorithm, public_pem: &str) -> Primitive {
-    use ring::signature as sig;
+/// The subjectPublicKey bytes of a SubjectPublicKeyInfo PEM (empty when it does not parse).
+fn spki_key_bytes(public_pem: &str) -> Vec<u8> {
     let body: String = public_pem
         .lines()
         .filter(|l| !l.starts_with("-----"))
@@ -111,10 +109,17 @@ fn ring_primitive(alg: Algorithm, public_pem: &str) -> Primitive {
     let der = base64::engine::general_purpose::STANDARD
         .decode(body)
         .unwrap_or_default();
-    let key_bytes = spki::SubjectPublicKeyInfoRef::try_from(der.as_slice())
+    spki::SubjectPublicKeyInfoRef::try_from(der.as_slice())
         .ok()
         .and_then(|info| info.subject_public_key.as_bytes().map(<[u8]>::to_vec))
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// The same check by ring (addon-jwt's `ring` backend), key parsed per check as ring does: the
+/// floor for `verify` in a `ring` build.
+fn ring_primitive(alg: Algorithm, public_pem: &str) -> Primitive {
+    use ring::signature as sig;
+    let key_bytes = spki_key_bytes(public_pem);
     let algorithm: &'static dyn sig::VerificationAlgorithm = match alg {
         Algorithm::Rs256 => &sig::RSA_PKCS1_2048_8192_SHA256,
         Algorithm::Ps256 => &sig::RSA_PSS_2048_8192_SHA256,
@@ -124,6 +129,47 @@ fn ring_primitive(alg: Algorithm, public_pem: &str) -> Primitive {
     };
     let key = sig::UnparsedPublicKey::new(algorithm, key_bytes);
     Box::new(move |m, s| key.verify(m, s).is_ok())
+}
+
+/// The same check by aws-lc-rs, addon-jwt's default backend, key parsed once as addon-jwt does:
+/// the floor for `verify` in the default build.
+fn aws_lc_primitive(alg: Algorithm, public_pem: &str) -> Primitive {
+    use aws_lc_rs::signature as sig;
+    let key_bytes = spki_key_bytes(public_pem);
+    let algorithm: &'static dyn sig::VerificationAlgorithm = match alg {
+        Algorithm::Rs256 => &sig::RSA_PKCS1_2048_8192_SHA256,
+        Algorithm::Ps256 => &sig::RSA_PSS_2048_8192_SHA256,
+        Algorithm::Es256 => &sig::ECDSA_P256_SHA256_FIXED,
+        Algorithm::Es384 => &sig::ECDSA_P384_SHA384_FIXED,
+        _ => &sig::ED25519,
+    };
+    match sig::ParsedPublicKey::new(algorithm, key_bytes) {
+        Ok(key) => Box::new(move |m, s| key.verify_sig(m, s).is_ok()),
+        Err(_) => Box::new(|_, _| false),
+    }
+}
+
+/// The newest `jsonwebtoken` (11, aws-lc-rs backend): key and validation for the same token.
+fn peer11(
+    alg: Algorithm,
+    public_pem: &str,
+) -> (jsonwebtoken_11::DecodingKey, jsonwebtoken_11::Validation) {
+    use jsonwebtoken_11::{Algorithm as A, DecodingKey};
+    let (key, a) = match alg {
+        Algorithm::Rs256 => (DecodingKey::from_rsa_pem(public_pem.as_bytes()), A::RS256),
+        Algorithm::Ps256 => (DecodingKey::from_rsa_pem(public_pem.as_bytes()), A::PS256),
+        Algorithm::Es256 => (DecodingKey::from_ec_pem(public_pem.as_bytes()), A::ES256),
+        Algorithm::Es384 => (DecodingKey::from_ec_pem(public_pem.as_bytes()), A::ES384),
+        _ => (DecodingKey::from_ed_pem(public_pem.as_bytes()), A::EdDSA),
+    };
+    let mut v = jsonwebtoken_11::Validation::new(a);
+    v.set_audience(&[AUD]);
+    v.set_issuer(&[ISS]);
+    // As for `peer`: no wall-clock time comparison, everything else checked.
+    v.validate_exp = false;
+    v.validate_nbf = false;
+    v.set_required_spec_claims(&["exp", "nbf", "iat", "iss", "sub", "aud"]);
+    (key.unwrap_or_else(|_| DecodingKey::from_secret(b"")), v)
 }
 
 fn peer(alg: Algorithm, public_pem: &str) -> (jsonwebtoken::DecodingKey, jsonwebtoken::Validation) {
@@ -171,6 +217,16 @@ fn bench_verify(c: &mut Criterion) {
             ring_raw(signing_input.as_bytes(), &sig),
             "{case} ring primitive"
         );
+        let lc_raw = aws_lc_primitive(alg, &pem);
+        assert!(
+            lc_raw(signing_input.as_bytes(), &sig),
+            "{case} aws-lc-rs primitive"
+        );
+        let (peer11_key, peer11_validation) = peer11(alg, &pem);
+        assert!(
+            jsonwebtoken_11::decode::<Value>(&token, &peer11_key, &peer11_validation).is_ok(),
+            "{case} jsonwebtoken 11"
+        );
         let (peer_key, peer_validation) = peer(alg, &pem);
         assert!(
             jsonwebtoken::decode::<Value>(&token, &peer_key, &peer_validation).is_ok(),
@@ -185,6 +241,14 @@ fn bench_verify(c: &mut Criterion) {
         });
         group.bench_function(format!("baseline/{alg}_ring_signature"), |b| {
             b.iter(|| ring_raw(black_box(signing_input.as_bytes()), black_box(&sig)))
+        });
+        group.bench_function(format!("baseline/{alg}_aws_lc_signature"), |b| {
+            b.iter(|| lc_raw(black_box(signing_input.as_bytes()), black_box(&sig)))
+        });
+        group.bench_function(format!("peer/jsonwebtoken11_{alg}"), |b| {
+            b.iter(|| {
+                jsonwebtoken_11::decode::<Value>(black_box(&token), &peer11_key, &peer11_validation)
+            })
         });
         group.bench_function(format!("peer/jsonwebtoken_{alg}"), |b| {
             b.iter(|| jsonwebtoken::decode::<Value>(black_box(&token), &peer_key, &peer_validation))

@@ -1,10 +1,10 @@
 //! The signature backend, chosen at compile time from the enabled features: `aws-lc-rs` if
-//! enabled, else `ring` (the default), else `rust-crypto`. Each public key is handed to the
+//! enabled (the default), else `ring`, else `rust-crypto`. Each public key is handed to the
 //! backend once, when its key set is built.
 
 #[cfg(not(any(feature = "aws-lc-rs", feature = "ring", feature = "rust-crypto")))]
 compile_error!(
-    "addon-jwt needs a signature backend: enable the feature `ring` (the default), `aws-lc-rs` or `rust-crypto`"
+    "addon-jwt needs a signature backend: enable the feature `aws-lc-rs` (the default), `ring` or `rust-crypto`"
 );
 
 /// aws-lc-rs and ring share one API; `lc` is whichever of the two is in use.

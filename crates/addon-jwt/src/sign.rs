@@ -19,7 +19,7 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(60);
 pub const DEFAULT_MINT_CACHE: usize = 1024;
 
 /// A private signing key: ECDSA P-256 (`ES256`), ECDSA P-384 (`ES384`) or Ed25519 (`EdDSA`);
-/// with the `ring` (default) or `aws-lc-rs` backend also RSA (`RS256`).
+/// with the `aws-lc-rs` (default) or `ring` backend also RSA (`RS256`).
 ///
 /// With only the `rust-crypto` backend RSA private keys are refused: the pure-Rust `rsa` crate's
 /// private-key operations are not constant time (RUSTSEC-2023-0071), so that build only verifies

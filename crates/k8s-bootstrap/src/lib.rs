@@ -1,5 +1,11 @@
 #![cfg_attr(
-    all(feature = "discovery", feature = "token", feature = "loopback-server", feature = "exec"),
+    all(
+        feature = "discovery",
+        feature = "token",
+        feature = "loopback-server",
+        feature = "exec",
+        feature = "sidecar"
+    ),
     doc = include_str!("../README.md")
 )]
 #![cfg_attr(
@@ -7,14 +13,17 @@
         feature = "discovery",
         feature = "token",
         feature = "loopback-server",
-        feature = "exec"
+        feature = "exec",
+        feature = "sidecar"
     )),
-    doc = "Async drivers and a CLI over the k8s-bootstrap cores; enable the `discovery`, `token`, `exec`, `loopback-server` or `cli` feature (see the README)."
+    doc = "Async drivers and a CLI over the k8s-bootstrap cores; enable the `discovery`, `token`, `exec`, `sidecar`, `loopback-server` or `cli` feature (see the README)."
 )]
 
 #[allow(dead_code, reason = "used by whichever drivers are enabled")]
 mod clock;
 
+#[cfg(feature = "sidecar")]
+pub use addon_jwt;
 #[cfg(any(feature = "discovery", feature = "token", feature = "loopback-server"))]
 pub use bootstrap_token;
 #[cfg(any(feature = "discovery", feature = "loopback-server"))]
@@ -35,6 +44,8 @@ pub mod discovery;
 pub mod exec;
 #[cfg(feature = "loopback-server")]
 pub mod loopback;
+#[cfg(feature = "sidecar")]
+pub mod sidecar;
 #[cfg(any(feature = "discovery", feature = "loopback-server"))]
 mod tls;
 #[cfg(feature = "token")]

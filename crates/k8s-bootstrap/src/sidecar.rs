@@ -1,0 +1,268 @@
+//! The add-on sidecar decision as a tower layer: verify the identity token, hand the add-on
+//! `X-Authenticated-User`.
+//!
+//! [`SidecarLayer`] wraps any `tower::Service<http::Request<B>>` (a hyper service, an axum
+//! `Router`, a reverse proxy's upstream client) with [`addon_jwt::Sidecar`]'s decision:
+//!
+//! * a request without a valid `Authorization: Bearer <token>` (missing, forged, expired, wrong
+//!   audience or issuer, a look-alike identity header, oversized headers) is answered `403
+//!   Forbidden` with an empty body, and the inner service never sees it;
+//! * otherwise the inner service gets the request with every `Authorization`, client-supplied
+//!   `X-Authenticated-User` (any spelling), hop-by-hop and `Connection`-named header removed and
+//!   `x-authenticated-user: <sub>` added, and the verified user as an [`AuthenticatedUser`]
+//!   request extension (axum: `Extension<AuthenticatedUser>`).
+//!
+//! That covers both of the design's patterns: verify in process (the layer around the add-on's
+//! own router) or behind a proxy (the layer around a client that forwards upstream, as
+//! `k8s-bootstrap forward-proxy` does).
+//!
+//! The request path takes no global lock: the [`SharedSidecar`] is read with one atomic load
+//! (`arc-swap`), and the sidecar's verified-token cache is sharded. Replacing the sidecar (new
+//! keys, new audiences) with [`SharedSidecar::replace`] takes effect for the next request;
+//! requests already decided keep the old one.
+//!
+//! ```
+//! use std::convert::Infallible;
+//! use std::time::SystemTime;
+//! use addon_jwt::{Audience, Issuer, Minter, Sidecar, SigningKey, Validation};
+//! use http::{Request, Response, StatusCode};
+//! use k8s_bootstrap::sidecar::{AuthenticatedUser, SidecarLayer};
+//! use tower::{Layer as _, Service as _, ServiceExt as _};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let pem = "-----BEGIN PRIVATE KEY-----\n\
+//! MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
+//! -----END PRIVATE KEY-----\n";
+//! let key = SigningKey::from_pkcs8_pem(pem)?;
+//! let (issuer, audience) = (Issuer::new("https://apiserver.example"), Audience::new("kube-system/dashboard"));
+//! let sidecar = Sidecar::new(key.public_key_set()?, Validation::new(issuer.clone(), audience.clone()));
+//!
+//! // The add-on: answers with the user the layer verified.
+//! let addon = tower::service_fn(|req: Request<String>| async move {
+//!     let user = req.extensions().get::<AuthenticatedUser>().map(|u| u.name().to_owned());
+//!     Ok::<_, Infallible>(Response::new(user.unwrap_or_default()))
+//! });
+//! let mut service = SidecarLayer::new(sidecar).layer(addon);
+//!
+//! let token = Minter::new(key, issuer).mint("jane", &audience, SystemTime::now())?;
+//! let request = Request::get("/")
+//!     .header("authorization", format!("Bearer {}", token.expose_secret()))
+//!     .header("x-authenticated-user", "admin") // spoofed: removed
+//!     .body(String::new())?;
+//! let response = service.ready().await?.call(request).await?;
+//! assert_eq!(response.body(), "jane");
+//!
+//! let forged = Request::get("/").header("authorization", "Bearer e30.e30.AA").body(String::new())?;
+//! let response = service.ready().await?.call(forged).await?;
+//! assert_eq!(response.status(), StatusCode::FORBIDDEN);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::SystemTime;
+
+use addon_jwt::{Rejection, Sidecar};
+use arc_swap::ArcSwap;
+use futures_util::future::{Either, Ready, ready};
+use http::{Request, Response, StatusCode};
+
+/// The user an [`SidecarLayer`] verified, as a request extension for the inner service.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AuthenticatedUser(Arc<str>);
+
+impl AuthenticatedUser {
+    /// The token's `sub`: the name the add-on also receives in `X-Authenticated-User`.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for AuthenticatedUser {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("AuthenticatedUser").field(&&*self.0).finish()
+    }
+}
+
+/// A [`Sidecar`] that can be replaced while requests are served (keys reloaded from a mounted
+/// file, audiences refreshed). Cloning shares it.
+#[derive(Clone)]
+pub struct SharedSidecar(Arc<ArcSwap<Sidecar>>);
+
+impl SharedSidecar {
+    /// Shares `sidecar`.
+    #[must_use]
+    pub fn new(sidecar: Sidecar) -> SharedSidecar {
+        SharedSidecar(Arc::new(ArcSwap::from_pointee(sidecar)))
+    }
+
+    /// Replaces the sidecar for every request decided from now on. Its verified-token cache
+    /// starts empty: tokens verified with the old keys are checked again with the new ones.
+    pub fn replace(&self, sidecar: Sidecar) {
+        self.0.store(Arc::new(sidecar));
+    }
+
+    /// The sidecar in use now.
+    #[must_use]
+    pub fn current(&self) -> Arc<Sidecar> {
+        self.0.load_full()
+    }
+}
+
+impl From<Sidecar> for SharedSidecar {
+    fn from(sidecar: Sidecar) -> SharedSidecar {
+        SharedSidecar::new(sidecar)
+    }
+}
+
+impl fmt::Debug for SharedSidecar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedSidecar")
+            .field("cached", &self.0.load().cached())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the layer reports for each decision, for metrics: called on the request path, so it
+/// must be cheap (an atomic increment, a counter's `inc()`).
+pub trait DecisionObserver: Send + Sync + 'static {
+    /// A request was forwarded for a verified user.
+    fn forwarded(&self) {}
+    /// A request was answered 403.
+    fn rejected(&self, _rejection: &Rejection) {}
+}
+
+/// The observer that records nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoObserver;
+
+impl DecisionObserver for NoObserver {}
+
+/// A tower layer that puts [`Sidecar`]'s decision in front of a service (see the
+/// [module](self) documentation).
+#[derive(Clone)]
+pub struct SidecarLayer {
+    sidecar: SharedSidecar,
+    clock: fn() -> SystemTime,
+    observer: Arc<dyn DecisionObserver>,
+}
+
+impl SidecarLayer {
+    /// A layer deciding with `sidecar` (a [`Sidecar`], or a [`SharedSidecar`] to replace it
+    /// later) at the wall clock's time.
+    #[must_use]
+    pub fn new(sidecar: impl Into<SharedSidecar>) -> SidecarLayer {
+        SidecarLayer {
+            sidecar: sidecar.into(),
+            clock: crate::clock::now,
+            observer: Arc::new(NoObserver),
+        }
+    }
+
+    /// Reads `now` from `clock` instead of the wall clock (tests, simulated time).
+    #[must_use]
+    pub fn clock(mut self, clock: fn() -> SystemTime) -> SidecarLayer {
+        self.clock = clock;
+        self
+    }
+
+    /// Reports each decision to `observer` (metrics).
+    #[must_use]
+    pub fn observer(mut self, observer: Arc<dyn DecisionObserver>) -> SidecarLayer {
+        self.observer = observer;
+        self
+    }
+
+    /// The sidecar this layer decides with.
+    #[must_use]
+    pub fn sidecar(&self) -> &SharedSidecar {
+        &self.sidecar
+    }
+}
+
+impl fmt::Debug for SidecarLayer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SidecarLayer")
+            .field("sidecar", &self.sidecar)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> tower::Layer<S> for SidecarLayer {
+    type Service = SidecarService<S>;
+
+    fn layer(&self, inner: S) -> SidecarService<S> {
+        SidecarService {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+/// The service [`SidecarLayer`] produces.
+#[derive(Clone)]
+pub struct SidecarService<S> {
+    inner: S,
+    layer: SidecarLayer,
+}
+
+impl<S> fmt::Debug for SidecarService<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SidecarService")
+            .field("layer", &self.layer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> SidecarService<S> {
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
+/// The future of [`SidecarService`]: the inner service's, or an immediate 403.
+pub type ResponseFuture<F, B, E> = Either<F, Ready<Result<Response<B>, E>>>;
+
+impl<S, ReqBody, ResBody> tower::Service<Request<ReqBody>> for SidecarService<S>
+where
+    S: tower::Service<Request<ReqBody>, Response = Response<ResBody>>,
+    ResBody: Default,
+{
+    type Response = Response<ResBody>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future, ResBody, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request<ReqBody>) -> Self::Future {
+        let now = (self.layer.clock)();
+        let decision = self
+            .layer
+            .sidecar
+            .0
+            .load()
+            .decide_header_map(request.headers_mut(), now);
+        match decision {
+            Ok(user) => {
+                self.layer.observer.forwarded();
+                request.extensions_mut().insert(AuthenticatedUser(user));
+                Either::Left(self.inner.call(request))
+            }
+            Err(rejection) => {
+                // `Rejection`'s Display never contains the token.
+                tracing::debug!(reason = %rejection, "sidecar: request rejected");
+                self.layer.observer.rejected(&rejection);
+                let mut response = Response::new(ResBody::default());
+                *response.status_mut() = StatusCode::FORBIDDEN;
+                Either::Right(ready(Ok(response)))
+            }
+        }
+    }
+}

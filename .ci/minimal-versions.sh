@@ -14,6 +14,6 @@ cd "$work"
 RUSTC_BOOTSTRAP=1 cargo update -Z direct-minimal-versions
 CARGO_TARGET_DIR="$root/target/minimal-versions" cargo test --quiet \
   -p jws-detached -p bootstrap-token -p clusterinfo -p exec-credential -p addon-jwt \
-  -p k8s-bootstrap --features k8s-bootstrap/cli,k8s-bootstrap/loopback-server,k8s-bootstrap/sidecar "$@"
+  -p k8s-bootstrap --features k8s-bootstrap/cli,k8s-bootstrap/loopback-server,k8s-bootstrap/sidecar,k8s-bootstrap/controllers "$@"
 rm -rf "$root/target/minimal-versions" "$work"
 echo "minimal-versions: 1 passed, 0 failed"

@@ -13,7 +13,7 @@ crates=(
   "clusterinfo:k8s-openapi"
   "exec-credential:"
   "addon-jwt:${ADDON_JWT_FEATURES:-http}"
-  "k8s-bootstrap:cli,loopback-server,sidecar"
+  "k8s-bootstrap:cli,loopback-server,sidecar,controllers"
 )
 
 cargo package --workspace --exclude k8s-bootstrap-examples --exclude k8s-bootstrap-benches \

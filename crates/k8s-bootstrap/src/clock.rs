@@ -10,3 +10,12 @@ use std::time::SystemTime;
 pub(crate) fn now() -> SystemTime {
     SystemTime::now()
 }
+
+/// The monotonic clock, for measuring latencies and scheduling wake-ups.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the drivers are the one place the clock is read"
+)]
+pub(crate) fn instant() -> std::time::Instant {
+    std::time::Instant::now()
+}

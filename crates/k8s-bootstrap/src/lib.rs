@@ -24,20 +24,36 @@ mod clock;
 
 #[cfg(feature = "sidecar")]
 pub use addon_jwt;
-#[cfg(any(feature = "discovery", feature = "token", feature = "loopback-server"))]
+#[cfg(any(
+    feature = "discovery",
+    feature = "token",
+    feature = "loopback-server",
+    feature = "controllers"
+))]
 pub use bootstrap_token;
-#[cfg(any(feature = "discovery", feature = "loopback-server"))]
+#[cfg(any(
+    feature = "discovery",
+    feature = "loopback-server",
+    feature = "controllers"
+))]
 pub use clusterinfo;
 #[cfg(feature = "exec")]
 pub use exec_credential;
 pub use jws_detached;
 /// The `k8s-openapi` this crate's drivers use (its newest Kubernetes version, `latest`).
-#[cfg(any(feature = "token", feature = "exec", feature = "loopback-server"))]
+#[cfg(any(
+    feature = "token",
+    feature = "exec",
+    feature = "loopback-server",
+    feature = "controllers"
+))]
 pub use k8s_openapi;
 /// The `kube` this crate's drivers use.
-#[cfg(any(feature = "token", feature = "exec"))]
+#[cfg(any(feature = "token", feature = "exec", feature = "controllers"))]
 pub use kube;
 
+#[cfg(feature = "controllers")]
+pub mod controllers;
 #[cfg(feature = "discovery")]
 pub mod discovery;
 #[cfg(feature = "exec")]

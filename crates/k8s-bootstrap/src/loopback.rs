@@ -401,6 +401,13 @@ impl LoopbackApiServer {
         )?)
     }
 
+    /// Test helper: compacts the watch history, as etcd compaction does on a real cluster. Every
+    /// open watch ends with a 410 Gone ERROR event (`too old resource version`), and a watch
+    /// from an earlier `resourceVersion` is refused the same way, so clients must re-list.
+    pub fn compact(&self) {
+        lock(&self.shared.store).compact();
+    }
+
     /// Stop the server and wait for its tasks to end.
     pub async fn shutdown(mut self) {
         let tasks = std::mem::take(&mut self.tasks);

@@ -74,6 +74,8 @@ pub(crate) enum EventType {
     Added,
     Modified,
     Deleted,
+    /// Not a change: the history was compacted, every open watch ends with 410 Gone.
+    Expired,
 }
 
 impl EventType {
@@ -82,6 +84,7 @@ impl EventType {
             EventType::Added => "ADDED",
             EventType::Modified => "MODIFIED",
             EventType::Deleted => "DELETED",
+            EventType::Expired => "ERROR",
         }
     }
 }
@@ -387,6 +390,20 @@ impl Store {
         self.record(resource, &namespace, kind, object.clone());
         self.after_change(resource, &namespace, &name, now);
         object
+    }
+
+    /// Compacts the history, as etcd compaction does: watches from an earlier revision are
+    /// refused with 410, and every open watch is ended with a 410 ERROR event.
+    pub(crate) fn compact(&mut self) {
+        self.history.clear();
+        self.floor = self.rv;
+        let _ = self.tx.send(Arc::new(Event {
+            rv: self.rv,
+            resource: Resource::Namespaces,
+            namespace: String::new(),
+            kind: EventType::Expired,
+            object: Value::Null,
+        }));
     }
 
     fn record(&mut self, resource: Resource, namespace: &str, kind: EventType, object: Value) {

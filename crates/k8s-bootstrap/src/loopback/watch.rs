@@ -18,7 +18,7 @@ use tokio::time::{Interval, Sleep};
 use super::handler::{Shared, lock};
 use super::selector::Selector;
 use super::status::ApiError;
-use super::store::{Event, Resource, WatchStart};
+use super::store::{Event, EventType, Resource, WatchStart};
 
 /// Most watches open at once.
 pub(crate) const MAX_WATCHERS: usize = 128;
@@ -216,6 +216,14 @@ async fn next(mut st: State) -> Option<(Result<Bytes, Infallible>, State)> {
             () = deadline.as_mut() => *done = true,
             () = tick => pending.push_back(bookmark(filter.resource, *last_rv)),
             r = rx.recv() => match r {
+                Ok(e) if e.kind == EventType::Expired => {
+                    let status = ApiError::expired(format!(
+                        "too old resource version: {last_rv} ({})",
+                        e.rv.saturating_add(1)
+                    ));
+                    pending.push_back(line("ERROR", &status.to_status()));
+                    *done = true;
+                }
                 Ok(e) => {
                     if e.rv > *last_rv && filter.matches(&e) {
                         pending.push_back(line(e.kind.as_str(), &e.object));

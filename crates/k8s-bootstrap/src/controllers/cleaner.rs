@@ -1,0 +1,120 @@
+//! kube-controller-manager's token cleaner on kube-runtime's `Controller`.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bootstrap_token::{CleanerAction, SecretObject};
+use futures_util::StreamExt as _;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DeleteParams, Preconditions};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+
+use super::metrics::CLEANER;
+use super::{Error, Metrics, Options, TOKEN_SECRET_SELECTOR};
+use crate::clock;
+
+/// What the reconcile function needs.
+struct Context {
+    secrets: Api<Secret>,
+    metrics: Arc<Metrics>,
+    options: Options,
+}
+
+/// A delete that failed for a reason other than NotFound or Conflict.
+#[derive(Debug, thiserror::Error)]
+#[error("deleting an expired bootstrap token failed: {0}")]
+struct DeleteFailed(#[source] kube::Error);
+
+/// Runs the token cleaner until `shutdown` completes.
+///
+/// A kube-runtime `Controller` over bootstrap-token Secrets in `kube-system` (field selector
+/// `type=bootstrap.kubernetes.io/token`). For each Secret it applies
+/// [`bootstrap_token::cleaner_action`] at the wall clock's time:
+///
+/// * expired, or an `expiration` that does not parse (Kubernetes deletes those too): DELETE
+///   with the Secret's UID as precondition, so a Secret recreated under the same name in the
+///   meantime is left alone (the API server answers 409); NotFound and Conflict count as done;
+/// * not expired: look again exactly when it expires;
+/// * no expiration: nothing until the Secret changes.
+///
+/// Where it differs from Kubernetes: a delete that fails otherwise is retried every
+/// `options.retry_delay` instead of waiting for the informer's next resync.
+///
+/// Needs `get`, `list`, `watch`, `delete` on Secrets in `kube-system`.
+///
+/// # Errors
+///
+/// None today: the controller runs until `shutdown`; the `Result` leaves room for startup
+/// failures.
+pub async fn token_cleaner(
+    client: kube::Client,
+    metrics: Arc<Metrics>,
+    options: Options,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> Result<(), Error> {
+    let secrets: Api<Secret> = Api::namespaced(client, bootstrap_token::NAMESPACE);
+    let context = Arc::new(Context {
+        secrets: secrets.clone(),
+        metrics,
+        options,
+    });
+    Controller::new(
+        secrets,
+        watcher::Config::default().fields(TOKEN_SECRET_SELECTOR),
+    )
+    .graceful_shutdown_on(shutdown)
+    .run(reconcile, error_policy, context)
+    .for_each(|result| async move {
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "tokencleaner: reconcile error");
+        }
+    })
+    .await;
+    Ok(())
+}
+
+async fn reconcile(secret: Arc<Secret>, context: Arc<Context>) -> Result<Action, DeleteFailed> {
+    context.metrics.reconciles.get_or_create(&CLEANER).inc();
+    let Ok(object) = SecretObject::try_from(&*secret) else {
+        // Over the core's size limits: not a token the authenticator would accept either.
+        return Ok(Action::await_change());
+    };
+    match bootstrap_token::cleaner_action(&object, clock::now()) {
+        CleanerAction::Delete { uid_precondition } => {
+            let params = DeleteParams {
+                preconditions: uid_precondition.map(|uid| Preconditions {
+                    uid: Some(uid.to_owned()),
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            };
+            match context.secrets.delete(object.name(), &params).await {
+                Ok(_) => {
+                    context.metrics.deleted_tokens.inc();
+                    tracing::info!(
+                        secret = object.name(),
+                        "tokencleaner: deleted expired bootstrap token"
+                    );
+                    Ok(Action::await_change())
+                }
+                Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {
+                    Ok(Action::await_change())
+                }
+                Err(e) => Err(DeleteFailed(e)),
+            }
+        }
+        // A moment after the expiry itself, so the check sees it expired.
+        CleanerAction::RecheckAfter(remaining) => Ok(Action::requeue(
+            remaining.saturating_add(Duration::from_millis(1)),
+        )),
+        _ => Ok(Action::await_change()),
+    }
+}
+
+fn error_policy(_secret: Arc<Secret>, error: &DeleteFailed, context: Arc<Context>) -> Action {
+    context.metrics.errors.get_or_create(&CLEANER).inc();
+    tracing::warn!(error = %error, "tokencleaner: will retry");
+    Action::requeue(context.options.retry_delay)
+}

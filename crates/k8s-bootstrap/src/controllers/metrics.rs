@@ -1,0 +1,152 @@
+//! The controllers' Prometheus metrics (prometheus-client).
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::fmt;
+
+/// The `controller` label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ControllerLabel {
+    controller: &'static str,
+}
+
+pub(crate) const SIGNER: ControllerLabel = ControllerLabel {
+    controller: "bootstrapsigner",
+};
+pub(crate) const CLEANER: ControllerLabel = ControllerLabel {
+    controller: "tokencleaner",
+};
+
+/// The controllers' metrics, registered in one Prometheus registry; share it (`Arc`) between
+/// the controllers and the HTTP endpoint that serves [`Metrics::encode`].
+///
+/// | metric | type | meaning |
+/// | --- | --- | --- |
+/// | `k8s_bootstrap_reconciles_total{controller}` | counter | reconciles run |
+/// | `k8s_bootstrap_reconcile_errors_total{controller}` | counter | reconciles that failed (API errors, conflicts) |
+/// | `k8s_bootstrap_queue_latency_seconds{controller}` | histogram | from the event that triggered a reconcile to its start |
+/// | `k8s_bootstrap_signed_tokens` | gauge | tokens whose signature cluster-info holds after the last reconcile |
+/// | `k8s_bootstrap_cluster_info_writes_total` | counter | cluster-info updates written |
+/// | `k8s_bootstrap_deleted_tokens_total` | counter | expired token Secrets deleted |
+pub struct Metrics {
+    registry: Registry,
+    pub(crate) reconciles: Family<ControllerLabel, Counter>,
+    pub(crate) errors: Family<ControllerLabel, Counter>,
+    pub(crate) queue_latency: Family<ControllerLabel, Histogram>,
+    pub(crate) signed_tokens: Gauge,
+    pub(crate) cluster_info_writes: Counter,
+    pub(crate) deleted_tokens: Counter,
+}
+
+fn latency_histogram() -> Histogram {
+    // 100 µs .. ~26 s.
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        0.0001, 4.0, 10,
+    ))
+}
+
+impl Metrics {
+    /// New metrics, all zero.
+    #[must_use]
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("k8s_bootstrap");
+        let reconciles = Family::<ControllerLabel, Counter>::default();
+        let errors = Family::<ControllerLabel, Counter>::default();
+        let queue_latency = Family::<ControllerLabel, Histogram>::new_with_constructor(
+            latency_histogram as fn() -> Histogram,
+        );
+        let signed_tokens = Gauge::default();
+        let cluster_info_writes = Counter::default();
+        let deleted_tokens = Counter::default();
+        registry.register("reconciles", "Reconciles run", reconciles.clone());
+        registry.register("reconcile_errors", "Reconciles that failed", errors.clone());
+        registry.register(
+            "queue_latency_seconds",
+            "Time from the triggering event to the start of the reconcile",
+            queue_latency.clone(),
+        );
+        registry.register(
+            "signed_tokens",
+            "Tokens whose signature cluster-info holds after the last reconcile",
+            signed_tokens.clone(),
+        );
+        registry.register(
+            "cluster_info_writes",
+            "cluster-info updates written",
+            cluster_info_writes.clone(),
+        );
+        registry.register(
+            "deleted_tokens",
+            "Expired bootstrap-token Secrets deleted",
+            deleted_tokens.clone(),
+        );
+        Metrics {
+            registry,
+            reconciles,
+            errors,
+            queue_latency,
+            signed_tokens,
+            cluster_info_writes,
+            deleted_tokens,
+        }
+    }
+
+    /// The metrics in the Prometheus / OpenMetrics text format, as `/metrics` serves them.
+    #[must_use]
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// Reconciles run so far by `controller` (`"bootstrapsigner"` or `"tokencleaner"`).
+    #[must_use]
+    pub fn reconciles(&self, controller: &str) -> u64 {
+        self.family_value(&self.reconciles, controller)
+    }
+
+    /// Failed reconciles so far by `controller`.
+    #[must_use]
+    pub fn errors(&self, controller: &str) -> u64 {
+        self.family_value(&self.errors, controller)
+    }
+
+    /// cluster-info updates written so far.
+    #[must_use]
+    pub fn cluster_info_writes(&self) -> u64 {
+        self.cluster_info_writes.get()
+    }
+
+    /// Token Secrets deleted so far.
+    #[must_use]
+    pub fn deleted_tokens(&self) -> u64 {
+        self.deleted_tokens.get()
+    }
+
+    fn family_value(&self, family: &Family<ControllerLabel, Counter>, controller: &str) -> u64 {
+        [SIGNER, CLEANER]
+            .into_iter()
+            .find(|l| l.controller == controller)
+            .map_or(0, |l| family.get_or_create(&l).get())
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics::new()
+    }
+}
+
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Metrics")
+            .field("cluster_info_writes", &self.cluster_info_writes.get())
+            .field("deleted_tokens", &self.deleted_tokens.get())
+            .finish_non_exhaustive()
+    }
+}

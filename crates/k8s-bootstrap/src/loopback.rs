@@ -5,14 +5,20 @@
 //! drivers of this crate, `kube::Client` and `kubectl` use, so that they cannot tell it from
 //! kube-apiserver for those operations:
 //!
-//! * namespaces `default`, `kube-system`, `kube-public`; `secrets` and `configmaps` (core/v1);
+//! * namespaces `default`, `kube-system`, `kube-public`, `kube-node-lease`; `secrets` and
+//!   `configmaps` (core/v1); `leases` (`coordination.k8s.io/v1`, for leader election);
 //! * get, list (label selectors `k=v`, `k!=v`, `k in (..)`, `k notin (..)`, `k`, `!k`; field
 //!   selectors `metadata.name`, `metadata.namespace` and, for Secrets, `type`; `limit` and
 //!   `continue` are ignored and no `continue` is returned), watch (resourceVersion, bookmarks,
 //!   `timeoutSeconds`, `410 Expired` for a revision older than the retained history), create
 //!   (`generateName`, `dryRun=All`), update (optimistic concurrency), merge patch (strategic
-//!   merge patch is treated as a merge patch; apply patch answers 415), delete (preconditions);
-//! * discovery (`/version`, `/api`, `/api/v1`, `/apis`) and `Table` output for kubectl;
+//!   merge patch is treated as a merge patch), server-side apply with a JSON body (the applied
+//!   fields are merged in, the object is created when missing, and a field another
+//!   `fieldManager` set to a different value is a 409 conflict unless `force=true`; fields a
+//!   manager stops applying are not removed), delete (preconditions);
+//! * [`LoopbackApiServer::compact`], as etcd compaction: open watches end with 410 Gone;
+//! * discovery (`/version`, `/api`, `/api/v1`, `/apis`, `/apis/coordination.k8s.io/v1`) and
+//!   `Table` output for kubectl;
 //! * errors as `metav1.Status`, phrased as kube-apiserver phrases them;
 //! * authentication by bearer token: the admin token (user `loopback-admin`, group
 //!   `system:masters`), static tokens (like `--token-auth-file`) and bootstrap tokens checked by

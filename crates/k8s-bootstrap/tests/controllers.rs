@@ -482,3 +482,178 @@ async fn cleaner_deletes_expired_tokens_when_they_expire_and_keeps_the_rest() {
     .await;
     running.stop().await;
 }
+
+/// One replica of `k8s-bootstrap controllers` with leader election.
+fn replica(client: Client, identity: &str, metrics: Arc<Metrics>) -> Running {
+    let mut election = controllers::LeaderElection::new(identity);
+    election.lease_duration = Duration::from_secs(2);
+    election.grace = Duration::from_secs(1);
+    start(move |rx| {
+        controllers::run(
+            client,
+            controllers::Enabled::all(),
+            Some(election),
+            options(),
+            metrics,
+            async move {
+                let _ = rx.await;
+            },
+        )
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_one_leader_and_a_handover_on_shutdown() {
+    let server = server(true).await;
+    let client = client(&server).await;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "kube-system");
+    let keys: BTreeMap<&str, &str> = SECRETS.into_iter().collect();
+    let (metrics_a, metrics_b) = (Arc::new(Metrics::new()), Arc::new(Metrics::new()));
+    let a = replica(client.clone(), "replica-a", metrics_a.clone());
+    let b = replica(client.clone(), "replica-b", metrics_b.clone());
+
+    // Never two leaders: sampled all along.
+    let (ma, mb) = (metrics_a.clone(), metrics_b.clone());
+    let sampler = tokio::spawn(async move {
+        loop {
+            assert!(!(ma.is_leader() && mb.is_leader()), "two leaders at once");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    eventually("one replica leads", || {
+        metrics_a.is_leader() || metrics_b.is_leader()
+    })
+    .await;
+    eventually("both are ready (leader synced, standby waiting)", || {
+        metrics_a.is_ready() && metrics_b.is_ready()
+    })
+    .await;
+    let (leader, standby, leader_metrics, standby_metrics, leader_id, standby_id) =
+        if metrics_a.is_leader() {
+            (a, b, metrics_a, metrics_b, "replica-a", "replica-b")
+        } else {
+            (b, a, metrics_b, metrics_a, "replica-b", "replica-a")
+        };
+    let holder = |server: &LoopbackApiServer| {
+        server
+            .object("kube-system", "leases", "k8s-bootstrap-controllers")
+            .and_then(|l| l.pointer("/spec/holderIdentity").cloned())
+            .and_then(|h| h.as_str().map(str::to_owned))
+    };
+    assert_eq!(holder(&server).as_deref(), Some(leader_id));
+    secrets
+        .create(
+            &PostParams::default(),
+            &token("abcdef", keys["abcdef"], &[]),
+        )
+        .await
+        .unwrap();
+    eventually("the leader signs", || signed(&server, &keys) == ["abcdef"]).await;
+    assert_eq!(
+        standby_metrics.reconciles("bootstrapsigner"),
+        0,
+        "the standby never works"
+    );
+
+    // The leader shuts down and releases the lease: the standby takes over well before the
+    // lease would have expired on its own.
+    leader.stop().await;
+    assert!(!leader_metrics.is_leader());
+    eventually("the standby takes over", || standby_metrics.is_leader()).await;
+    assert_eq!(holder(&server).as_deref(), Some(standby_id));
+    secrets
+        .create(
+            &PostParams::default(),
+            &token("ghijkl", keys["ghijkl"], &[]),
+        )
+        .await
+        .unwrap();
+    eventually("the new leader signs", || {
+        signed(&server, &keys) == ["abcdef", "ghijkl"]
+    })
+    .await;
+    sampler.abort();
+    assert!(
+        sampler.await.unwrap_err().is_cancelled(),
+        "the sampler never saw two leaders"
+    );
+    standby.stop().await;
+}
+
+/// A plain HTTP/1.1 GET on loopback: status and body.
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response[9..12].parse().unwrap();
+    let body = response.split_once("\r\n\r\n").unwrap().1.to_owned();
+    (status, body)
+}
+
+#[tokio::test]
+async fn health_readiness_and_metrics_endpoints() {
+    let server = server(true).await;
+    let client = client(&server).await;
+    let metrics = Arc::new(Metrics::new());
+    // A free port, then serve on it.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let (stop_http, http_rx) = oneshot::channel::<()>();
+    let http = tokio::spawn(controllers::serve_http(addr, metrics.clone(), async move {
+        let _ = http_rx.await;
+    }));
+    eventually("listening", || std::net::TcpStream::connect(addr).is_ok()).await;
+    assert_eq!(http_get(addr, "/healthz").await, (200, "ok".to_owned()));
+    assert_eq!(
+        http_get(addr, "/readyz").await.0,
+        503,
+        "not ready before the caches sync"
+    );
+
+    let running = start({
+        let metrics = metrics.clone();
+        move |rx| {
+            controllers::run(
+                client,
+                controllers::Enabled::all(),
+                None,
+                options(),
+                metrics,
+                async move {
+                    let _ = rx.await;
+                },
+            )
+        }
+    });
+    eventually("ready", || metrics.is_ready()).await;
+    assert_eq!(http_get(addr, "/readyz").await, (200, "ok".to_owned()));
+    let (status, text) = http_get(addr, "/metrics").await;
+    assert_eq!(status, 200);
+    for name in [
+        "k8s_bootstrap_reconciles_total{controller=\"bootstrapsigner\"}",
+        "k8s_bootstrap_reconcile_errors_total",
+        "k8s_bootstrap_queue_latency_seconds_bucket",
+        "k8s_bootstrap_signed_tokens",
+        "k8s_bootstrap_cluster_info_writes_total",
+        "k8s_bootstrap_deleted_tokens_total",
+        "k8s_bootstrap_leader 1",
+    ] {
+        assert!(text.contains(name), "{name} missing from:\n{text}");
+    }
+    assert!(
+        text.trim_end().ends_with("# EOF"),
+        "OpenMetrics text ends with # EOF"
+    );
+    running.stop().await;
+    let _ = stop_http.send(());
+    http.await.unwrap().unwrap();
+}

@@ -139,9 +139,58 @@ async fn bad_input_gets_status_errors() {
     )
     .await;
     assert_eq!(
-        (code, s["reason"].as_str()),
-        (415, Some("UnsupportedMediaType"))
+        (code, s["reason"].as_str(), s["message"].as_str()),
+        (
+            422,
+            Some("Invalid"),
+            Some(
+                "PatchOptions \"\" is invalid: fieldManager: Required value: is required for apply patch"
+            )
+        )
     );
+    // Server-side apply: creates, merges, and a field another manager set differently is a
+    // conflict unless forced.
+    let apply = |manager: &str, force: bool, label: &str| {
+        (
+            format!(
+                "{secrets}/q?fieldManager={manager}{}",
+                if force { "&force=true" } else { "" }
+            ),
+            format!(r#"{{"apiVersion":"v1","kind":"Secret","metadata":{{"name":"q","labels":{{"a":"{label}"}}}}}}"#)
+                .into_bytes(),
+        )
+    };
+    let (path, body) = apply("one", false, "x");
+    let (code, s) = call(&c, "PATCH", &path, "application/apply-patch+yaml", body).await;
+    assert_eq!(
+        (code, s["metadata"]["labels"]["a"].as_str()),
+        (200, Some("x"))
+    );
+    let (path, body) = apply("one", false, "y");
+    let (code, _) = call(&c, "PATCH", &path, "application/apply-patch+yaml", body).await;
+    assert_eq!(code, 200, "a manager may change its own fields");
+    let (path, body) = apply("two", false, "y");
+    let (code, _) = call(&c, "PATCH", &path, "application/apply-patch+yaml", body).await;
+    assert_eq!(code, 200, "the same value is no conflict");
+    let (path, body) = apply("two", false, "z");
+    let (code, s) = call(&c, "PATCH", &path, "application/apply-patch+yaml", body).await;
+    assert_eq!(
+        (code, s["reason"].as_str(), s["message"].as_str()),
+        (
+            409,
+            Some("Conflict"),
+            Some("Apply failed with 1 conflict: conflict with \"one\": .metadata.labels.a")
+        )
+    );
+    let (path, body) = apply("two", true, "z");
+    let (code, s) = call(&c, "PATCH", &path, "application/apply-patch+yaml", body).await;
+    assert_eq!(
+        (code, s["metadata"]["labels"]["a"].as_str()),
+        (200, Some("z"))
+    );
+    let (path, body) = apply("one", false, "w");
+    let (code, _) = call(&c, "PATCH", &path, "application/apply-patch+yaml", body).await;
+    assert_eq!(code, 409, "forcing took the field over");
     let (code, s) = call(
         &c,
         "PATCH",

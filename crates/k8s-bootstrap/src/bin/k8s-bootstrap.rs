@@ -8,6 +8,9 @@
 
 #[path = "k8s-bootstrap/args.rs"]
 mod args;
+#[cfg(feature = "controllers")]
+#[path = "k8s-bootstrap/controllers_cmd.rs"]
+mod controllers_cmd;
 #[cfg(feature = "loopback-server")]
 #[path = "k8s-bootstrap/demo.rs"]
 mod demo;
@@ -53,6 +56,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Token(token) => token_cmd::run(&global, token.command).await,
         Command::Pin(args) => pin::run(&args),
         Command::Join(args) => join::run(&args).await,
+        #[cfg(feature = "controllers")]
+        Command::Controllers(args) => controllers_cmd::run(&global, &args).await,
         #[cfg(feature = "loopback-server")]
         Command::ServeLoopback(args) => demo::serve(&args).await,
         #[cfg(feature = "loopback-server")]

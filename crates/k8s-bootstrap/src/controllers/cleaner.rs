@@ -60,18 +60,34 @@ pub async fn token_cleaner(
         metrics,
         options,
     });
-    Controller::new(
+    let controller = Controller::new(
         secrets,
         watcher::Config::default().fields(TOKEN_SECRET_SELECTOR),
-    )
-    .graceful_shutdown_on(shutdown)
-    .run(reconcile, error_policy, context)
-    .for_each(|result| async move {
-        if let Err(e) = result {
-            tracing::debug!(error = %e, "tokencleaner: reconcile error");
+    );
+    let store = controller.store();
+    let synced = {
+        let metrics = context.metrics.clone();
+        async move {
+            if store.wait_until_ready().await.is_ok() {
+                metrics
+                    .cleaner_synced
+                    .store(true, std::sync::atomic::Ordering::Release);
+            }
+            std::future::pending::<()>().await;
         }
-    })
-    .await;
+    };
+    let run = controller
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, context)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "tokencleaner: reconcile error");
+            }
+        });
+    tokio::select! {
+        () = run => {}
+        () = synced => {}
+    }
     Ok(())
 }
 

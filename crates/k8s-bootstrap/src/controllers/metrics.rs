@@ -7,6 +7,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The `controller` label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -32,8 +33,22 @@ pub(crate) const CLEANER: ControllerLabel = ControllerLabel {
 /// | `k8s_bootstrap_signed_tokens` | gauge | tokens whose signature cluster-info holds after the last reconcile |
 /// | `k8s_bootstrap_cluster_info_writes_total` | counter | cluster-info updates written |
 /// | `k8s_bootstrap_deleted_tokens_total` | counter | expired token Secrets deleted |
+/// | `k8s_bootstrap_leader` | gauge | 1 while this process leads (or runs without leader election) |
+///
+/// It also holds the readiness the `/readyz` endpoint reports ([`Metrics::is_ready`]).
 pub struct Metrics {
     registry: Registry,
+    /// Whether the signer's watch caches have completed their first list.
+    pub(crate) signer_synced: AtomicBool,
+    /// Whether the cleaner's watch cache has completed its first list.
+    pub(crate) cleaner_synced: AtomicBool,
+    /// Which controllers run in this process (set by [`super::run`]; both by default).
+    pub(crate) expect_signer: AtomicBool,
+    pub(crate) expect_cleaner: AtomicBool,
+    /// 1 while this process holds the leader lease (or runs without leader election).
+    pub(crate) leader: Gauge,
+    /// Whether this process waits for the lease as a standby.
+    pub(crate) standby: AtomicBool,
     pub(crate) reconciles: Family<ControllerLabel, Counter>,
     pub(crate) errors: Family<ControllerLabel, Counter>,
     pub(crate) queue_latency: Family<ControllerLabel, Histogram>,
@@ -62,7 +77,19 @@ impl Metrics {
         let signed_tokens = Gauge::default();
         let cluster_info_writes = Counter::default();
         let deleted_tokens = Counter::default();
+        let leader = Gauge::default();
+        // Every series exists from the start (at zero), so dashboards and alerts see them.
+        for label in [SIGNER, CLEANER] {
+            drop(reconciles.get_or_create(&label));
+            drop(errors.get_or_create(&label));
+            drop(queue_latency.get_or_create(&label));
+        }
         registry.register("reconciles", "Reconciles run", reconciles.clone());
+        registry.register(
+            "leader",
+            "1 while this process leads (or runs without leader election)",
+            leader.clone(),
+        );
         registry.register("reconcile_errors", "Reconciles that failed", errors.clone());
         registry.register(
             "queue_latency_seconds",
@@ -86,6 +113,12 @@ impl Metrics {
         );
         Metrics {
             registry,
+            signer_synced: AtomicBool::new(false),
+            cleaner_synced: AtomicBool::new(false),
+            expect_signer: AtomicBool::new(true),
+            expect_cleaner: AtomicBool::new(true),
+            leader,
+            standby: AtomicBool::new(false),
             reconciles,
             errors,
             queue_latency,
@@ -102,6 +135,24 @@ impl Metrics {
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
+    }
+
+    /// Ready: a standby waiting for the lease, or every controller this process runs has its
+    /// watch caches filled by their first list.
+    #[must_use]
+    pub fn is_ready(&self) -> bool {
+        if self.standby.load(Ordering::Acquire) {
+            return true;
+        }
+        (!self.expect_signer.load(Ordering::Acquire) || self.signer_synced.load(Ordering::Acquire))
+            && (!self.expect_cleaner.load(Ordering::Acquire)
+                || self.cleaner_synced.load(Ordering::Acquire))
+    }
+
+    /// Whether this process holds the leader lease (always, without leader election).
+    #[must_use]
+    pub fn is_leader(&self) -> bool {
+        self.leader.get() == 1
     }
 
     /// Reconciles run so far by `controller` (`"bootstrapsigner"` or `"tokencleaner"`).

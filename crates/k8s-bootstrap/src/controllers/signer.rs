@@ -114,6 +114,9 @@ pub async fn bootstrap_signer(
             .wait_until_ready()
             .await
             .map_err(|_| Error::CacheStopped)?;
+        metrics
+            .signer_synced
+            .store(true, std::sync::atomic::Ordering::Release);
         let mut retry = options.retry_delay;
         // When to run again without an event (a retry, or a signing token's expiry).
         let mut wake_at: Option<tokio::time::Instant> = None;

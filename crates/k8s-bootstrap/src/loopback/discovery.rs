@@ -31,9 +31,34 @@ pub(crate) fn api_versions(address: &str) -> Value {
     })
 }
 
-/// `/apis`: the double serves no API groups.
+/// `/apis`: the one API group the double serves, `coordination.k8s.io` (Leases).
 pub(crate) fn api_groups() -> Value {
-    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []})
+    let version = json!({"groupVersion": "coordination.k8s.io/v1", "version": "v1"});
+    json!({
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [{
+            "name": "coordination.k8s.io",
+            "versions": [version],
+            "preferredVersion": version,
+        }],
+    })
+}
+
+/// `/apis/coordination.k8s.io/v1`.
+pub(crate) fn coordination_v1() -> Value {
+    json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": "coordination.k8s.io/v1",
+        "resources": [{
+            "name": "leases",
+            "singularName": "lease",
+            "namespaced": true,
+            "kind": "Lease",
+            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+        }],
+    })
 }
 
 /// `/api/v1`.

@@ -82,9 +82,17 @@ fn route(path: &str) -> Route<'_> {
         .split('/')
         .take(MAX_SEGMENTS.saturating_add(1))
         .collect();
-    let res = |s: &str| Resource::from_plural(s);
-    match segments.as_slice() {
-        ["api", "v1", r] => match res(r) {
+    // `/api/v1/...` (core) or `/apis/<group>/<version>/...`.
+    let (group_version, rest) = match segments.as_slice() {
+        ["api", "v1", rest @ ..] => ("v1".to_owned(), rest),
+        ["apis", group, version, rest @ ..] if !group.is_empty() && !version.is_empty() => {
+            (format!("{group}/{version}"), rest)
+        }
+        _ => return Route::NonResource,
+    };
+    let res = |s: &str| Resource::in_group(&group_version, s);
+    match rest {
+        [r] => match res(r) {
             Some(resource) => Route::Resource {
                 resource,
                 namespace: "",
@@ -92,12 +100,12 @@ fn route(path: &str) -> Route<'_> {
             },
             None => Route::NonResource,
         },
-        ["api", "v1", "namespaces", ns] if !ns.is_empty() => Route::Resource {
+        ["namespaces", ns] if !ns.is_empty() && group_version == "v1" => Route::Resource {
             resource: Resource::Namespaces,
             namespace: "",
             name: Some(ns),
         },
-        ["api", "v1", "namespaces", ns, r] if !ns.is_empty() => match res(r) {
+        ["namespaces", ns, r] if !ns.is_empty() => match res(r) {
             Some(resource) if resource.namespaced() => Route::Resource {
                 resource,
                 namespace: ns,
@@ -105,16 +113,14 @@ fn route(path: &str) -> Route<'_> {
             },
             _ => Route::NonResource,
         },
-        ["api", "v1", "namespaces", ns, r, name] if !ns.is_empty() && !name.is_empty() => {
-            match res(r) {
-                Some(resource) if resource.namespaced() => Route::Resource {
-                    resource,
-                    namespace: ns,
-                    name: Some(name),
-                },
-                _ => Route::NonResource,
-            }
-        }
+        ["namespaces", ns, r, name] if !ns.is_empty() && !name.is_empty() => match res(r) {
+            Some(resource) if resource.namespaced() => Route::Resource {
+                resource,
+                namespace: ns,
+                name: Some(name),
+            },
+            _ => Route::NonResource,
+        },
         _ => Route::NonResource,
     }
 }
@@ -243,6 +249,9 @@ fn non_resource(shared: &Shared, path: &str) -> Result<Response, ApiError> {
         "/api" | "/api/" => discovery::api_versions(&shared.address),
         "/api/v1" | "/api/v1/" => discovery::core_v1(),
         "/apis" | "/apis/" => discovery::api_groups(),
+        "/apis/coordination.k8s.io/v1" | "/apis/coordination.k8s.io/v1/" => {
+            discovery::coordination_v1()
+        }
         "/openapi/v3" | "/openapi/v3/" => discovery::openapi_v3_root(),
         "/openapi/v3/api/v1" => discovery::openapi_v3_core(),
         "/healthz" | "/livez" | "/readyz" => {
@@ -321,6 +330,25 @@ impl Call<'_> {
                     .unwrap_or_default()
                     .trim()
                     .to_ascii_lowercase();
+                let manager = self.params.get("fieldManager").filter(|m| !m.is_empty());
+                if media == "application/apply-patch+yaml" {
+                    let Some(manager) = manager else {
+                        return Err(ApiError::invalid(
+                            "PatchOptions",
+                            "",
+                            "fieldManager",
+                            "FieldValueRequired",
+                            "Required value: is required for apply patch",
+                        ));
+                    };
+                    // Clients send JSON, which YAML includes; YAML proper is not accepted.
+                    let applied = parse_json(body)?;
+                    let force = self.params.flag("force");
+                    let applied_object = lock(&self.shared.store).apply(
+                        resource, namespace, name, &applied, manager, force, dry_run, now,
+                    )?;
+                    return Ok(json_response(StatusCode::OK, &applied_object));
+                }
                 if media != "application/merge-patch+json"
                     && media != "application/strategic-merge-patch+json"
                 {
@@ -329,8 +357,12 @@ impl Call<'_> {
                     ));
                 }
                 let patch = parse_json(body)?;
-                let patched = lock(&self.shared.store)
-                    .patch(resource, namespace, name, &patch, dry_run, now)?;
+                let mut store = lock(&self.shared.store);
+                let patched = store.patch(resource, namespace, name, &patch, dry_run, now)?;
+                if let (Some(manager), false) = (manager, dry_run) {
+                    let key = (resource, namespace.to_owned(), name.to_owned());
+                    store.take_ownership(&key, &patch, manager);
+                }
                 Ok(json_response(StatusCode::OK, &patched))
             }
             "delete" => {
@@ -382,7 +414,7 @@ impl Call<'_> {
             StatusCode::OK,
             &json!({
                 "kind": format!("{}List", self.resource.kind()),
-                "apiVersion": "v1",
+                "apiVersion": self.resource.group_version(),
                 "metadata": {"resourceVersion": rv.to_string()},
                 "items": items,
             }),

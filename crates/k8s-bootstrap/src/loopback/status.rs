@@ -53,6 +53,44 @@ impl ApiError {
         )
     }
 
+    /// Server-side apply's conflicts: `(manager, .field.path)` pairs.
+    pub(crate) fn apply_conflicts(
+        resource: super::store::Resource,
+        name: &str,
+        conflicts: &[(String, String)],
+    ) -> ApiError {
+        let message = match conflicts {
+            [(manager, path)] => {
+                format!("Apply failed with 1 conflict: conflict with {manager:?}: {path}")
+            }
+            _ => {
+                let mut by_manager: Vec<(&str, Vec<&str>)> = Vec::new();
+                for (manager, path) in conflicts {
+                    match by_manager.iter_mut().find(|(m, _)| m == manager) {
+                        Some((_, paths)) => paths.push(path),
+                        None => by_manager.push((manager, vec![path])),
+                    }
+                }
+                let mut message = format!("Apply failed with {} conflicts:", conflicts.len());
+                for (manager, paths) in by_manager {
+                    message.push_str(&format!(" conflicts with {manager:?}:"));
+                    for path in paths {
+                        message.push_str(&format!("\n- {path}"));
+                    }
+                }
+                message
+            }
+        };
+        ApiError::new(
+            409,
+            "Conflict",
+            message,
+            Some(
+                json!({"name": name, "group": resource.group_version().split_once('/').map_or("", |(g, _)| g), "kind": resource.plural()}),
+            ),
+        )
+    }
+
     /// The optimistic-concurrency conflict of an update with a stale `resourceVersion`.
     pub(crate) fn stale(resource: &str, name: &str) -> ApiError {
         ApiError::conflict(

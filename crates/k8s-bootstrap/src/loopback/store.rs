@@ -1,7 +1,7 @@
 //! The double's object store: JSON objects, one global resourceVersion counter (as etcd's
 //! revision), a bounded event history for watches, and the bootstrap signer's pass.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -15,17 +15,20 @@ use super::status::ApiError;
 
 /// Most objects the store holds (all resources together).
 pub(crate) const MAX_OBJECTS: usize = 10_000;
+/// Most fields whose owner server-side apply tracks per object.
+const MAX_OWNED_FIELDS: usize = 1_000;
 /// Events retained for watches that resume from a resourceVersion.
 pub(crate) const EVENT_HISTORY: usize = 1_000;
 /// Capacity of the live event channel; a watcher that falls this far behind is ended.
 const CHANNEL_CAPACITY: usize = 1_024;
 
-/// The resources the double serves (core/v1).
+/// The resources the double serves (core/v1, and `coordination.k8s.io/v1` Leases).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum Resource {
     Namespaces,
     Secrets,
     ConfigMaps,
+    Leases,
 }
 
 impl Resource {
@@ -34,7 +37,21 @@ impl Resource {
             "namespaces" => Some(Resource::Namespaces),
             "secrets" => Some(Resource::Secrets),
             "configmaps" => Some(Resource::ConfigMaps),
+            "leases" => Some(Resource::Leases),
             _ => None,
+        }
+    }
+
+    /// The resource named `plural` in `group_version` (`v1` for the core group).
+    pub(crate) fn in_group(group_version: &str, plural: &str) -> Option<Resource> {
+        Resource::from_plural(plural).filter(|r| r.group_version() == group_version)
+    }
+
+    /// The `apiVersion` of its objects.
+    pub(crate) fn group_version(self) -> &'static str {
+        match self {
+            Resource::Leases => "coordination.k8s.io/v1",
+            _ => "v1",
         }
     }
 
@@ -43,6 +60,7 @@ impl Resource {
             Resource::Namespaces => "namespaces",
             Resource::Secrets => "secrets",
             Resource::ConfigMaps => "configmaps",
+            Resource::Leases => "leases",
         }
     }
 
@@ -51,6 +69,7 @@ impl Resource {
             Resource::Namespaces => "Namespace",
             Resource::Secrets => "Secret",
             Resource::ConfigMaps => "ConfigMap",
+            Resource::Leases => "Lease",
         }
     }
 
@@ -63,7 +82,7 @@ impl Resource {
         match self {
             Resource::Namespaces => &["metadata.name", "status.phase"],
             Resource::Secrets => &["metadata.name", "metadata.namespace", "type"],
-            Resource::ConfigMaps => &["metadata.name", "metadata.namespace"],
+            Resource::ConfigMaps | Resource::Leases => &["metadata.name", "metadata.namespace"],
         }
     }
 }
@@ -125,6 +144,9 @@ pub(crate) struct Store {
     floor: u64,
     tx: broadcast::Sender<Arc<Event>>,
     signer: bool,
+    /// Server-side apply's field ownership: per object, each leaf field's JSON pointer and the
+    /// field managers that own it (several when they applied the same value).
+    owners: BTreeMap<Key, BTreeMap<String, BTreeSet<String>>>,
 }
 
 impl Store {
@@ -135,6 +157,7 @@ impl Store {
             rv: 0,
             history: VecDeque::new(),
             floor: 0,
+            owners: BTreeMap::new(),
             tx,
             signer,
         }
@@ -323,6 +346,104 @@ impl Store {
         self.update(resource, namespace, name, merged, dry_run, now)
     }
 
+    /// PATCH as server-side apply (`application/apply-patch+yaml`, JSON body), the subset the
+    /// double serves: the applied configuration is merged into the object (created when
+    /// missing), and a field that another manager set to a different value is a conflict (409,
+    /// as kube-apiserver words it) unless `force`. Omitted fields a manager applied before are
+    /// not removed.
+    #[allow(clippy::too_many_arguments, reason = "one per request parameter")]
+    pub(crate) fn apply(
+        &mut self,
+        resource: Resource,
+        namespace: &str,
+        name: &str,
+        applied: &Value,
+        manager: &str,
+        force: bool,
+        dry_run: bool,
+        now: SystemTime,
+    ) -> Result<Value, ApiError> {
+        if !applied.is_object() {
+            return Err(ApiError::bad_request(
+                "the applied configuration must be an object",
+            ));
+        }
+        let key = (resource, namespace.to_owned(), name.to_owned());
+        let Some(old) = self.objects.get(&key) else {
+            let mut object = applied.clone();
+            if let Some(meta) = object
+                .as_object_mut()
+                .map(|o| o.entry("metadata").or_insert_with(|| json!({})))
+                .and_then(Value::as_object_mut)
+            {
+                meta.insert("name".to_owned(), Value::String(name.to_owned()));
+            }
+            let created = self.create(resource, namespace, object, dry_run, now)?;
+            if !dry_run {
+                self.take_ownership(&key, applied, manager);
+            }
+            return Ok(created);
+        };
+        let mut current = BTreeMap::new();
+        leaves(old, String::new(), &mut current);
+        let mut wanted = BTreeMap::new();
+        leaves(applied, String::new(), &mut wanted);
+        let owners = self.owners.get(&key);
+        let conflicts: Vec<(String, String)> = wanted
+            .iter()
+            .filter(|(path, value)| !value.is_null() && current.get(*path) != Some(*value))
+            .flat_map(|(path, _)| {
+                owners
+                    .and_then(|o| o.get(path))
+                    .into_iter()
+                    .flatten()
+                    .filter(|owner| owner.as_str() != manager)
+                    .map(|owner| (owner.clone(), path.replace('/', ".")))
+            })
+            .collect();
+        if !conflicts.is_empty() && !force {
+            return Err(ApiError::apply_conflicts(resource, name, &conflicts));
+        }
+        let result = self.patch(resource, namespace, name, applied, dry_run, now)?;
+        if !dry_run {
+            // The same value applied again is shared ownership; a new value is the applier's
+            // alone.
+            let owners = self.owners.entry(key).or_default();
+            for (path, value) in wanted {
+                if value.is_null() {
+                    owners.retain(|p, _| !(p == &path || p.starts_with(&format!("{path}/"))));
+                } else if current.get(&path) == Some(&value) {
+                    owners.entry(path).or_default().insert(manager.to_owned());
+                } else {
+                    owners.insert(path, BTreeSet::from([manager.to_owned()]));
+                }
+            }
+        }
+        Ok(result)
+    }
+
+    /// Records `manager` as the only owner of every leaf `patch` sets (and drops the owners of
+    /// the fields it removes with `null`), after a create by apply or a patch made with a
+    /// `fieldManager`.
+    pub(crate) fn take_ownership(
+        &mut self,
+        key: &(Resource, String, String),
+        patch: &Value,
+        manager: &str,
+    ) {
+        let mut set = BTreeMap::new();
+        leaves(patch, String::new(), &mut set);
+        let owners = self.owners.entry(key.clone()).or_default();
+        for (path, value) in set {
+            if value.is_null() {
+                // Removed, and everything below it.
+                owners.retain(|p, _| !(p == &path || p.starts_with(&format!("{path}/"))));
+            } else {
+                owners.insert(path, BTreeSet::from([manager.to_owned()]));
+            }
+        }
+    }
+
     /// DELETE with preconditions.
     pub(crate) fn delete(
         &mut self,
@@ -374,6 +495,7 @@ impl Store {
         let Some(mut object) = self.objects.remove(&key) else {
             return Err(ApiError::not_found(resource.plural(), name));
         };
+        self.owners.remove(&key);
         self.rv = self.rv.saturating_add(1);
         set_rv(&mut object, self.rv);
         self.record(resource, namespace, EventType::Deleted, object);
@@ -431,7 +553,7 @@ impl Store {
                 namespace == clusterinfo::CLUSTER_INFO_NAMESPACE
                     && name == clusterinfo::CLUSTER_INFO_NAME
             }
-            Resource::Namespaces => false,
+            Resource::Namespaces | Resource::Leases => false,
         };
         if trigger && self.signer {
             self.sign(now);
@@ -526,6 +648,36 @@ fn meta_mut(object: &mut Value) -> Result<&mut Map<String, Value>, ApiError> {
         .ok_or_else(|| ApiError::bad_request("metadata must be an object"))
 }
 
+/// The leaves of `value` (scalars, arrays and empty objects, as JSON pointers), skipping the
+/// identity and server-owned fields that are never owned: `apiVersion`, `kind`, and
+/// `metadata.{name,namespace,uid,resourceVersion,creationTimestamp,managedFields}`.
+fn leaves(value: &Value, prefix: String, out: &mut BTreeMap<String, Value>) {
+    const SKIP: [&str; 8] = [
+        "/apiVersion",
+        "/kind",
+        "/metadata/name",
+        "/metadata/namespace",
+        "/metadata/uid",
+        "/metadata/resourceVersion",
+        "/metadata/creationTimestamp",
+        "/metadata/managedFields",
+    ];
+    match value {
+        Value::Object(map) if !map.is_empty() && out.len() < MAX_OWNED_FIELDS => {
+            for (k, v) in map {
+                let path = format!("{prefix}/{}", k.replace('~', "~0").replace('/', "~1"));
+                if !SKIP.contains(&path.as_str()) {
+                    leaves(v, path, out);
+                }
+            }
+        }
+        _ if !prefix.is_empty() && out.len() < MAX_OWNED_FIELDS => {
+            out.insert(prefix, value.clone());
+        }
+        _ => {}
+    }
+}
+
 /// Checks `kind`/`apiVersion`, fills them, the namespace and per-resource defaults.
 fn normalise(resource: Resource, namespace: &str, object: Value) -> Result<Value, ApiError> {
     let Value::Object(mut obj) = object else {
@@ -544,15 +696,20 @@ fn normalise(resource: Resource, namespace: &str, object: Value) -> Result<Value
         }
     }
     match obj.get("apiVersion").and_then(Value::as_str) {
-        None | Some("" | "v1") => {}
+        None | Some("") => {}
+        Some(v) if v == resource.group_version() => {}
         Some(_) => {
-            return Err(ApiError::bad_request(
-                "the API version in the data does not match the expected API version (v1)",
-            ));
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data does not match the expected API version ({})",
+                resource.group_version()
+            )));
         }
     }
     obj.insert("kind".to_owned(), Value::String(resource.kind().to_owned()));
-    obj.insert("apiVersion".to_owned(), Value::String("v1".to_owned()));
+    obj.insert(
+        "apiVersion".to_owned(),
+        Value::String(resource.group_version().to_owned()),
+    );
     let meta = obj
         .entry("metadata")
         .or_insert_with(|| Value::Object(Map::new()));
@@ -575,7 +732,7 @@ fn normalise(resource: Resource, namespace: &str, object: Value) -> Result<Value
     }
     match resource {
         Resource::Secrets => normalise_secret(&mut obj)?,
-        Resource::ConfigMaps => {}
+        Resource::ConfigMaps | Resource::Leases => {}
         Resource::Namespaces => {
             obj.insert("spec".to_owned(), json!({"finalizers": ["kubernetes"]}));
             obj.insert("status".to_owned(), json!({"phase": "Active"}));

@@ -57,6 +57,11 @@ pub(crate) fn table(
             column("Status", "string", "", "The status of the namespace"),
             age_col,
         ],
+        Resource::Leases => vec![
+            name_col,
+            column("Holder", "string", "", "The holder of the lease"),
+            age_col,
+        ],
     };
     let rows: Vec<Value> = objects
         .iter()
@@ -85,6 +90,7 @@ pub(crate) fn table(
                     age
                 ]),
                 Resource::Namespaces => json!([name, s("/status/phase"), age]),
+                Resource::Leases => json!([name, s("/spec/holderIdentity"), age]),
             };
             json!({
                 "cells": cells,

@@ -79,7 +79,7 @@ fn bookmark(resource: Resource, rv: u64) -> Bytes {
         "BOOKMARK",
         &json!({
             "kind": resource.kind(),
-            "apiVersion": "v1",
+            "apiVersion": resource.group_version(),
             "metadata": {"resourceVersion": rv.to_string()},
         }),
     )

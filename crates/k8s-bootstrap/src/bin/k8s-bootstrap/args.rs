@@ -49,6 +49,10 @@ pub(crate) enum Command {
     /// Discover a cluster and write the kubelet's TLS-bootstrap kubeconfig (kubeadm join's
     /// discovery).
     Join(JoinArgs),
+    /// Run the cluster-side controllers (kube-controller-manager's bootstrapsigner and
+    /// tokencleaner) with leader election, health and metrics, until SIGTERM or Ctrl-C.
+    #[cfg(feature = "controllers")]
+    Controllers(ControllersArgs),
     /// Run the loopback API server, a test double, until interrupted (Ctrl-C).
     #[cfg(feature = "loopback-server")]
     ServeLoopback(ServeLoopbackArgs),
@@ -56,6 +60,39 @@ pub(crate) enum Command {
     /// kubectl with the written kubeconfig, each run as the real command.
     #[cfg(feature = "loopback-server")]
     Demo(DemoArgs),
+}
+
+#[cfg(feature = "controllers")]
+#[derive(Debug, Args)]
+pub(crate) struct ControllersArgs {
+    /// The controllers to run, comma-separated: bootstrapsigner, tokencleaner, or * for both.
+    #[arg(long, value_delimiter = ',', default_value = "*", value_name = "NAMES")]
+    pub(crate) controllers: Vec<String>,
+    /// Elect a leader on a coordination.k8s.io Lease before running, so several replicas are
+    /// safe.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
+        default_missing_value = "true", value_name = "BOOL")]
+    pub(crate) leader_elect: bool,
+    /// The namespace of the leader-election Lease.
+    #[arg(long, default_value = "kube-system", value_name = "NAMESPACE")]
+    pub(crate) leader_elect_resource_namespace: String,
+    /// The name of the leader-election Lease.
+    #[arg(long, default_value = "k8s-bootstrap-controllers", value_name = "NAME")]
+    pub(crate) leader_elect_resource_name: String,
+    /// This replica's identity in the Lease (default: $POD_NAME, else the host name and the
+    /// process ID).
+    #[arg(long, env = "POD_NAME", value_name = "ID")]
+    pub(crate) leader_elect_identity: Option<String>,
+    /// How long a lease is valid without renewal.
+    #[arg(long, default_value = "15s", value_name = "DURATION", value_parser = go_duration)]
+    pub(crate) leader_elect_lease_duration: Duration,
+    /// How long the leader keeps trying to renew before its lease runs out (the renewal starts
+    /// this long before the lease expires: lease duration minus renew deadline).
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = go_duration)]
+    pub(crate) leader_elect_renew_deadline: Duration,
+    /// Where to serve /healthz, /readyz and /metrics (plain HTTP).
+    #[arg(long, default_value = "0.0.0.0:10258", value_name = "ADDR:PORT")]
+    pub(crate) http_address: std::net::SocketAddr,
 }
 
 #[cfg(feature = "loopback-server")]

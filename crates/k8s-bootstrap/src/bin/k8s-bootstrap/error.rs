@@ -51,4 +51,29 @@ pub(crate) enum CliError {
     Demo(String),
     #[error("writing output: {0}")]
     Output(String),
+    #[cfg(feature = "controllers")]
+    #[error("unknown controller {0:?} in --controllers (known: bootstrapsigner, tokencleaner, *)")]
+    UnknownController(String),
+    #[cfg(feature = "controllers")]
+    #[error("--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration")]
+    RenewDeadline,
+    #[cfg(feature = "controllers")]
+    #[error("loading the in-cluster or default kubeconfig: {0}")]
+    InferConfig(#[source] kube::config::InferConfigError),
+    #[cfg(feature = "controllers")]
+    #[error("controllers: {}", chain(.0))]
+    Controllers(#[source] k8s_bootstrap::controllers::Error),
+}
+
+/// An error and its sources, joined with ": ".
+#[cfg(feature = "controllers")]
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
 }

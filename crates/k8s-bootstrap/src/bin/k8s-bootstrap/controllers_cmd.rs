@@ -1,0 +1,112 @@
+//! `k8s-bootstrap controllers`: the bootstrap signer and token cleaner, with leader election,
+//! `/healthz`, `/readyz` and `/metrics`, until SIGTERM or Ctrl-C.
+
+use std::sync::Arc;
+
+use k8s_bootstrap::controllers::{self, Enabled, LeaderElection, Metrics, Options};
+
+use crate::args::{ControllersArgs, Global};
+use crate::error::CliError;
+use crate::kubeconfig;
+
+pub(crate) async fn run(global: &Global, args: &ControllersArgs) -> Result<(), CliError> {
+    let enabled = Enabled::from_names(args.controllers.iter().map(String::as_str))
+        .map_err(CliError::UnknownController)?;
+    let election = if args.leader_elect {
+        let grace = args
+            .leader_elect_lease_duration
+            .checked_sub(args.leader_elect_renew_deadline)
+            .filter(|g| !g.is_zero())
+            .ok_or(CliError::RenewDeadline)?;
+        let mut election = LeaderElection::new(identity(args));
+        election
+            .namespace
+            .clone_from(&args.leader_elect_resource_namespace);
+        election
+            .lease_name
+            .clone_from(&args.leader_elect_resource_name);
+        election.lease_duration = args.leader_elect_lease_duration;
+        election.grace = grace;
+        Some(election)
+    } else {
+        None
+    };
+    // In a pod: the service account (in-cluster config) unless a kubeconfig is named.
+    let client = if global.kubeconfig.is_some() || std::env::var_os("KUBECONFIG").is_some() {
+        kubeconfig::client(global).await?.0
+    } else {
+        let config = kube::Config::infer().await.map_err(CliError::InferConfig)?;
+        kube::Client::try_from(config).map_err(CliError::Client)?
+    };
+    let metrics = Arc::new(Metrics::new());
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let wait = move || {
+        let mut rx = stopped.clone();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    };
+    let http = tokio::spawn(controllers::serve_http(
+        args.http_address,
+        metrics.clone(),
+        wait(),
+    ));
+    let signals = tokio::spawn(async move {
+        terminated().await;
+        tracing::info!("controllers: shutting down");
+        let _ = stop.send(true);
+    });
+    let result = controllers::run(
+        client,
+        enabled,
+        election,
+        Options::default(),
+        metrics,
+        wait(),
+    )
+    .await;
+    signals.abort();
+    // The HTTP server stops with the controllers (its shutdown future is the same signal, or
+    // the controllers ended on their own).
+    http.abort();
+    let http_result = match http.await {
+        Ok(r) => r,
+        Err(_) => Ok(()),
+    };
+    result.map_err(CliError::Controllers)?;
+    http_result.map_err(CliError::Controllers)
+}
+
+/// `--leader-elect-identity` or `$POD_NAME`, else `<hostname>_<pid>`.
+fn identity(args: &ControllersArgs) -> String {
+    if let Some(id) = args
+        .leader_elect_identity
+        .as_ref()
+        .filter(|i| !i.is_empty())
+    {
+        return id.clone();
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned());
+    format!("{host}_{}", std::process::id())
+}
+
+/// SIGTERM (what the kubelet sends) or Ctrl-C.
+async fn terminated() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+}

@@ -1,0 +1,243 @@
+//! `k8s-bootstrap controllers` as a process against the loopback API server: two replicas
+//! elect one leader on the Lease, the leader signs and cleans, `/readyz` and `/metrics` answer,
+//! SIGTERM stops a replica with exit code 0 and releases the lease, and bad flags exit 2.
+//!
+//! The server under test is a double (`k8s_bootstrap::loopback`), not a real control plane.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code fails loudly"
+)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use k8s_bootstrap::loopback::LoopbackApiServer;
+use serde_json::json;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::process::{Child, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
+
+fn free_addr() -> SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+fn replica(kubeconfig: &Path, identity: &str, http: SocketAddr) -> Child {
+    Command::new(BIN)
+        .args([
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "controllers",
+            "--controllers=bootstrapsigner,tokencleaner",
+            "--leader-elect=true",
+            "--leader-elect-lease-duration=3s",
+            "--leader-elect-renew-deadline=2s",
+            &format!("--http-address={http}"),
+        ])
+        .env_remove("KUBECONFIG")
+        .env_remove("RUST_LOG")
+        .env("POD_NAME", identity)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+async fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.ok()?;
+    let status = response.get(9..12)?.parse().ok()?;
+    Some((status, response.split_once("\r\n\r\n")?.1.to_owned()))
+}
+
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !check().await {
+        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn holder(server: &LoopbackApiServer) -> Option<String> {
+    server
+        .object("kube-system", "leases", "k8s-bootstrap-controllers")?
+        .pointer("/spec/holderIdentity")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+fn sigterm(child: &Child) {
+    let pid = child.id().unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_sign_clean_report_and_hand_over_on_sigterm() {
+    let server = LoopbackApiServer::builder()
+        .bootstrap_signer(false)
+        .start()
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("admin.conf");
+    std::fs::write(&kubeconfig, server.admin_kubeconfig_yaml()).unwrap();
+    let (http_a, http_b) = (free_addr(), free_addr());
+    let mut a = replica(&kubeconfig, "replica-a", http_a);
+    let mut b = replica(&kubeconfig, "replica-b", http_b);
+
+    eventually("a replica holds the lease", || async {
+        holder(&server).is_some()
+    })
+    .await;
+    for addr in [http_a, http_b] {
+        eventually("both replicas are ready", || async {
+            http_get(addr, "/readyz").await == Some((200, "ok".to_owned()))
+        })
+        .await;
+    }
+    let leader_id = holder(&server).unwrap();
+    let (leader, standby, leader_http, standby_http) = if leader_id == "replica-a" {
+        (&mut a, &mut b, http_a, http_b)
+    } else {
+        (&mut b, &mut a, http_b, http_a)
+    };
+
+    // The leader signs a new token and deletes an expired one.
+    server
+        .insert(
+            "kube-system",
+            "secrets",
+            json!({
+                "metadata": {"name": "bootstrap-token-abcdef"},
+                "type": "bootstrap.kubernetes.io/token",
+                "stringData": {"token-id": "abcdef", "token-secret": "0123456789abcdef",
+                    "usage-bootstrap-signing": "true"},
+            }),
+        )
+        .unwrap();
+    server
+        .insert(
+            "kube-system",
+            "secrets",
+            json!({
+                "metadata": {"name": "bootstrap-token-oldold"},
+                "type": "bootstrap.kubernetes.io/token",
+                "stringData": {"token-id": "oldold", "token-secret": "0123456789abcdef",
+                    "expiration": "2020-01-01T00:00:00Z"},
+            }),
+        )
+        .unwrap();
+    eventually("signed", || async {
+        server
+            .object("kube-public", "configmaps", "cluster-info")
+            .is_some_and(|cm| cm.pointer("/data/jws-kubeconfig-abcdef").is_some())
+    })
+    .await;
+    eventually("expired token deleted", || async {
+        server
+            .object("kube-system", "secrets", "bootstrap-token-oldold")
+            .is_none()
+    })
+    .await;
+    let (status, metrics) = http_get(leader_http, "/metrics").await.unwrap();
+    assert_eq!(status, 200);
+    assert!(metrics.contains("k8s_bootstrap_leader 1"), "{metrics}");
+    assert!(
+        metrics.contains("k8s_bootstrap_deleted_tokens_total 1"),
+        "{metrics}"
+    );
+    let (_, standby_metrics) = http_get(standby_http, "/metrics").await.unwrap();
+    assert!(
+        standby_metrics.contains("k8s_bootstrap_leader 0"),
+        "{standby_metrics}"
+    );
+
+    // SIGTERM: the leader exits 0 and releases the lease; the standby takes over.
+    sigterm(leader);
+    let status = tokio::time::timeout(Duration::from_secs(10), leader.wait())
+        .await
+        .expect("the leader exits within 10 s of SIGTERM")
+        .unwrap();
+    let mut stderr = String::new();
+    leader
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .await
+        .unwrap();
+    assert!(status.success(), "exit {status:?}: {stderr}");
+    eventually("the standby leads", || async {
+        holder(&server).is_some_and(|h| h != leader_id)
+            && http_get(standby_http, "/metrics")
+                .await
+                .is_some_and(|(_, m)| m.contains("k8s_bootstrap_leader 1"))
+    })
+    .await;
+    sigterm(standby);
+    let status = tokio::time::timeout(Duration::from_secs(10), standby.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test]
+async fn unknown_controller_and_bad_durations_are_refused() {
+    for (args, expected) in [
+        (
+            vec!["controllers", "--controllers=bootstrapsigner,csrsigning"],
+            "unknown controller \"csrsigning\"",
+        ),
+        (
+            vec![
+                "controllers",
+                "--leader-elect-lease-duration=10s",
+                "--leader-elect-renew-deadline=10s",
+            ],
+            "--leader-elect-renew-deadline must be shorter",
+        ),
+    ] {
+        let output = Command::new(BIN)
+            .args(&args)
+            .env_remove("KUBECONFIG")
+            .env("HOME", "/nonexistent")
+            .output()
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+    }
+    let output = Command::new(BIN)
+        .args(["controllers", "--leader-elect=maybe"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "usage errors exit 2");
+}

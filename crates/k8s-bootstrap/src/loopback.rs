@@ -155,6 +155,8 @@ pub struct Builder {
     statics: Vec<StaticToken>,
     cluster_info: bool,
     bootstrap_signer: bool,
+    max_objects: usize,
+    watch_history: usize,
 }
 
 impl fmt::Debug for Builder {
@@ -164,6 +166,8 @@ impl fmt::Debug for Builder {
             .field("static_tokens", &self.statics)
             .field("cluster_info", &self.cluster_info)
             .field("bootstrap_signer", &self.bootstrap_signer)
+            .field("max_objects", &self.max_objects)
+            .field("watch_history", &self.watch_history)
             .finish()
     }
 }
@@ -202,6 +206,24 @@ impl Builder {
         self
     }
 
+    /// Hold at most `objects` objects, all resources together (default 10,000, at most
+    /// 100,000), for scale tests; creating one more answers 429.
+    #[must_use]
+    pub fn max_objects(mut self, objects: usize) -> Builder {
+        self.max_objects = objects.min(store::MAX_OBJECTS_LIMIT);
+        self
+    }
+
+    /// Retain `events` watch events (default 1,000, at most 100,000) for watches that resume
+    /// from a `resourceVersion`, and let a live watcher fall as far behind before it is ended;
+    /// kube-apiserver's watch cache holds more than the default under load, so scale tests
+    /// raise it.
+    #[must_use]
+    pub fn watch_history(mut self, events: usize) -> Builder {
+        self.watch_history = events.clamp(1, store::MAX_OBJECTS_LIMIT);
+        self
+    }
+
     /// Generate the certificates, bind, seed the namespaces (and cluster-info), and serve.
     /// Must be called within a tokio runtime; the server runs on it until dropped.
     ///
@@ -224,7 +246,8 @@ impl Builder {
         let admin_token = Zeroizing::new(ids::hex(&token));
 
         let now = crate::clock::now();
-        let mut store = Store::new(self.bootstrap_signer);
+        let mut store = Store::with_history(self.bootstrap_signer, self.watch_history);
+        store.max_objects = self.max_objects;
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             store.create(
                 Resource::Namespaces,
@@ -309,6 +332,8 @@ impl LoopbackApiServer {
             statics: Vec::new(),
             cluster_info: true,
             bootstrap_signer: true,
+            max_objects: store::MAX_OBJECTS,
+            watch_history: store::EVENT_HISTORY,
         }
     }
 

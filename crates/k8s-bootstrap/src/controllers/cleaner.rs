@@ -15,6 +15,9 @@ use super::metrics::CLEANER;
 use super::{Error, Metrics, Options, TOKEN_SECRET_SELECTOR};
 use crate::clock;
 
+/// Reconciles (deletions) in flight at most.
+const CONCURRENCY: u16 = 4;
+
 /// What the reconcile function needs.
 struct Context {
     secrets: Api<Secret>,
@@ -60,10 +63,13 @@ pub async fn token_cleaner(
         metrics,
         options,
     });
+    // At most a few deletions in flight, as Kubernetes' token cleaner (one worker) is gentle
+    // with the API server when many tokens expire together.
     let controller = Controller::new(
         secrets,
         watcher::Config::default().fields(TOKEN_SECRET_SELECTOR),
-    );
+    )
+    .with_config(kube::runtime::controller::Config::default().concurrency(CONCURRENCY));
     let store = controller.store();
     let synced = {
         let metrics = context.metrics.clone();

@@ -118,6 +118,8 @@ pub async fn bootstrap_signer(
             .signer_synced
             .store(true, std::sync::atomic::Ordering::Release);
         let mut retry = options.retry_delay;
+        // What the last update wrote, until the watch cache has caught up with it.
+        let mut written: Option<Written> = None;
         // When to run again without an event (a retry, or a signing token's expiry).
         let mut wake_at: Option<tokio::time::Instant> = None;
         loop {
@@ -137,7 +139,9 @@ pub async fn bootstrap_signer(
                 () = timer => {}
             }
             metrics.reconciles.get_or_create(&SIGNER).inc();
-            let after = match sync(&secret_store, &cm_store, &configmaps, &metrics).await {
+            let after = match sync(&secret_store, &cm_store, &configmaps, &metrics, &mut written)
+                .await
+            {
                 Outcome::Done(wake) => {
                     retry = options.retry_delay;
                     wake
@@ -186,45 +190,80 @@ async fn feed<K>(
     }
 }
 
+/// The ConfigMap this signer last wrote, and the `resourceVersion` it replaced.
+struct Written {
+    replaced: Option<String>,
+    configmap: ConfigMap,
+}
+
 /// One reconcile over the caches.
+///
+/// Right after an update the watch cache may still hold the version it replaced; reconciling
+/// from that would only earn a 409. Until the cache moves past that version, the object the
+/// update returned is used instead (versions are compared for equality only, never ordered).
 async fn sync(
     secret_store: &Store<Secret>,
     cm_store: &Store<ConfigMap>,
     configmaps: &Api<ConfigMap>,
     metrics: &Metrics,
+    written: &mut Option<Written>,
 ) -> Outcome {
     let key = ObjectRef::new(CLUSTER_INFO_NAME).within(CLUSTER_INFO_NAMESPACE);
-    let Some(configmap) = cm_store.get(&key) else {
+    let Some(cached) = cm_store.get(&key) else {
         // No cluster-info (yet): nothing to sign. Its creation is an event.
+        *written = None;
         return Outcome::Done(None);
     };
-    let mut tokens: Vec<SecretObject> = secret_store
-        .state()
-        .iter()
-        .filter_map(|s| SecretObject::try_from(&**s).ok())
-        .collect();
-    // Kubernetes takes lister order (a map's); name order makes "first Secret for an ID wins"
-    // deterministic.
-    tokens.sort_by(|a, b| a.name().cmp(b.name()));
-    let now = clock::now();
+    let configmap: ConfigMap = match written.take() {
+        Some(w) if w.replaced == cached.metadata.resource_version => {
+            let configmap = w.configmap.clone();
+            *written = Some(w);
+            configmap
+        }
+        _ => (*cached).clone(),
+    };
+    // The CPU-bound part (every Secret converted, one HMAC per token) runs on the blocking
+    // pool, so a large token set never stalls the runtime's workers.
+    let secrets = secret_store.state();
     let data: BTreeMap<String, String> = configmap.data.clone().unwrap_or_default();
-    let reconciled = clusterinfo::reconcile(&data, tokens.iter(), now);
+    let computed = tokio::task::spawn_blocking(move || {
+        let mut tokens: Vec<SecretObject> = secrets
+            .iter()
+            .filter_map(|s| SecretObject::try_from(&**s).ok())
+            .collect();
+        // Kubernetes takes lister order (a map's); name order makes "first Secret for an ID
+        // wins" deterministic.
+        tokens.sort_by(|a, b| a.name().cmp(b.name()));
+        let now = clock::now();
+        let reconciled = clusterinfo::reconcile(&data, tokens.iter(), now);
+        // The next time a token expires, its signature must go.
+        let wake = bootstrap_token::cleanup_plan(tokens.iter(), now).wake_after;
+        (reconciled, wake)
+    })
+    .await;
+    let Ok((reconciled, wake)) = computed else {
+        // The blocking pool is shutting down with the runtime.
+        return Outcome::Done(None);
+    };
     metrics
         .signed_tokens
         .set(i64::try_from(reconciled.signed_token_ids().len()).unwrap_or(i64::MAX));
-    // The next time a token expires, its signature must go.
-    let wake = bootstrap_token::cleanup_plan(tokens.iter(), now).wake_after;
     if !reconciled.update_needed() {
         return Outcome::Done(wake);
     }
-    let mut updated = (*configmap).clone();
+    let replaced = configmap.metadata.resource_version.clone();
+    let mut updated = configmap;
     updated.data = Some(reconciled.into_data());
     match configmaps
         .replace(CLUSTER_INFO_NAME, &PostParams::default(), &updated)
         .await
     {
-        Ok(_) => {
+        Ok(configmap) => {
             metrics.cluster_info_writes.inc();
+            *written = Some(Written {
+                replaced,
+                configmap,
+            });
             Outcome::Done(wake)
         }
         Err(kube::Error::Api(status)) if status.code == 409 => Outcome::Conflict,

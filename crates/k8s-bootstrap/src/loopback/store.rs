@@ -13,8 +13,10 @@ use tokio::sync::broadcast;
 use super::ids;
 use super::status::ApiError;
 
-/// Most objects the store holds (all resources together).
+/// Most objects the store holds by default (all resources together).
 pub(crate) const MAX_OBJECTS: usize = 10_000;
+/// The highest object limit [`super::Builder::max_objects`] accepts.
+pub(crate) const MAX_OBJECTS_LIMIT: usize = 100_000;
 /// Most fields whose owner server-side apply tracks per object.
 const MAX_OWNED_FIELDS: usize = 1_000;
 /// Events retained for watches that resume from a resourceVersion.
@@ -144,6 +146,10 @@ pub(crate) struct Store {
     floor: u64,
     tx: broadcast::Sender<Arc<Event>>,
     signer: bool,
+    /// Most objects held (all resources together).
+    pub(crate) max_objects: usize,
+    /// Events retained for watches that resume.
+    history_limit: usize,
     /// Server-side apply's field ownership: per object, each leaf field's JSON pointer and the
     /// field managers that own it (several when they applied the same value).
     owners: BTreeMap<Key, BTreeMap<String, BTreeSet<String>>>,
@@ -151,13 +157,21 @@ pub(crate) struct Store {
 
 impl Store {
     pub(crate) fn new(signer: bool) -> Store {
-        let (tx, _) = broadcast::channel(CHANNEL_CAPACITY);
+        Store::with_history(signer, EVENT_HISTORY)
+    }
+
+    /// A store retaining `history` events for resuming watches, whose live watchers may fall
+    /// as far behind before they are ended.
+    pub(crate) fn with_history(signer: bool, history: usize) -> Store {
+        let (tx, _) = broadcast::channel(history.max(CHANNEL_CAPACITY));
         Store {
             objects: BTreeMap::new(),
             rv: 0,
             history: VecDeque::new(),
             floor: 0,
             owners: BTreeMap::new(),
+            max_objects: MAX_OBJECTS,
+            history_limit: history,
             tx,
             signer,
         }
@@ -240,7 +254,7 @@ impl Store {
         if self.objects.contains_key(&key) {
             return Err(ApiError::already_exists(resource.plural(), &name));
         }
-        if self.objects.len() >= MAX_OBJECTS {
+        if self.objects.len() >= self.max_objects {
             return Err(ApiError::too_many(
                 "loopback API server (test double): object limit reached",
             ));
@@ -537,7 +551,7 @@ impl Store {
             object,
         });
         self.history.push_back(Arc::clone(&event));
-        while self.history.len() > EVENT_HISTORY {
+        while self.history.len() > self.history_limit {
             if let Some(old) = self.history.pop_front() {
                 self.floor = old.rv;
             }

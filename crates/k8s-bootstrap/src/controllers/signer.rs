@@ -139,8 +139,14 @@ pub async fn bootstrap_signer(
                 () = timer => {}
             }
             metrics.reconciles.get_or_create(&SIGNER).inc();
-            let after = match sync(&secret_store, &cm_store, &configmaps, &metrics, &mut written)
-                .await
+            let after = match sync(
+                &secret_store,
+                &cm_store,
+                &configmaps,
+                &metrics,
+                &mut written,
+            )
+            .await
             {
                 Outcome::Done(wake) => {
                     retry = options.retry_delay;

@@ -156,6 +156,7 @@ pub(crate) struct Store {
 }
 
 impl Store {
+    #[cfg(test)]
     pub(crate) fn new(signer: bool) -> Store {
         Store::with_history(signer, EVENT_HISTORY)
     }

@@ -16,6 +16,9 @@ mod controllers_cmd;
 mod demo;
 #[path = "k8s-bootstrap/error.rs"]
 mod error;
+#[cfg(feature = "sidecar")]
+#[path = "k8s-bootstrap/forward_proxy.rs"]
+mod forward_proxy;
 #[path = "k8s-bootstrap/join.rs"]
 mod join;
 #[path = "k8s-bootstrap/kubeconfig.rs"]
@@ -26,6 +29,9 @@ mod output;
 mod pin;
 #[path = "k8s-bootstrap/progress.rs"]
 mod progress;
+#[cfg(any(feature = "controllers", feature = "sidecar"))]
+#[path = "k8s-bootstrap/signals.rs"]
+mod signals;
 #[path = "k8s-bootstrap/token_cmd.rs"]
 mod token_cmd;
 
@@ -58,6 +64,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Join(args) => join::run(&args).await,
         #[cfg(feature = "controllers")]
         Command::Controllers(args) => controllers_cmd::run(&global, &args).await,
+        #[cfg(feature = "sidecar")]
+        Command::ForwardProxy(args) => forward_proxy::run(&args).await,
         #[cfg(feature = "loopback-server")]
         Command::ServeLoopback(args) => demo::serve(&args).await,
         #[cfg(feature = "loopback-server")]

@@ -53,6 +53,10 @@ pub(crate) enum Command {
     /// tokencleaner) with leader election, health and metrics, until SIGTERM or Ctrl-C.
     #[cfg(feature = "controllers")]
     Controllers(ControllersArgs),
+    /// Run the add-on sidecar: verify each request's identity token, forward it to the add-on
+    /// with X-Authenticated-User, answer 403 otherwise; until SIGTERM or Ctrl-C.
+    #[cfg(feature = "sidecar")]
+    ForwardProxy(ForwardProxyArgs),
     /// Run the loopback API server, a test double, until interrupted (Ctrl-C).
     #[cfg(feature = "loopback-server")]
     ServeLoopback(ServeLoopbackArgs),
@@ -92,6 +96,45 @@ pub(crate) struct ControllersArgs {
     pub(crate) leader_elect_renew_deadline: Duration,
     /// Where to serve /healthz, /readyz and /metrics (plain HTTP).
     #[arg(long, default_value = "0.0.0.0:10258", value_name = "ADDR:PORT")]
+    pub(crate) http_address: std::net::SocketAddr,
+}
+
+#[cfg(feature = "sidecar")]
+#[derive(Debug, Args)]
+pub(crate) struct ForwardProxyArgs {
+    /// Where to accept requests (plain HTTP).
+    #[arg(long, default_value = "0.0.0.0:8443", value_name = "ADDR:PORT")]
+    pub(crate) listen: std::net::SocketAddr,
+    /// The add-on's address, as host:port (plain HTTP, usually 127.0.0.1 in the same pod).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub(crate) forward: String,
+    /// The accepted token issuer (the `iss` claim).
+    #[arg(long, value_name = "ISSUER")]
+    pub(crate) issuer: String,
+    /// An accepted audience (the `aud` claim); repeatable.
+    #[arg(long, value_name = "AUDIENCE", required = true)]
+    pub(crate) audience: Vec<String>,
+    /// The verification keys as a JWKS file (re-read when it changes).
+    #[arg(long, value_name = "PATH", conflicts_with = "public_key_file")]
+    pub(crate) jwks_file: Option<PathBuf>,
+    /// The verification key as a PEM public key file (re-read when it changes).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) public_key_file: Option<PathBuf>,
+    /// The algorithm of --public-key-file: RS256, PS256, ES256, ES384 or EdDSA.
+    #[arg(long, default_value = "ES256", value_name = "ALG")]
+    pub(crate) algorithm: String,
+    /// The longest a request may take, response body included: a watch or download is cut
+    /// then, so a revoked token stops working within this time.
+    #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = go_duration)]
+    pub(crate) request_timeout: Duration,
+    /// The longest a client connection stays open (requests in flight finish first).
+    #[arg(long, default_value = "10m0s", value_name = "DURATION", value_parser = go_duration)]
+    pub(crate) max_connection_duration: Duration,
+    /// How often to check the key file for changes.
+    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = go_duration)]
+    pub(crate) reload_interval: Duration,
+    /// Where to serve /healthz, /readyz and /metrics (plain HTTP).
+    #[arg(long, default_value = "0.0.0.0:10259", value_name = "ADDR:PORT")]
     pub(crate) http_address: std::net::SocketAddr,
 }
 

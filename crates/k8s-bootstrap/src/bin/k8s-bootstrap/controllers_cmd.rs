@@ -52,7 +52,7 @@ pub(crate) async fn run(global: &Global, args: &ControllersArgs) -> Result<(), C
         wait(),
     ));
     let signals = tokio::spawn(async move {
-        terminated().await;
+        crate::signals::terminated().await;
         tracing::info!("controllers: shutting down");
         let _ = stop.send(true);
     });
@@ -93,20 +93,4 @@ fn identity(args: &ControllersArgs) -> String {
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".to_owned());
     format!("{host}_{}", std::process::id())
-}
-
-/// SIGTERM (what the kubelet sends) or Ctrl-C.
-async fn terminated() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = term => {}
-    }
 }

@@ -51,6 +51,9 @@ pub(crate) enum CliError {
     Demo(String),
     #[error("writing output: {0}")]
     Output(String),
+    #[cfg(feature = "sidecar")]
+    #[error("forward-proxy: {0}")]
+    Proxy(String),
     #[cfg(feature = "controllers")]
     #[error("unknown controller {0:?} in --controllers (known: bootstrapsigner, tokencleaner, *)")]
     UnknownController(String),

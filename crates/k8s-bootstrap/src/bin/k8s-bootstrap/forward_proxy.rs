@@ -1,0 +1,431 @@
+//! `k8s-bootstrap forward-proxy`: the add-on sidecar as a process. Verifies the identity token
+//! of every request (`SidecarLayer`), forwards the request with `X-Authenticated-User` to the
+//! add-on, and streams both bodies.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::BodyExt as _;
+use http_body_util::combinators::BoxBody;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use k8s_bootstrap::addon_jwt::{
+    Algorithm, Audience, Issuer, KeySet, Rejection, Sidecar, Validation,
+};
+use k8s_bootstrap::sidecar::{DecisionObserver, SharedSidecar, SidecarLayer};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::registry::Registry;
+use tower::Layer as _;
+
+use crate::args::ForwardProxyArgs;
+use crate::error::CliError;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+type ProxyBody = BoxBody<Bytes, BoxError>;
+
+/// Where the keys come from; re-read when the file changes.
+#[derive(Clone)]
+enum KeySource {
+    Jwks(PathBuf),
+    Pem(PathBuf, Algorithm),
+}
+
+impl KeySource {
+    fn path(&self) -> &Path {
+        match self {
+            KeySource::Jwks(p) | KeySource::Pem(p, _) => p,
+        }
+    }
+
+    fn load(&self) -> Result<KeySet, String> {
+        let path = self.path();
+        let text = read_bounded(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        match self {
+            KeySource::Jwks(_) => KeySet::from_jwks(&text),
+            KeySource::Pem(_, alg) => KeySet::from_pem(&text, *alg),
+        }
+        .map_err(|e| format!("keys in {}: {e}", path.display()))
+    }
+
+    /// What changes when Kubernetes swaps a mounted ConfigMap or Secret (a new target behind
+    /// the `..data` symlink) or someone rewrites the file.
+    fn stamp(&self) -> Option<(u64, u64, SystemTime, u64)> {
+        use std::os::unix::fs::MetadataExt as _;
+        let m = std::fs::metadata(self.path()).ok()?;
+        Some((m.dev(), m.ino(), m.modified().ok()?, m.len()))
+    }
+}
+
+/// Key files are small: refuse anything larger than the JWKS limit's 4 times.
+fn read_bounded(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let limit = 4 * k8s_bootstrap::addon_jwt::MAX_JWKS_BYTES;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1))
+        .read_to_string(&mut text)?;
+    if text.len() > limit {
+        return Err(std::io::Error::other("file too large for a key set"));
+    }
+    Ok(text)
+}
+
+/// The proxy's metrics.
+struct ProxyMetrics {
+    registry: Registry,
+    forwarded: Counter,
+    rejected: Counter,
+    upstream_errors: Counter,
+    key_reloads: Counter,
+    key_reload_errors: Counter,
+}
+
+impl ProxyMetrics {
+    fn new() -> ProxyMetrics {
+        let mut registry = Registry::with_prefix("k8s_bootstrap_forward_proxy");
+        let m = ProxyMetrics {
+            forwarded: Counter::default(),
+            rejected: Counter::default(),
+            upstream_errors: Counter::default(),
+            key_reloads: Counter::default(),
+            key_reload_errors: Counter::default(),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "forwarded_requests",
+            "Requests forwarded for a verified user",
+            m.forwarded.clone(),
+        );
+        registry.register(
+            "rejected_requests",
+            "Requests answered 403",
+            m.rejected.clone(),
+        );
+        registry.register(
+            "upstream_errors",
+            "Requests answered 502 or 504 because the add-on failed or timed out",
+            m.upstream_errors.clone(),
+        );
+        registry.register(
+            "key_reloads",
+            "Key files loaded after a change",
+            m.key_reloads.clone(),
+        );
+        registry.register(
+            "key_reload_errors",
+            "Changed key files that could not be loaded (the old keys stay)",
+            m.key_reload_errors.clone(),
+        );
+        ProxyMetrics { registry, ..m }
+    }
+
+    fn encode(&self) -> String {
+        let mut out = String::new();
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+impl DecisionObserver for ProxyMetrics {
+    fn forwarded(&self) {
+        self.forwarded.inc();
+    }
+    fn rejected(&self, _: &Rejection) {
+        self.rejected.inc();
+    }
+}
+
+/// A response body that ends with an error once the request's lifetime is over, so no
+/// response (a watch, a long download) outlives it.
+struct Deadline {
+    inner: ProxyBody,
+    sleep: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Body for Deadline {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if self.sleep.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Some(Err("request lifetime exceeded".into())));
+        }
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Forwards a verified request to the add-on.
+#[derive(Clone)]
+struct Upstream {
+    client: Client<HttpConnector, Incoming>,
+    forward: Arc<str>,
+    lifetime: Duration,
+    metrics: Arc<ProxyMetrics>,
+}
+
+impl Upstream {
+    async fn call(self, request: Request<Incoming>) -> Response<ProxyBody> {
+        let deadline = tokio::time::Instant::now()
+            .checked_add(self.lifetime)
+            .unwrap_or_else(tokio::time::Instant::now);
+        let (mut parts, body) = request.into_parts();
+        let path = parts
+            .uri
+            .path_and_query()
+            .map_or("/", http::uri::PathAndQuery::as_str);
+        match format!("http://{}{path}", self.forward).parse() {
+            Ok(uri) => parts.uri = uri,
+            Err(_) => return status(StatusCode::BAD_REQUEST),
+        }
+        let sent = self.client.request(Request::from_parts(parts, body));
+        match tokio::time::timeout_at(deadline, sent).await {
+            Ok(Ok(response)) => response.map(|body| {
+                Deadline {
+                    inner: body.map_err(BoxError::from).boxed(),
+                    sleep: Box::pin(tokio::time::sleep_until(deadline)),
+                }
+                .boxed()
+            }),
+            Ok(Err(e)) => {
+                self.metrics.upstream_errors.inc();
+                tracing::warn!(error = %e, "forward-proxy: the add-on did not answer");
+                status(StatusCode::BAD_GATEWAY)
+            }
+            Err(_) => {
+                self.metrics.upstream_errors.inc();
+                status(StatusCode::GATEWAY_TIMEOUT)
+            }
+        }
+    }
+}
+
+fn status(code: StatusCode) -> Response<ProxyBody> {
+    let mut response = Response::new(ProxyBody::default());
+    *response.status_mut() = code;
+    response
+}
+
+fn validation(args: &ForwardProxyArgs) -> Validation {
+    let mut audiences = args.audience.iter();
+    let first = audiences.next().map_or("", String::as_str);
+    let mut v = Validation::new(Issuer::new(&args.issuer), Audience::new(first));
+    for a in audiences {
+        v = v.audience(Audience::new(a));
+    }
+    v
+}
+
+fn key_source(args: &ForwardProxyArgs) -> Result<KeySource, CliError> {
+    match (&args.jwks_file, &args.public_key_file) {
+        (Some(p), None) => Ok(KeySource::Jwks(p.clone())),
+        (None, Some(p)) => {
+            let alg: Algorithm = args.algorithm.parse().map_err(|_| {
+                CliError::Proxy(format!(
+                    "unknown --algorithm {:?} (RS256, PS256, ES256, ES384, EdDSA)",
+                    args.algorithm.chars().take(16).collect::<String>()
+                ))
+            })?;
+            Ok(KeySource::Pem(p.clone(), alg))
+        }
+        _ => Err(CliError::Proxy(
+            "exactly one of --jwks-file and --public-key-file is required".to_owned(),
+        )),
+    }
+}
+
+pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
+    if args.audience.is_empty() {
+        return Err(CliError::Proxy(
+            "at least one --audience is required".to_owned(),
+        ));
+    }
+    let source = key_source(args)?;
+    let validation = validation(args);
+    let keys = source.load().map_err(CliError::Proxy)?;
+    let sidecar = SharedSidecar::new(Sidecar::new(keys, validation.clone()));
+    let metrics = Arc::new(ProxyMetrics::new());
+    let layer = SidecarLayer::new(sidecar.clone()).observer(metrics.clone());
+    let mut connector = HttpConnector::new();
+    connector.set_connect_timeout(Some(Duration::from_secs(5)));
+    connector.set_nodelay(true);
+    let client = Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(60))
+        .build(connector);
+    let upstream = Upstream {
+        client,
+        forward: Arc::from(args.forward.as_str()),
+        lifetime: args.request_timeout,
+        metrics: metrics.clone(),
+    };
+    let service = layer.layer(tower::service_fn(move |request: Request<Incoming>| {
+        let upstream = upstream.clone();
+        async move { Ok::<_, Infallible>(upstream.call(request).await) }
+    }));
+
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| CliError::Proxy(format!("cannot listen on {}: {e}", args.listen)))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| CliError::Proxy(format!("cannot listen on {}: {e}", args.listen)))?;
+    tracing::info!(%local, forward = %args.forward, "forward-proxy: listening");
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    };
+    // Health and metrics.
+    let http = {
+        let metrics = metrics.clone();
+        let router = axum::Router::new()
+            .route("/healthz", axum::routing::get(|| async { "ok" }))
+            .route("/readyz", axum::routing::get(|| async { "ok" }))
+            .route(
+                "/metrics",
+                axum::routing::get(move || {
+                    let metrics = metrics.clone();
+                    async move {
+                        (
+                            [(
+                                http::header::CONTENT_TYPE,
+                                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                            )],
+                            metrics.encode(),
+                        )
+                    }
+                }),
+            );
+        let addr = args.http_address;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| CliError::Proxy(format!("cannot listen on {addr}: {e}")))?;
+        tokio::spawn(
+            axum::serve(listener, router)
+                .with_graceful_shutdown(stopped())
+                .into_future(),
+        )
+    };
+    // Key reload when the mounted file changes.
+    let reload = {
+        let (source, validation, sidecar, metrics) = (
+            source.clone(),
+            validation.clone(),
+            sidecar.clone(),
+            metrics.clone(),
+        );
+        let interval = args.reload_interval;
+        tokio::spawn(async move {
+            let mut stamp = source.stamp();
+            let mut ticker = tokio::time::interval(interval);
+            loop {
+                ticker.tick().await;
+                let now = source.stamp();
+                if now == stamp {
+                    continue;
+                }
+                stamp = now;
+                match source.load() {
+                    Ok(keys) => {
+                        sidecar.replace(Sidecar::new(keys, validation.clone()));
+                        metrics.key_reloads.inc();
+                        tracing::info!("forward-proxy: keys reloaded");
+                    }
+                    Err(e) => {
+                        metrics.key_reload_errors.inc();
+                        tracing::warn!(error = %e, "forward-proxy: keys not reloaded, the old ones stay");
+                    }
+                }
+            }
+        })
+    };
+    let signals = tokio::spawn(async move {
+        crate::signals::terminated().await;
+        tracing::info!("forward-proxy: shutting down");
+        let _ = stop_tx.send(true);
+    });
+
+    let mut connections = tokio::task::JoinSet::new();
+    let mut shutdown = std::pin::pin!(stopped());
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "forward-proxy: accept failed");
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let service = hyper_util::service::TowerToHyperService::new(service.clone());
+        let lifetime = args.max_connection_duration;
+        let stop = stopped();
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(Duration::from_secs(10))
+            .max_buf_size(MAX_HEADER_BUFFER)
+            .max_headers(k8s_bootstrap::addon_jwt::MAX_REQUEST_HEADERS);
+        connections.spawn(async move {
+            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            let mut connection = std::pin::pin!(connection);
+            let limit = tokio::time::sleep(lifetime);
+            let mut limit = std::pin::pin!(limit);
+            let mut stop = std::pin::pin!(stop);
+            tokio::select! {
+                result = connection.as_mut() => {
+                    if let Err(e) = result {
+                        tracing::debug!(%peer, error = %e, "forward-proxy: connection ended");
+                    }
+                    return;
+                }
+                () = &mut stop => {}
+                () = &mut limit => {}
+            }
+            // Finish the request in flight, then close; a request that does not finish within
+            // its own timeout is cut by its deadline.
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        });
+        // Reap finished connections.
+        while connections.try_join_next().is_some() {}
+    }
+    // Graceful shutdown: stop accepting, let the connections finish their requests.
+    let grace = args.request_timeout.saturating_add(Duration::from_secs(1));
+    let _ = tokio::time::timeout(grace, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    signals.abort();
+    reload.abort();
+    let _ = http.await;
+    Ok(())
+}
+
+/// Read buffer per connection, which bounds a request's header block (hyper's minimum is
+/// 8 KiB; the sidecar also refuses header lists over 64 KiB).
+const MAX_HEADER_BUFFER: usize = 64 * 1024;

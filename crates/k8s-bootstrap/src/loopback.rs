@@ -6,7 +6,8 @@
 //! kube-apiserver for those operations:
 //!
 //! * namespaces `default`, `kube-system`, `kube-public`, `kube-node-lease`; `secrets` and
-//!   `configmaps` (core/v1); `leases` (`coordination.k8s.io/v1`, for leader election);
+//!   `configmaps` and `services` (core/v1, Services stored as given: no cluster IP is
+//!   allocated); `leases` (`coordination.k8s.io/v1`, for leader election);
 //! * get, list (label selectors `k=v`, `k!=v`, `k in (..)`, `k notin (..)`, `k`, `!k`; field
 //!   selectors `metadata.name`, `metadata.namespace` and, for Secrets, `type`; `limit` and
 //!   `continue` are ignored and no `continue` is returned), watch (resourceVersion, bookmarks,

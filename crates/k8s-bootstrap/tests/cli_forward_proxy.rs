@@ -327,11 +327,20 @@ async fn forward_proxy_in_front_of_an_addon() {
             .unwrap_or_else(|| panic!("{name} missing:\n{metrics}"))
     };
     assert_eq!(value("k8s_bootstrap_forward_proxy_key_reloads_total"), 1);
-    assert_eq!(value("k8s_bootstrap_forward_proxy_key_reload_errors_total"), 0);
+    assert_eq!(
+        value("k8s_bootstrap_forward_proxy_key_reload_errors_total"),
+        0
+    );
     // 5 rejections above, plus the polls of key B before the reload was seen.
     assert!(value("k8s_bootstrap_forward_proxy_rejected_requests_total") >= 5);
-    assert_eq!(value("k8s_bootstrap_forward_proxy_forwarded_requests_total"), 3);
-    assert_eq!(value("k8s_bootstrap_forward_proxy_upstream_errors_total"), 0);
+    assert_eq!(
+        value("k8s_bootstrap_forward_proxy_forwarded_requests_total"),
+        3
+    );
+    assert_eq!(
+        value("k8s_bootstrap_forward_proxy_upstream_errors_total"),
+        0
+    );
 
     // SIGTERM: exit 0.
     let pid = proxy.id().unwrap();

@@ -93,6 +93,14 @@ pub(crate) fn core_v1() -> Value {
                 "kind": "Secret",
                 "verbs": rw,
             },
+            {
+                "name": "services",
+                "singularName": "service",
+                "namespaced": true,
+                "kind": "Service",
+                "verbs": rw,
+                "shortNames": ["svc"],
+            },
         ],
     })
 }

@@ -30,6 +30,7 @@ pub(crate) enum Resource {
     Namespaces,
     Secrets,
     ConfigMaps,
+    Services,
     Leases,
 }
 
@@ -39,6 +40,7 @@ impl Resource {
             "namespaces" => Some(Resource::Namespaces),
             "secrets" => Some(Resource::Secrets),
             "configmaps" => Some(Resource::ConfigMaps),
+            "services" => Some(Resource::Services),
             "leases" => Some(Resource::Leases),
             _ => None,
         }
@@ -62,6 +64,7 @@ impl Resource {
             Resource::Namespaces => "namespaces",
             Resource::Secrets => "secrets",
             Resource::ConfigMaps => "configmaps",
+            Resource::Services => "services",
             Resource::Leases => "leases",
         }
     }
@@ -71,6 +74,7 @@ impl Resource {
             Resource::Namespaces => "Namespace",
             Resource::Secrets => "Secret",
             Resource::ConfigMaps => "ConfigMap",
+            Resource::Services => "Service",
             Resource::Leases => "Lease",
         }
     }
@@ -84,7 +88,9 @@ impl Resource {
         match self {
             Resource::Namespaces => &["metadata.name", "status.phase"],
             Resource::Secrets => &["metadata.name", "metadata.namespace", "type"],
-            Resource::ConfigMaps | Resource::Leases => &["metadata.name", "metadata.namespace"],
+            Resource::ConfigMaps | Resource::Services | Resource::Leases => {
+                &["metadata.name", "metadata.namespace"]
+            }
         }
     }
 }
@@ -568,7 +574,7 @@ impl Store {
                 namespace == clusterinfo::CLUSTER_INFO_NAMESPACE
                     && name == clusterinfo::CLUSTER_INFO_NAME
             }
-            Resource::Namespaces | Resource::Leases => false,
+            Resource::Namespaces | Resource::Services | Resource::Leases => false,
         };
         if trigger && self.signer {
             self.sign(now);
@@ -747,7 +753,7 @@ fn normalise(resource: Resource, namespace: &str, object: Value) -> Result<Value
     }
     match resource {
         Resource::Secrets => normalise_secret(&mut obj)?,
-        Resource::ConfigMaps | Resource::Leases => {}
+        Resource::ConfigMaps | Resource::Services | Resource::Leases => {}
         Resource::Namespaces => {
             obj.insert("spec".to_owned(), json!({"finalizers": ["kubernetes"]}));
             obj.insert("status".to_owned(), json!({"phase": "Active"}));

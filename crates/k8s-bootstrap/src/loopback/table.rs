@@ -57,6 +57,11 @@ pub(crate) fn table(
             column("Status", "string", "", "The status of the namespace"),
             age_col,
         ],
+        Resource::Services => vec![
+            name_col,
+            column("Type", "string", "", "The type of the service"),
+            age_col,
+        ],
         Resource::Leases => vec![
             name_col,
             column("Holder", "string", "", "The holder of the lease"),
@@ -90,6 +95,7 @@ pub(crate) fn table(
                     age
                 ]),
                 Resource::Namespaces => json!([name, s("/status/phase"), age]),
+                Resource::Services => json!([name, s("/spec/type"), age]),
                 Resource::Leases => json!([name, s("/spec/holderIdentity"), age]),
             };
             json!({

@@ -112,8 +112,26 @@ pub(crate) struct ForwardProxyArgs {
     #[arg(long, value_name = "ISSUER")]
     pub(crate) issuer: String,
     /// An accepted audience (the `aud` claim); repeatable.
-    #[arg(long, value_name = "AUDIENCE", required = true)]
+    #[arg(
+        long,
+        value_name = "AUDIENCE",
+        required_unless_present = "audience_from_services"
+    )]
     pub(crate) audience: Vec<String>,
+    /// Also accept `<namespace>/<service>` for every Service of the pod's namespace whose
+    /// selector matches the pod's labels (needs `list` on Services), refreshed periodically.
+    #[arg(long)]
+    pub(crate) audience_from_services: bool,
+    /// The pod's namespace, for --audience-from-services.
+    #[arg(long, env = "POD_NAMESPACE", value_name = "NAMESPACE")]
+    pub(crate) pod_namespace: Option<String>,
+    /// The pod's labels as the downward API writes them (`key="value"` lines), for
+    /// --audience-from-services.
+    #[arg(long, default_value = "/etc/podinfo/labels", value_name = "PATH")]
+    pub(crate) pod_labels_file: PathBuf,
+    /// How often --audience-from-services lists the Services again.
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = go_duration)]
+    pub(crate) audience_refresh_interval: Duration,
     /// The verification keys as a JWKS file (re-read when it changes).
     #[arg(long, value_name = "PATH", conflicts_with = "public_key_file")]
     pub(crate) jwks_file: Option<PathBuf>,

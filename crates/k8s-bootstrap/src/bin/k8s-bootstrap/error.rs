@@ -60,7 +60,7 @@ pub(crate) enum CliError {
     #[cfg(feature = "controllers")]
     #[error("--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration")]
     RenewDeadline,
-    #[cfg(feature = "controllers")]
+    #[cfg(any(feature = "controllers", feature = "sidecar"))]
     #[error("loading the in-cluster or default kubeconfig: {0}")]
     InferConfig(#[source] kube::config::InferConfigError),
     #[cfg(feature = "controllers")]

@@ -225,14 +225,103 @@ fn status(code: StatusCode) -> Response<ProxyBody> {
     response
 }
 
-fn validation(args: &ForwardProxyArgs) -> Validation {
-    let mut audiences = args.audience.iter();
-    let first = audiences.next().map_or("", String::as_str);
-    let mut v = Validation::new(Issuer::new(&args.issuer), Audience::new(first));
-    for a in audiences {
+/// The validation for `audiences` (None when there is none: nothing could be accepted).
+fn validation(issuer: &str, audiences: &[String]) -> Option<Validation> {
+    let (first, rest) = audiences.split_first()?;
+    let mut v = Validation::new(Issuer::new(issuer), Audience::new(first));
+    for a in rest {
         v = v.audience(Audience::new(a));
     }
-    v
+    Some(v)
+}
+
+/// What the sidecar is built from; either part may change while serving.
+struct Inputs {
+    source: KeySource,
+    issuer: String,
+    fixed: Vec<String>,
+    discovered: std::sync::Mutex<Vec<String>>,
+    sidecar: SharedSidecar,
+    metrics: Arc<ProxyMetrics>,
+}
+
+impl Inputs {
+    fn audiences(&self) -> Vec<String> {
+        let discovered = self
+            .discovered
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let mut all = self.fixed.clone();
+        all.extend(discovered);
+        all.sort();
+        all.dedup();
+        all
+    }
+
+    /// Builds the sidecar from the key file and the audiences now.
+    fn build(&self) -> Result<Sidecar, String> {
+        let keys = self.source.load()?;
+        let validation = validation(&self.issuer, &self.audiences())
+            .ok_or_else(|| "no audience to accept (none given, none discovered)".to_owned())?;
+        Ok(Sidecar::new(keys, validation))
+    }
+
+    fn rebuild(&self, why: &str) {
+        match self.build() {
+            Ok(sidecar) => {
+                self.sidecar.replace(sidecar);
+                tracing::info!(why, "forward-proxy: sidecar rebuilt");
+            }
+            Err(e) => {
+                self.metrics.key_reload_errors.inc();
+                tracing::warn!(error = %e, why, "forward-proxy: not rebuilt, the old keys and audiences stay");
+            }
+        }
+    }
+}
+
+/// Parses the downward API's labels file: `key="value"` lines.
+fn parse_labels(text: &str) -> std::collections::BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|line| {
+            let (k, v) = line.split_once('=')?;
+            let v = v.trim().strip_prefix('"')?.strip_suffix('"')?;
+            Some((
+                k.trim().to_owned(),
+                v.replace("\\\"", "\"").replace("\\\\", "\\"),
+            ))
+        })
+        .collect()
+}
+
+/// `<namespace>/<name>` of each Service whose non-empty selector matches `labels`.
+async fn matching_services(
+    api: &kube::Api<k8s_bootstrap::k8s_openapi::api::core::v1::Service>,
+    namespace: &str,
+    labels: &std::collections::BTreeMap<String, String>,
+) -> Result<Vec<String>, kube::Error> {
+    let services = api.list(&kube::api::ListParams::default()).await?;
+    let mut out: Vec<String> = services
+        .items
+        .iter()
+        .filter(|svc| {
+            svc.spec
+                .as_ref()
+                .and_then(|s| s.selector.as_ref())
+                .is_some_and(|sel| {
+                    !sel.is_empty() && sel.iter().all(|(k, v)| labels.get(k) == Some(v))
+                })
+        })
+        .filter_map(|svc| {
+            svc.metadata
+                .name
+                .as_ref()
+                .map(|n| format!("{namespace}/{n}"))
+        })
+        .collect();
+    out.sort();
+    Ok(out)
 }
 
 fn key_source(args: &ForwardProxyArgs) -> Result<KeySource, CliError> {
@@ -254,16 +343,51 @@ fn key_source(args: &ForwardProxyArgs) -> Result<KeySource, CliError> {
 }
 
 pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
-    if args.audience.is_empty() {
-        return Err(CliError::Proxy(
-            "at least one --audience is required".to_owned(),
-        ));
-    }
     let source = key_source(args)?;
-    let validation = validation(args);
-    let keys = source.load().map_err(CliError::Proxy)?;
-    let sidecar = SharedSidecar::new(Sidecar::new(keys, validation.clone()));
     let metrics = Arc::new(ProxyMetrics::new());
+    // Services that select this pod, when asked: listed once before serving.
+    let services = if args.audience_from_services {
+        let namespace = args
+            .pod_namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| {
+                CliError::Proxy(
+                    "--audience-from-services needs --pod-namespace (or POD_NAMESPACE)".to_owned(),
+                )
+            })?;
+        let text = read_bounded(&args.pod_labels_file).map_err(|e| {
+            CliError::Proxy(format!("reading {}: {e}", args.pod_labels_file.display()))
+        })?;
+        let labels = parse_labels(&text);
+        let config = kube::Config::infer().await.map_err(CliError::InferConfig)?;
+        let client = kube::Client::try_from(config).map_err(CliError::Client)?;
+        let api = kube::Api::namespaced(client, &namespace);
+        let found = matching_services(&api, &namespace, &labels)
+            .await
+            .map_err(|e| CliError::Proxy(format!("listing the Services of {namespace}: {e}")))?;
+        Some((api, namespace, labels, found))
+    } else {
+        None
+    };
+    let discovered = services
+        .as_ref()
+        .map(|(_, _, _, found)| found.clone())
+        .unwrap_or_default();
+    let inputs = Arc::new(Inputs {
+        source: source.clone(),
+        issuer: args.issuer.clone(),
+        fixed: args.audience.clone(),
+        discovered: std::sync::Mutex::new(discovered),
+        sidecar: SharedSidecar::new(Sidecar::new(
+            KeySet::new(),
+            placeholder_validation(&args.issuer),
+        )),
+        metrics: metrics.clone(),
+    });
+    let first = inputs.build().map_err(CliError::Proxy)?;
+    inputs.sidecar.replace(first);
+    let sidecar = inputs.sidecar.clone();
     let layer = SidecarLayer::new(sidecar.clone()).observer(metrics.clone());
     let mut connector = HttpConnector::new();
     connector.set_connect_timeout(Some(Duration::from_secs(5)));
@@ -330,37 +454,55 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
     };
     // Key reload when the mounted file changes.
     let reload = {
-        let (source, validation, sidecar, metrics) = (
-            source.clone(),
-            validation.clone(),
-            sidecar.clone(),
-            metrics.clone(),
-        );
+        let inputs = inputs.clone();
         let interval = args.reload_interval;
         tokio::spawn(async move {
-            let mut stamp = source.stamp();
+            let mut stamp = inputs.source.stamp();
             let mut ticker = tokio::time::interval(interval);
             loop {
                 ticker.tick().await;
-                let now = source.stamp();
+                let now = inputs.source.stamp();
                 if now == stamp {
                     continue;
                 }
                 stamp = now;
-                match source.load() {
-                    Ok(keys) => {
-                        sidecar.replace(Sidecar::new(keys, validation.clone()));
-                        metrics.key_reloads.inc();
-                        tracing::info!("forward-proxy: keys reloaded");
-                    }
-                    Err(e) => {
-                        metrics.key_reload_errors.inc();
-                        tracing::warn!(error = %e, "forward-proxy: keys not reloaded, the old ones stay");
-                    }
+                let before = inputs.metrics.key_reload_errors.get();
+                inputs.rebuild("the key file changed");
+                if inputs.metrics.key_reload_errors.get() == before {
+                    inputs.metrics.key_reloads.inc();
                 }
             }
         })
     };
+    // Audiences from the Services that select this pod.
+    let refresh = services.map(|(api, namespace, labels, _)| {
+        let inputs = inputs.clone();
+        let interval = args.audience_refresh_interval;
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(interval);
+            ticker.tick().await;
+            loop {
+                ticker.tick().await;
+                match matching_services(&api, &namespace, &labels).await {
+                    Ok(found) => {
+                        let changed = {
+                            let mut d = inputs
+                                .discovered
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                            let changed = *d != found;
+                            *d = found;
+                            changed
+                        };
+                        if changed {
+                            inputs.rebuild("the Services selecting this pod changed");
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "forward-proxy: listing Services failed"),
+                }
+            }
+        })
+    });
     let signals = tokio::spawn(async move {
         crate::signals::terminated().await;
         tracing::info!("forward-proxy: shutting down");
@@ -422,8 +564,19 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
     .await;
     signals.abort();
     reload.abort();
+    if let Some(refresh) = refresh {
+        refresh.abort();
+    }
     let _ = http.await;
     Ok(())
+}
+
+/// A validation that accepts nothing, for the moment before the first build.
+fn placeholder_validation(issuer: &str) -> Validation {
+    Validation::new(
+        Issuer::new(issuer),
+        Audience::new("k8s-bootstrap.invalid/none"),
+    )
 }
 
 /// Read buffer per connection, which bounds a request's header block (hyper's minimum is

@@ -559,6 +559,52 @@ impl Sidecar {
         Ok(user)
     }
 
+    /// Whether `authorization` (an `Authorization` header value, `Bearer <token>` with the
+    /// scheme in any case) carries a token this sidecar has verified and still remembers at
+    /// `now`, so that deciding on it costs no signature check. Nothing is verified or cached
+    /// here, and a `true` does not decide the request (the other rules still apply).
+    ///
+    /// For proxies that give such requests priority over tokens that need verifying, so a
+    /// flood of forged tokens cannot delay callers already known.
+    ///
+    /// ```
+    /// # use std::time::{Duration, UNIX_EPOCH};
+    /// # use addon_jwt::{Audience, Issuer, Minter, Sidecar, SigningKey, Validation};
+    /// # let pem = "-----BEGIN PRIVATE KEY-----\n\
+    /// # MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
+    /// # -----END PRIVATE KEY-----\n";
+    /// # let key = SigningKey::from_pkcs8_pem(pem)?;
+    /// # let sidecar = Sidecar::new(key.public_key_set()?, Validation::new(Issuer::new("iss"), Audience::new("dash")));
+    /// # let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    /// # let token = Minter::new(key, Issuer::new("iss")).mint("jane", &Audience::new("dash"), now)?;
+    /// let auth = format!("Bearer {}", token.expose_secret());
+    /// assert!(!sidecar.is_cached(auth.as_bytes(), now), "never verified yet");
+    /// assert!(matches!(sidecar.decide([("authorization", auth.as_str())], now), addon_jwt::Decision::Forward(_)));
+    /// assert!(sidecar.is_cached(auth.as_bytes(), now));
+    /// assert!(sidecar.is_cached(auth.replace("Bearer", "bEARER").as_bytes(), now));
+    /// assert!(!sidecar.is_cached(auth.as_bytes(), now + Duration::from_secs(86_400)), "expired");
+    /// assert!(!sidecar.is_cached(b"Bearer forged", now));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn is_cached(&self, authorization: &[u8], now: SystemTime) -> bool {
+        let Some((scheme, token)) = authorization.split_at_checked(7) else {
+            return false;
+        };
+        if !scheme.eq_ignore_ascii_case(b"bearer ") || token.len() > crate::MAX_TOKEN_BYTES {
+            return false;
+        }
+        let digest: [u8; 32] = Sha256::digest(token).into();
+        let [.., last] = digest;
+        self.shards
+            .get(usize::from(last) % CACHE_SHARDS)
+            .is_some_and(|shard| {
+                lock(shard)
+                    .get(&digest)
+                    .is_some_and(|hit| unix_seconds(now) < hit.until)
+            })
+    }
+
     /// Looks `token` up in the cache (a hit while `now < exp + leeway`), else verifies it and
     /// caches the result; `read` takes what the caller needs from the entry.
     fn verified<R>(

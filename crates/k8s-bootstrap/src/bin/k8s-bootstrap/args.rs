@@ -148,6 +148,15 @@ pub(crate) struct ForwardProxyArgs {
     /// The longest a client connection stays open (requests in flight finish first).
     #[arg(long, default_value = "10m0s", value_name = "DURATION", value_parser = go_duration)]
     pub(crate) max_connection_duration: Duration,
+    /// How many verified tokens to remember (until their expiry), so that repeated requests
+    /// skip the signature check; 0 verifies every request.
+    #[arg(long, default_value_t = 4096, value_name = "TOKENS")]
+    pub(crate) verified_cache_size: usize,
+    /// Requests whose token is not cached (so needs a signature check) decided at once, at
+    /// most; the others wait, while requests with cached tokens never do (0: half the CPUs,
+    /// at least 1).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub(crate) max_concurrent_verifications: usize,
     /// How often to check the key file for changes.
     #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = go_duration)]
     pub(crate) reload_interval: Duration,

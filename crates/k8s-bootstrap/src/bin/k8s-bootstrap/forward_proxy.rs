@@ -243,6 +243,7 @@ struct Inputs {
     discovered: std::sync::Mutex<Vec<String>>,
     sidecar: SharedSidecar,
     metrics: Arc<ProxyMetrics>,
+    cache_size: usize,
 }
 
 impl Inputs {
@@ -264,7 +265,7 @@ impl Inputs {
         let keys = self.source.load()?;
         let validation = validation(&self.issuer, &self.audiences())
             .ok_or_else(|| "no audience to accept (none given, none discovered)".to_owned())?;
-        Ok(Sidecar::new(keys, validation))
+        Ok(Sidecar::new(keys, validation).cache_capacity(self.cache_size))
     }
 
     fn rebuild(&self, why: &str) {
@@ -384,6 +385,7 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
             placeholder_validation(&args.issuer),
         )),
         metrics: metrics.clone(),
+        cache_size: args.verified_cache_size,
     });
     let first = inputs.build().map_err(CliError::Proxy)?;
     inputs.sidecar.replace(first);
@@ -401,10 +403,45 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
         lifetime: args.request_timeout,
         metrics: metrics.clone(),
     };
-    let service = layer.layer(tower::service_fn(move |request: Request<Incoming>| {
+    let decide = layer.layer(tower::service_fn(move |request: Request<Incoming>| {
         let upstream = upstream.clone();
         async move { Ok::<_, Infallible>(upstream.call(request).await) }
     }));
+    // Known callers first: a request whose token the sidecar remembers is decided at once; one
+    // that needs a signature check waits for one of a few slots, so a flood of forged tokens
+    // queues behind itself instead of in front of everyone.
+    // Half the CPUs by default: a flood of forged tokens gets at most that share.
+    let slots = match args.max_concurrent_verifications {
+        0 => std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1)),
+        n => n,
+    };
+    let verifications = Arc::new(tokio::sync::Semaphore::new(slots));
+    let service = {
+        let sidecar = sidecar.clone();
+        tower::service_fn(move |request: Request<Incoming>| {
+            let mut decide = decide.clone();
+            let sidecar = sidecar.clone();
+            let verifications = verifications.clone();
+            async move {
+                let now = wall_clock();
+                let cached = request
+                    .headers()
+                    .get(http::header::AUTHORIZATION)
+                    .is_some_and(|v| sidecar.current().is_cached(v.as_bytes(), now));
+                let permit = if cached {
+                    None
+                } else {
+                    verifications.acquire().await.ok()
+                };
+                tower::ServiceExt::ready(&mut decide).await?;
+                // The decision (and a signature check, if any) happens in `call`; the slot is
+                // free again before the add-on is waited for.
+                let response = tower::Service::call(&mut decide, request);
+                drop(permit);
+                response.await
+            }
+        })
+    };
 
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -569,6 +606,15 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
     }
     let _ = http.await;
     Ok(())
+}
+
+/// The wall clock, for the cache check (the sidecar layer reads it the same way).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the proxy is where the clock is read"
+)]
+fn wall_clock() -> SystemTime {
+    SystemTime::now()
 }
 
 /// A validation that accepts nothing, for the moment before the first build.

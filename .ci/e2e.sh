@@ -4,7 +4,7 @@
 # proven on every run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-features=cli,loopback-server
+features=cli,loopback-server,controllers
 if [ -n "${K8S_BOOTSTRAP_E2E_KUBECONFIG:-}" ]; then
   echo "e2e: against the cluster in $K8S_BOOTSTRAP_E2E_KUBECONFIG"
   cargo test --locked -p k8s-bootstrap --features "$features" --test e2e -- --nocapture

@@ -3,7 +3,9 @@
 //!
 //! `token create --print-join-command` (10-minute TTL), `token list`, `join` with the printed
 //! parameters (waiting up to two minutes for kube-controller-manager's bootstrap signer),
-//! kubectl with the written kubeconfig (when kubectl is installed), `token delete`.
+//! kubectl with the written kubeconfig (when kubectl is installed), `token delete`; and, with
+//! the `controllers` feature, `k8s-bootstrap controllers` signing and cleaning tokens behind
+//! leader election on a Lease of its own.
 #![cfg(all(feature = "cli", feature = "loopback-server"))]
 #![allow(
     clippy::unwrap_used,
@@ -112,4 +114,168 @@ async fn token_create_join_delete_against_a_real_cluster() {
         }
         Err(_) => println!("kubectl not installed: the kubectl step was skipped"),
     }
+}
+
+/// `k8s-bootstrap controllers` against the cluster: with leader election on a Lease of its own,
+/// it becomes leader, a new signing token gets its signature in cluster-info and an expired
+/// token is deleted (on a kubeadm cluster kube-controller-manager's own controllers may get
+/// there first; both write the same signature), its `/metrics` show its reconciles, and SIGTERM
+/// stops it with exit code 0 after releasing the Lease.
+#[cfg(feature = "controllers")]
+#[tokio::test]
+async fn controllers_sign_and_clean_against_a_real_cluster() {
+    use std::time::Duration;
+
+    use k8s_bootstrap::k8s_openapi::ByteString;
+    use k8s_bootstrap::k8s_openapi::api::coordination::v1::Lease;
+    use k8s_bootstrap::k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    use k8s_bootstrap::kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    let Some(kubeconfig) = std::env::var_os(VAR).filter(|v| !v.is_empty()) else {
+        println!("skipped: {VAR} is not set");
+        return;
+    };
+    let kubeconfig = kubeconfig.to_str().expect("a UTF-8 path").to_owned();
+    let config = k8s_bootstrap::kube::Config::from_custom_kubeconfig(
+        k8s_bootstrap::kube::config::Kubeconfig::read_from(&kubeconfig).unwrap(),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    let client = k8s_bootstrap::kube::Client::try_from(config).unwrap();
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "kube-system");
+    let cluster_info: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-public");
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
+
+    let id = |out: &str| out.trim().split('.').next().unwrap().to_owned();
+    let new_id = id(&ok("token generate", &run(&["token", "generate"]).await));
+    let old_id = id(&ok("token generate", &run(&["token", "generate"]).await));
+    let token = |id: &str, extra: &[(&str, &str)]| {
+        let mut data: std::collections::BTreeMap<String, ByteString> = [
+            ("token-id", id),
+            ("token-secret", "0123456789abcdef"),
+            ("usage-bootstrap-signing", "true"),
+            ("description", "k8s-bootstrap e2e test"),
+        ]
+        .iter()
+        .chain(extra)
+        .map(|(k, v)| ((*k).to_owned(), ByteString(v.as_bytes().to_vec())))
+        .collect();
+        data.retain(|_, v| !v.0.is_empty());
+        Secret {
+            metadata: ObjectMeta {
+                name: Some(format!("bootstrap-token-{id}")),
+                ..ObjectMeta::default()
+            },
+            type_: Some("bootstrap.kubernetes.io/token".to_owned()),
+            data: Some(data),
+            ..Secret::default()
+        }
+    };
+    let lease_name = format!("k8s-bootstrap-e2e-{new_id}");
+    let http = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut child = Command::new(BIN)
+        .args([
+            "--kubeconfig",
+            &kubeconfig,
+            "controllers",
+            "--leader-elect=true",
+            &format!("--leader-elect-resource-name={lease_name}"),
+            &format!("--http-address={http}"),
+        ])
+        .env_remove("KUBECONFIG")
+        .env("POD_NAME", "e2e")
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let metrics = || async move {
+        let mut s = tokio::net::TcpStream::connect(http).await.ok()?;
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.ok()?;
+        Some(out)
+    };
+    let wait = |what: &'static str| {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        move || {
+            assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+            tokio::time::sleep(Duration::from_millis(200))
+        }
+    };
+    let tick = wait("leading");
+    while !metrics()
+        .await
+        .is_some_and(|m| m.contains("k8s_bootstrap_leader 1"))
+    {
+        tick().await;
+    }
+    secrets
+        .create(&PostParams::default(), &token(&new_id, &[]))
+        .await
+        .unwrap();
+    secrets
+        .create(
+            &PostParams::default(),
+            &token(&old_id, &[("expiration", "2020-01-01T00:00:00Z")]),
+        )
+        .await
+        .unwrap();
+    let tick = wait("signed");
+    while !cluster_info
+        .get("cluster-info")
+        .await
+        .unwrap()
+        .data
+        .unwrap_or_default()
+        .contains_key(&format!("jws-kubeconfig-{new_id}"))
+    {
+        tick().await;
+    }
+    let tick = wait("expired token deleted");
+    while secrets
+        .get_opt(&format!("bootstrap-token-{old_id}"))
+        .await
+        .unwrap()
+        .is_some()
+    {
+        tick().await;
+    }
+    let m = metrics().await.unwrap();
+    assert!(
+        !m.contains("k8s_bootstrap_reconciles_total{controller=\"bootstrapsigner\"} 0"),
+        "{m}"
+    );
+
+    let pid = child.id().unwrap();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let lease = leases.get(&lease_name).await.unwrap();
+    assert_eq!(
+        lease.spec.and_then(|s| s.holder_identity),
+        None,
+        "the Lease is released"
+    );
+    let _ = leases.delete(&lease_name, &DeleteParams::default()).await;
+    let _ = secrets
+        .delete(
+            &format!("bootstrap-token-{new_id}"),
+            &DeleteParams::default(),
+        )
+        .await;
 }

@@ -4,10 +4,14 @@
 # proven on every run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-features=cli,loopback-server,controllers
+features=cli,loopback-server,controllers,sidecar
 if [ -n "${K8S_BOOTSTRAP_E2E_KUBECONFIG:-}" ]; then
   echo "e2e: against the cluster in $K8S_BOOTSTRAP_E2E_KUBECONFIG"
   cargo test --locked -p k8s-bootstrap --features "$features" --test e2e -- --nocapture
+  # The manifests apply (server-side dry run: validated and admitted, nothing created).
+  for d in deploy/controllers deploy/forward-proxy; do
+    kubectl --kubeconfig "$K8S_BOOTSTRAP_E2E_KUBECONFIG" apply -k "$d" --dry-run=server
+  done
   exit 0
 fi
 cargo build --locked -p k8s-bootstrap --features "$features" --bin k8s-bootstrap

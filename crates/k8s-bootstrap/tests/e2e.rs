@@ -12,7 +12,8 @@
     clippy::expect_used,
     clippy::panic,
     clippy::indexing_slicing,
-    reason = "test code"
+    clippy::disallowed_methods,
+    reason = "test code, which reads the wall clock"
 )]
 
 use std::process::Output;
@@ -278,4 +279,143 @@ async fn controllers_sign_and_clean_against_a_real_cluster() {
             &DeleteParams::default(),
         )
         .await;
+}
+
+/// `k8s-bootstrap forward-proxy --audience-from-services` against the cluster: a Service made
+/// for the test, selecting the labels the proxy is given, makes `default/<service>` an
+/// accepted audience; a token for another audience is refused.
+#[cfg(feature = "sidecar")]
+#[tokio::test]
+async fn forward_proxy_learns_audiences_from_a_real_cluster() {
+    use std::time::{Duration, SystemTime};
+
+    use k8s_bootstrap::addon_jwt::{Audience, Issuer, Minter, SigningKey};
+    use k8s_bootstrap::k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
+    use k8s_bootstrap::kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    const KEY: &str = "-----BEGIN PRIVATE KEY-----\n\
+MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
+-----END PRIVATE KEY-----\n";
+    let Some(kubeconfig) = std::env::var_os(VAR).filter(|v| !v.is_empty()) else {
+        println!("skipped: {VAR} is not set");
+        return;
+    };
+    let kubeconfig = kubeconfig.to_str().expect("a UTF-8 path").to_owned();
+    let config = k8s_bootstrap::kube::Config::from_custom_kubeconfig(
+        k8s_bootstrap::kube::config::Kubeconfig::read_from(&kubeconfig).unwrap(),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    let client = k8s_bootstrap::kube::Client::try_from(config).unwrap();
+    let services: Api<Service> = Api::namespaced(client, "default");
+    let id = ok("token generate", &run(&["token", "generate"]).await)
+        .trim()
+        .split('.')
+        .next()
+        .unwrap()
+        .to_owned();
+    let name = format!("k8s-bootstrap-e2e-{id}");
+    services
+        .create(
+            &PostParams::default(),
+            &Service {
+                metadata: ObjectMeta {
+                    name: Some(name.clone()),
+                    ..ObjectMeta::default()
+                },
+                spec: Some(ServiceSpec {
+                    selector: Some([("k8s-bootstrap-e2e".to_owned(), id.clone())].into()),
+                    ports: Some(vec![ServicePort {
+                        port: 80,
+                        ..ServicePort::default()
+                    }]),
+                    ..ServiceSpec::default()
+                }),
+                ..Service::default()
+            },
+        )
+        .await
+        .unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let labels = dir.path().join("labels");
+    std::fs::write(&labels, format!("k8s-bootstrap-e2e=\"{id}\"\n")).unwrap();
+    let key = dir.path().join("key.pem");
+    let signing = SigningKey::from_pkcs8_pem(KEY).unwrap();
+    std::fs::write(&key, signing.public_key_pem().unwrap()).unwrap();
+    let addon = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream = addon.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = addon.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                let _ = s
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
+                    )
+                    .await;
+            });
+        }
+    });
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+    };
+    let listen = free();
+    let mut proxy = Command::new(BIN)
+        .args([
+            "forward-proxy",
+            &format!("--listen={listen}"),
+            &format!("--forward={upstream}"),
+            "--issuer=https://kubernetes.default.svc",
+            "--audience-from-services",
+            "--pod-namespace=default",
+            &format!("--pod-labels-file={}", labels.display()),
+            &format!("--public-key-file={}", key.display()),
+            "--algorithm=EdDSA",
+            &format!("--http-address={}", free()),
+        ])
+        .env("KUBECONFIG", &kubeconfig)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut minter = Minter::new(signing, Issuer::new("https://kubernetes.default.svc"));
+    let mut status = |audience: String| {
+        let token = minter
+            .mint("e2e", &Audience::new(audience), SystemTime::now())
+            .unwrap()
+            .expose_secret()
+            .to_owned();
+        async move {
+            let mut s = tokio::net::TcpStream::connect(listen).await.ok()?;
+            s.write_all(
+                format!("GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n")
+                    .as_bytes(),
+            )
+            .await
+            .ok()?;
+            let mut out = String::new();
+            s.read_to_string(&mut out).await.ok()?;
+            out.get(9..12)?.parse::<u16>().ok()
+        }
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while status(format!("default/{name}")).await != Some(200) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the Service's audience is never accepted"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(status("default/kubernetes".to_owned()).await, Some(403));
+    proxy.kill().await.unwrap();
+    services
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
 }

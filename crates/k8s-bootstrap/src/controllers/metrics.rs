@@ -29,7 +29,7 @@ pub(crate) const CLEANER: ControllerLabel = ControllerLabel {
 /// | --- | --- | --- |
 /// | `k8s_bootstrap_reconciles_total{controller}` | counter | reconciles run |
 /// | `k8s_bootstrap_reconcile_errors_total{controller}` | counter | reconciles that failed (API errors, conflicts) |
-/// | `k8s_bootstrap_queue_latency_seconds{controller}` | histogram | from the event that triggered a reconcile to its start |
+/// | `k8s_bootstrap_queue_latency_seconds{controller="bootstrapsigner"}` | histogram | from the event that triggered a reconcile to its start (the signer only: the cleaner's queue is kube-runtime's scheduler, which does not expose it) |
 /// | `k8s_bootstrap_signed_tokens` | gauge | tokens whose signature cluster-info holds after the last reconcile |
 /// | `k8s_bootstrap_cluster_info_writes_total` | counter | cluster-info updates written |
 /// | `k8s_bootstrap_deleted_tokens_total` | counter | expired token Secrets deleted |
@@ -82,8 +82,10 @@ impl Metrics {
         for label in [SIGNER, CLEANER] {
             drop(reconciles.get_or_create(&label));
             drop(errors.get_or_create(&label));
-            drop(queue_latency.get_or_create(&label));
         }
+        // The cleaner's queue is kube-runtime's Controller scheduler, which does not expose
+        // when work was queued: only the signer reports queue latency.
+        drop(queue_latency.get_or_create(&SIGNER));
         registry.register("reconciles", "Reconciles run", reconciles.clone());
         registry.register(
             "leader",

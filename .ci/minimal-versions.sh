@@ -11,6 +11,10 @@ rm -rf "$work"
 mkdir -p "$work"
 git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$work"
 cd "$work"
+# The benches are not published and compare against peers (jsonwebtoken 11) whose own floors
+# are above ours: leave them out of the resolution, which concerns the published crates.
+sed -i 's|members = \["crates/\*", "examples", "benches", "fuzz/checks"\]|members = ["crates/*", "examples", "fuzz/checks"]|' Cargo.toml
+grep -q '"benches"' Cargo.toml && { echo "minimal-versions: could not drop benches from the workspace" >&2; exit 1; }
 RUSTC_BOOTSTRAP=1 cargo update -Z direct-minimal-versions
 CARGO_TARGET_DIR="$root/target/minimal-versions" cargo test --quiet \
   -p jws-detached -p bootstrap-token -p clusterinfo -p exec-credential -p addon-jwt \

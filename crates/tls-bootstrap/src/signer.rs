@@ -1,0 +1,204 @@
+//! The signer's rules for `kubernetes.io/kube-apiserver-client-kubelet`.
+
+use std::time::{Duration, SystemTime};
+
+use crate::object::{CertificateSigningRequest, Condition, KUBELET_CLIENT_SIGNER};
+use crate::policy::{Rejection, validate_kubelet_client};
+use crate::request::KeyType;
+use crate::usage::KeyUsage;
+
+/// kube-controller-manager's default `--cluster-signing-duration`: one year.
+pub const DEFAULT_SIGNING_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+/// How far `notBefore` is set before now, for clock skew (five minutes).
+pub const BACKDATE: Duration = Duration::from_secs(5 * 60);
+/// Lifetimes under this (eight hours) are not shortened by the backdate.
+pub const SHORT_LIFETIME: Duration = Duration::from_secs(8 * 3600);
+/// The shortest lifetime the signer issues (ten minutes).
+pub const MIN_LIFETIME: Duration = Duration::from_secs(10 * 60);
+
+/// The signer's configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SignerConfig {
+    /// The longest lifetime issued (`--cluster-signing-duration`).
+    pub max_duration: Duration,
+    /// The CA certificate's `notAfter`: no certificate outlives its CA.
+    pub ca_not_after: SystemTime,
+}
+
+impl SignerConfig {
+    /// The default lifetime cap for a CA valid until `ca_not_after`.
+    pub fn new(ca_not_after: SystemTime) -> SignerConfig {
+        SignerConfig {
+            max_duration: DEFAULT_SIGNING_DURATION,
+            ca_not_after,
+        }
+    }
+}
+
+/// What to put in the certificate: the subject, names and public key are the request's; these
+/// are the signer's choices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SigningPlan {
+    /// `notBefore`: now minus [`BACKDATE`].
+    pub not_before: SystemTime,
+    /// `notAfter`.
+    pub not_after: SystemTime,
+    /// Key usage bits, canonical (`signing` is `digital signature`), in the API's order.
+    pub key_usages: Vec<KeyUsage>,
+    /// Extended key usages, canonical (`s/mime` is `email protection`), in Go's numeric order.
+    pub extended_key_usages: Vec<KeyUsage>,
+    /// The request's common name.
+    pub common_name: String,
+    /// The request's organizations.
+    pub organizations: Vec<String>,
+    /// The request's public key, DER `SubjectPublicKeyInfo`.
+    pub public_key_der: Vec<u8>,
+    /// The request's public key bits (see [`crate::CertificateRequest::public_key_bits`]).
+    pub public_key_bits: Vec<u8>,
+    /// The request's key type.
+    pub key_type: KeyType,
+}
+
+/// The signer's verdict on one object.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Signing {
+    /// Issue a certificate as planned and store it in `status.certificate`.
+    Sign(SigningPlan),
+    /// Append this `Failed` condition (reason `SignerValidationFailure`) through the status
+    /// subresource.
+    Fail(Condition),
+    /// Not for this signer, not approved, denied, failed or already issued: leave it.
+    Ignore,
+    /// Cannot sign now (unparseable request, expired CA); retry later, set nothing.
+    Retry(Rejection),
+}
+
+/// kube-controller-manager's `csrsigning` controller for the kubelet client signer, on one
+/// object at `now`.
+///
+/// Signs only approved (and not denied or failed) requests for
+/// [`KUBELET_CLIENT_SIGNER`] without a certificate. A request that breaks
+/// [`validate_kubelet_client`] gets a `Failed` condition. The lifetime is
+/// `expirationSeconds` clamped to [[`MIN_LIFETIME`], `max_duration`] (or `max_duration`),
+/// `notBefore` is backdated by [`BACKDATE`], and a lifetime of [`SHORT_LIFETIME`] or more
+/// loses the backdate at its end; `notAfter` never passes the CA's.
+pub fn sign(csr: &CertificateSigningRequest, config: &SignerConfig, now: SystemTime) -> Signing {
+    let is_true = |t: &str| csr.condition(t).is_some_and(|c| c.status == "True");
+    if csr.spec.signer_name != KUBELET_CLIENT_SIGNER
+        || !is_true("Approved")
+        || csr.condition("Denied").is_some()
+        || is_true("Failed")
+        || csr
+            .status
+            .certificate
+            .as_ref()
+            .is_some_and(|c| !c.is_empty())
+    {
+        return Signing::Ignore;
+    }
+    let request = match csr.certificate_request() {
+        Ok(r) => r,
+        Err(e) => return Signing::Retry(Rejection::new(format!("unable to parse csr: {e}"))),
+    };
+    if let Err(e) = validate_kubelet_client(&request, &csr.spec.usages) {
+        return Signing::Fail(Condition::new(
+            "Failed",
+            "SignerValidationFailure",
+            e.as_str(),
+        ));
+    }
+    let ttl = match csr.spec.expiration_seconds {
+        None => config.max_duration,
+        Some(s) => {
+            let requested = Duration::from_secs(u64::try_from(s).unwrap_or(0));
+            requested.clamp(MIN_LIFETIME, config.max_duration.max(MIN_LIFETIME))
+        }
+    };
+    let (Some(not_before), Some(mut not_after)) = (
+        now.checked_sub(BACKDATE),
+        if ttl < SHORT_LIFETIME {
+            now.checked_add(ttl)
+        } else {
+            now.checked_add(ttl).and_then(|t| t.checked_sub(BACKDATE))
+        },
+    ) else {
+        return Signing::Retry(Rejection::new("time out of range"));
+    };
+    if config.ca_not_after < now {
+        return Signing::Retry(Rejection::new(format!(
+            "the signer has expired: NotAfter={}",
+            crate::time::rfc3339(config.ca_not_after)
+        )));
+    }
+    if not_after > config.ca_not_after {
+        not_after = config.ca_not_after;
+    }
+    if not_after < now {
+        return Signing::Retry(Rejection::new(format!(
+            "refusing to sign a certificate that expired in the past: NotAfter={}",
+            crate::time::rfc3339(not_after)
+        )));
+    }
+    let (key_usages, extended_key_usages) = x509_usages(&csr.spec.usages);
+    Signing::Sign(SigningPlan {
+        not_before,
+        not_after,
+        key_usages,
+        extended_key_usages,
+        common_name: request.common_name().unwrap_or_default().to_owned(),
+        organizations: request.organizations().to_vec(),
+        public_key_der: request.public_key_der().to_vec(),
+        public_key_bits: request.public_key_bits().to_vec(),
+        key_type: request.key_type(),
+    })
+}
+
+/// Splits API usages into key usage bits and extended key usages, canonical and deduplicated.
+fn x509_usages(usages: &[KeyUsage]) -> (Vec<KeyUsage>, Vec<KeyUsage>) {
+    use KeyUsage as U;
+    let mut key = Vec::new();
+    let mut ext = Vec::new();
+    for u in usages {
+        let (target, canonical) = match *u {
+            U::Signing | U::DigitalSignature => (&mut key, U::DigitalSignature),
+            U::ContentCommitment
+            | U::KeyEncipherment
+            | U::KeyAgreement
+            | U::DataEncipherment
+            | U::CertSign
+            | U::CrlSign
+            | U::EncipherOnly
+            | U::DecipherOnly => (&mut key, *u),
+            U::Smime | U::EmailProtection => (&mut ext, U::EmailProtection),
+            _ => (&mut ext, *u),
+        };
+        if !target.contains(&canonical) {
+            target.push(canonical);
+        }
+    }
+    key.sort_unstable();
+    ext.sort_by_key(|u| go_ext_key_usage_order(*u));
+    (key, ext)
+}
+
+/// Go's `x509.ExtKeyUsage` numbering, which the signer sorts by.
+fn go_ext_key_usage_order(u: KeyUsage) -> u8 {
+    match u {
+        KeyUsage::Any => 0,
+        KeyUsage::ServerAuth => 1,
+        KeyUsage::ClientAuth => 2,
+        KeyUsage::CodeSigning => 3,
+        KeyUsage::EmailProtection => 4,
+        KeyUsage::IpsecEndSystem => 5,
+        KeyUsage::IpsecTunnel => 6,
+        KeyUsage::IpsecUser => 7,
+        KeyUsage::Timestamping => 8,
+        KeyUsage::OcspSigning => 9,
+        KeyUsage::MicrosoftSgc => 10,
+        KeyUsage::NetscapeSgc => 11,
+        _ => u8::MAX,
+    }
+}

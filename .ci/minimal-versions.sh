@@ -17,7 +17,7 @@ sed -i 's|members = \["crates/\*", "examples", "benches", "fuzz/checks"\]|member
 grep -q '"benches"' Cargo.toml && { echo "minimal-versions: could not drop benches from the workspace" >&2; exit 1; }
 RUSTC_BOOTSTRAP=1 cargo update -Z direct-minimal-versions
 CARGO_TARGET_DIR="$root/target/minimal-versions" cargo test --quiet \
-  -p jws-detached -p bootstrap-token -p clusterinfo -p exec-credential -p addon-jwt \
+  -p jws-detached -p bootstrap-token -p clusterinfo -p exec-credential -p addon-jwt -p tls-bootstrap \
   -p k8s-bootstrap --features k8s-bootstrap/cli,k8s-bootstrap/loopback-server,k8s-bootstrap/sidecar,k8s-bootstrap/controllers "$@"
 rm -rf "$root/target/minimal-versions" "$work"
 echo "minimal-versions: 1 passed, 0 failed"

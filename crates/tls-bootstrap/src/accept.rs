@@ -281,30 +281,45 @@ fn verify_chain(chain: &[Vec<u8>], cas: &[Vec<u8>], now: SystemTime) -> Result<(
         .iter()
         .map(|c| CertificateDer::from(c.as_slice()))
         .collect();
-    let anchors: Vec<_> = ca_ders
+    let anchors: Vec<(usize, rustls_pki_types::TrustAnchor<'_>)> = ca_ders
         .iter()
-        .filter_map(|c| webpki::anchor_from_trusted_cert(c).ok())
+        .enumerate()
+        .filter_map(|(i, c)| webpki::anchor_from_trusted_cert(c).ok().map(|a| (i, a)))
         .collect();
     if anchors.is_empty() {
         return Err(Error::InvalidCertificate {
             reason: "no usable CA certificate in the bundle",
         });
     }
+    let trust: Vec<rustls_pki_types::TrustAnchor<'_>> =
+        anchors.iter().map(|(_, a)| a.clone()).collect();
     let intermediates: Vec<CertificateDer<'_>> = intermediates
         .iter()
         .map(|c| CertificateDer::from(c.as_slice()))
         .collect();
     let secs = now.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
-    end_entity
+    let path = end_entity
         .verify_for_usage(
             algs,
-            &anchors,
+            &trust,
             &intermediates,
             UnixTime::since_unix_epoch(secs),
             webpki::KeyUsage::client_auth(),
             None,
             None,
         )
-        .map(|_| ())
-        .map_err(|_| Error::Untrusted)
+        .map_err(|_| Error::Untrusted)?;
+    // rustls-webpki treats a trust anchor as a name and a key (RFC 5280); Go's verifier, which
+    // the API server uses, also refuses an anchor outside its validity. Do the same.
+    let anchor_der = anchors
+        .iter()
+        .find(|(_, a)| a == path.anchor())
+        .and_then(|(i, _)| cas.get(*i))
+        .ok_or(Error::Untrusted)?;
+    let anchor = Certificate::from_der(anchor_der).map_err(|_| Error::Untrusted)?;
+    let validity = &anchor.tbs_certificate.validity;
+    if now < validity.not_before.to_system_time() || now > validity.not_after.to_system_time() {
+        return Err(Error::Untrusted);
+    }
+    Ok(())
 }

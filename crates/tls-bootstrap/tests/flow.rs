@@ -318,3 +318,63 @@ fn node_csr_name_matches_openssl_sha512_256() {
         tls_bootstrap::Error::Incompatible { what: "public key" }
     );
 }
+
+#[test]
+fn openssl_keys_are_read() {
+    let dir = std::env::temp_dir().join(format!("tls-bootstrap-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sec1 = dir.join("sec1.key");
+    let pkcs8 = dir.join("pkcs8.key");
+    let p384 = dir.join("p384.key");
+    let (ok, _, err) = run(
+        "openssl",
+        &[
+            "ecparam",
+            "-name",
+            "prime256v1",
+            "-genkey",
+            "-noout",
+            "-out",
+            sec1.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{err}");
+    let (ok, _, err) = run(
+        "openssl",
+        &[
+            "pkcs8",
+            "-topk8",
+            "-nocrypt",
+            "-in",
+            sec1.to_str().unwrap(),
+            "-out",
+            pkcs8.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{err}");
+    let (ok, _, err) = run(
+        "openssl",
+        &[
+            "ecparam",
+            "-name",
+            "secp384r1",
+            "-genkey",
+            "-noout",
+            "-out",
+            p384.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{err}");
+    let a = NodeKey::from_pem(&std::fs::read(&sec1).unwrap()).unwrap();
+    let b = NodeKey::from_pem(&std::fs::read(&pkcs8).unwrap()).unwrap();
+    assert_eq!(a, b);
+    // Our SEC 1 encoding is openssl's, byte for byte (curve and public key included).
+    assert_eq!(
+        a.to_pem().unwrap().as_str(),
+        std::fs::read_to_string(&sec1).unwrap()
+    );
+    assert!(matches!(
+        NodeKey::from_pem(&std::fs::read(&p384).unwrap()),
+        Err(tls_bootstrap::Error::InvalidKey { .. })
+    ));
+}

@@ -19,6 +19,7 @@ mod hygiene;
 mod input;
 mod jws_detached;
 mod outcome;
+mod tls_bootstrap;
 
 pub use addon_jwt::{addon_jwt_jwks, addon_jwt_pem, addon_jwt_sidecar, addon_jwt_verify};
 pub use bootstrap_token::{
@@ -39,3 +40,7 @@ pub use jws_detached::{
     jws_detached_verify, jws_detached_verify_header_json, jws_detached_verify_kubernetes,
 };
 pub use outcome::Outcome;
+pub use tls_bootstrap::{
+    TLS_CA_PEM, TLS_NODE_CERT_PEM, TLS_NODE_KEY_PEM, tls_bootstrap_certificate,
+    tls_bootstrap_csr_json, tls_bootstrap_request,
+};

@@ -1,0 +1,99 @@
+//! Checks for the `tls-bootstrap` entry points.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tls_bootstrap::{
+    CertificateRequest, CertificateSigningRequest, KUBELET_CLIENT_USAGES, MAX_OBJECT_BYTES,
+    NodeKey, NodeName, SignerConfig, accept_certificate, approve, node_csr_name, sign,
+    validate_kubelet_client,
+};
+
+use crate::outcome::Outcome;
+
+/// The fixture CA (made by openssl, valid 2026–2126).
+pub const TLS_CA_PEM: &str = include_str!("../fixtures/tls-bootstrap/ca.pem");
+/// The fixture node key (openssl `ecparam -genkey`, SEC 1).
+pub const TLS_NODE_KEY_PEM: &str = include_str!("../fixtures/tls-bootstrap/node.key");
+/// The fixture node certificate (`system:node:fuzz`, signed by the fixture CA with openssl).
+pub const TLS_NODE_CERT_PEM: &str = include_str!("../fixtures/tls-bootstrap/node.pem");
+
+/// A time inside the fixtures' validity (2030-01-01).
+fn fixture_now() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_893_456_000)
+}
+
+/// `CertificateRequest::from_pem`, then `from_der`, on the whole input.
+///
+/// A parsed request re-parses to itself from its DER and its PEM; the kubelet client rules
+/// and the name derivation run on it without panicking. Accepted: the input parses.
+pub fn tls_bootstrap_request(data: &[u8]) -> Outcome {
+    let parsed = CertificateRequest::from_pem(data).or_else(|_| CertificateRequest::from_der(data));
+    let Ok(request) = parsed else {
+        return Outcome::Rejected;
+    };
+    assert_eq!(
+        CertificateRequest::from_der(request.as_der()).unwrap(),
+        request
+    );
+    assert_eq!(
+        CertificateRequest::from_pem(request.to_pem().as_bytes()).unwrap(),
+        request
+    );
+    let _ = validate_kubelet_client(&request, &KUBELET_CLIENT_USAGES);
+    if request.common_name().is_some() {
+        let name = node_csr_name(&request, &KUBELET_CLIENT_USAGES).unwrap();
+        assert_eq!(name.len(), "node-csr-".len() + 43);
+    }
+    Outcome::Accepted
+}
+
+/// `CertificateSigningRequest::from_json` on the whole input.
+///
+/// A parsed object serialises and parses back to itself (when the output fits the limit); its
+/// state, the approver and the signer run on it without panicking. Accepted: the input parses.
+pub fn tls_bootstrap_csr_json(data: &[u8]) -> Outcome {
+    let Ok(csr) = CertificateSigningRequest::from_json(data) else {
+        return Outcome::Rejected;
+    };
+    let json = csr.to_json().unwrap();
+    if json.len() <= MAX_OBJECT_BYTES {
+        assert_eq!(CertificateSigningRequest::from_json(&json).unwrap(), csr);
+    }
+    let _ = csr.state();
+    let _ = approve(&csr, |r| {
+        r.groups.iter().any(|g| g == "system:bootstrappers")
+    });
+    let now = fixture_now();
+    let _ = sign(
+        &csr,
+        &SignerConfig::new(now + Duration::from_secs(86400)),
+        now,
+    );
+    Outcome::Accepted
+}
+
+/// `accept_certificate` on the input as `status.certificate`, for the fixture node, key and CA.
+///
+/// An accepted certificate is the fixture node's, re-accepts from its own PEM, and its
+/// rotation deadline lies within its validity. Accepted: the certificate is accepted.
+pub fn tls_bootstrap_certificate(data: &[u8]) -> Outcome {
+    let key = NodeKey::from_pem(TLS_NODE_KEY_PEM.as_bytes()).unwrap();
+    let node: NodeName = "fuzz".parse().unwrap();
+    let now = fixture_now();
+    let Ok(cert) = accept_certificate(data, TLS_CA_PEM.as_bytes(), &key, &node, now) else {
+        return Outcome::Rejected;
+    };
+    assert_eq!(cert.node(), &node);
+    let again = accept_certificate(
+        cert.to_pem().as_bytes(),
+        TLS_CA_PEM.as_bytes(),
+        &key,
+        &node,
+        now,
+    )
+    .unwrap();
+    assert_eq!(again, cert);
+    let deadline = cert.rotation_deadline(0.5);
+    assert!(deadline >= cert.not_before() && deadline <= cert.not_after());
+    Outcome::Accepted
+}

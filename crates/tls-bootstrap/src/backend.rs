@@ -48,3 +48,76 @@ fn value_bytes(alg: &AlgorithmIdentifierOwned) -> Result<Vec<u8>, Error> {
     der::EncodeValue::encode_value(alg, &mut out).map_err(|_| Error::UnsupportedAlgorithm)?;
     Ok(out)
 }
+
+/// ECDSA P-256 with SHA-256 signing, DER signatures: on the provider when one is enabled (ring
+/// first), else RustCrypto's `p256` (deterministic nonces, RFC 6979).
+pub(crate) enum EcdsaSigner {
+    #[cfg(feature = "ring")]
+    Ring(ring::signature::EcdsaKeyPair),
+    #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
+    AwsLc(aws_lc_rs::signature::EcdsaKeyPair),
+    #[cfg_attr(any(feature = "ring", feature = "aws-lc-rs"), allow(dead_code))]
+    RustCrypto(p256::ecdsa::SigningKey),
+}
+
+impl EcdsaSigner {
+    /// The signer for `secret`, whose uncompressed public point is `public_point`.
+    pub(crate) fn new(secret: &p256::SecretKey, public_point: &[u8]) -> Result<EcdsaSigner, Error> {
+        let scalar = zeroize::Zeroizing::new(secret.to_bytes());
+        let _ = (&scalar, public_point);
+        #[cfg(feature = "ring")]
+        {
+            let rng = ring::rand::SystemRandom::new();
+            return ring::signature::EcdsaKeyPair::from_private_key_and_public_key(
+                &ring::signature::ECDSA_P256_SHA256_ASN1_SIGNING,
+                scalar.as_slice(),
+                public_point,
+                &rng,
+            )
+            .map(EcdsaSigner::Ring)
+            .map_err(|_| Error::InvalidKey {
+                reason: "the provider refused the key",
+            });
+        }
+        #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
+        {
+            return aws_lc_rs::signature::EcdsaKeyPair::from_private_key_and_public_key(
+                &aws_lc_rs::signature::ECDSA_P256_SHA256_ASN1_SIGNING,
+                scalar.as_slice(),
+                public_point,
+            )
+            .map(EcdsaSigner::AwsLc)
+            .map_err(|_| Error::InvalidKey {
+                reason: "the provider refused the key",
+            });
+        }
+        #[allow(unreachable_code, reason = "reached only without a provider")]
+        Ok(EcdsaSigner::RustCrypto(p256::ecdsa::SigningKey::from(
+            secret,
+        )))
+    }
+
+    /// A DER ECDSA signature of `message`.
+    pub(crate) fn sign(&self, message: &[u8]) -> Result<Vec<u8>, Error> {
+        let failed = |_| Error::InvalidKey {
+            reason: "signing failed",
+        };
+        match self {
+            #[cfg(feature = "ring")]
+            EcdsaSigner::Ring(k) => k
+                .sign(&ring::rand::SystemRandom::new(), message)
+                .map(|s| s.as_ref().to_vec())
+                .map_err(|_| Error::Rng),
+            #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
+            EcdsaSigner::AwsLc(k) => k
+                .sign(&aws_lc_rs::rand::SystemRandom::new(), message)
+                .map(|s| s.as_ref().to_vec())
+                .map_err(|_| Error::Rng),
+            EcdsaSigner::RustCrypto(k) => {
+                use signature::Signer as _;
+                let sig: p256::ecdsa::DerSignature = k.try_sign(message).map_err(failed)?;
+                Ok(sig.as_bytes().to_vec())
+            }
+        }
+    }
+}

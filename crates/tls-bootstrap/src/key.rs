@@ -5,6 +5,7 @@ use std::fmt;
 use p256::pkcs8::{DecodePrivateKey as _, EncodePublicKey as _};
 use zeroize::Zeroizing;
 
+use crate::backend::EcdsaSigner;
 use crate::error::Error;
 use crate::pem;
 
@@ -19,9 +20,10 @@ pub const MAX_KEY_PEM_BYTES: usize = 16 * 1024;
 /// The private half never appears in `Debug` output and is zeroed on drop. The PEM the kubelet
 /// writes (`EC PRIVATE KEY`, SEC 1) comes out of [`NodeKey::to_pem`]; [`NodeKey::from_pem`]
 /// reads that and PKCS#8 (`PRIVATE KEY`).
-#[derive(Clone)]
 pub struct NodeKey {
     secret: p256::SecretKey,
+    // Built once: it holds the public point, whose computation is the costly part.
+    signer: EcdsaSigner,
     spki_der: Vec<u8>,
 }
 
@@ -138,19 +140,40 @@ impl NodeKey {
         &self.spki_der
     }
 
-    pub(crate) fn signing_key(&self) -> p256::ecdsa::SigningKey {
-        p256::ecdsa::SigningKey::from(&self.secret)
+    /// A DER ECDSA P-256 SHA-256 signature of `message`.
+    pub(crate) fn sign(&self, message: &[u8]) -> Result<Vec<u8>, Error> {
+        self.signer.sign(message)
     }
 
     fn from_secret(secret: p256::SecretKey) -> Result<NodeKey, Error> {
-        let spki_der = secret
-            .public_key()
+        use p256::elliptic_curve::sec1::ToEncodedPoint as _;
+        let public = secret.public_key();
+        let spki_der = public
             .to_public_key_der()
             .map_err(|_| Error::InvalidKey {
                 reason: "couldn't encode the public key",
             })?
             .into_vec();
-        Ok(NodeKey { secret, spki_der })
+        let signer = EcdsaSigner::new(&secret, public.to_encoded_point(false).as_bytes())?;
+        Ok(NodeKey {
+            secret,
+            signer,
+            spki_der,
+        })
+    }
+}
+
+impl Clone for NodeKey {
+    fn clone(&self) -> NodeKey {
+        use p256::elliptic_curve::sec1::ToEncodedPoint as _;
+        let point = self.secret.public_key().to_encoded_point(false);
+        NodeKey {
+            secret: self.secret.clone(),
+            // The key was accepted once; the provider accepts it again.
+            signer: EcdsaSigner::new(&self.secret, point.as_bytes())
+                .unwrap_or_else(|_| EcdsaSigner::RustCrypto((&self.secret).into())),
+            spki_der: self.spki_der.clone(),
+        }
     }
 }
 

@@ -4,7 +4,6 @@ use std::net::IpAddr;
 
 use der::asn1::{BitString, ObjectIdentifier, PrintableStringRef};
 use der::{Decode as _, Encode as _};
-use signature::Signer as _;
 use spki::{AlgorithmIdentifierOwned, SubjectPublicKeyInfoOwned};
 use x509_cert::attr::AttributeTypeAndValue;
 use x509_cert::ext::pkix::SubjectAltName;
@@ -104,14 +103,16 @@ impl CertificateRequest {
                 attributes: Default::default(),
             };
             let tbs = info.to_der()?;
-            let signature: p256::ecdsa::DerSignature = key.signing_key().sign(&tbs);
+            let signature = key
+                .sign(&tbs)
+                .map_err(|_| der::Error::from(der::ErrorKind::Failed))?;
             CertReq {
                 info,
                 algorithm: AlgorithmIdentifierOwned {
                     oid: OID_ECDSA_WITH_SHA256,
                     parameters: None,
                 },
-                signature: BitString::from_bytes(signature.as_bytes())?,
+                signature: BitString::from_bytes(&signature)?,
             }
             .to_der()
         };
@@ -404,5 +405,33 @@ pub(crate) fn key_type(spki: &SubjectPublicKeyInfoOwned) -> KeyType {
         }
     } else {
         KeyType::Other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_filed_with_or_without_a_provider() {
+        use p256::pkcs8::DecodePublicKey as _;
+        use signature::Verifier as _;
+        let key = NodeKey::generate().unwrap();
+        let req = CertificateRequest::for_node(&"n".parse().unwrap(), &key).unwrap();
+        let back = CertificateRequest::from_der(req.as_der());
+        if crate::backend::algorithms().is_empty() {
+            assert_eq!(back, Err(Error::NoCryptoBackend));
+        } else {
+            assert_eq!(back.unwrap(), req);
+        }
+        // Whichever signer made it, RustCrypto's verifier accepts the signature.
+        let parsed = CertReq::from_der(req.as_der()).unwrap();
+        let tbs = parsed.info.to_der().unwrap();
+        let sig =
+            p256::ecdsa::DerSignature::from_bytes(parsed.signature.as_bytes().unwrap()).unwrap();
+        let vk = p256::ecdsa::VerifyingKey::from_public_key_der(key.public_key_der()).unwrap();
+        vk.verify(&tbs, &sig).unwrap();
+        assert_eq!(parsed.algorithm.oid, OID_ECDSA_WITH_SHA256);
+        assert!(parsed.info.attributes.is_empty());
     }
 }

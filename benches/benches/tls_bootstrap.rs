@@ -1,0 +1,199 @@
+//! `tls-bootstrap`: the node's side (key, request, accepting the issued certificate) and the
+//! control plane's rules, each beside its floor (`baseline/...`, the raw ECDSA P-256 signature
+//! or verification they cannot avoid) and, for the request, rcgen as peer, in the same run.
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+use std::hint::black_box;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use p256::ecdsa::signature::{Signer as _, Verifier as _};
+use p256::pkcs8::EncodePrivateKey as _;
+use tls_bootstrap::{
+    CertificateRequest, CertificateSigningRequest, Condition, NodeKey, NodeName, SignerConfig,
+    accept_certificate, approve, sign,
+};
+
+const CA_PEM: &str = include_str!("../../fuzz/checks/fixtures/tls-bootstrap/ca.pem");
+const KEY_PEM: &str = include_str!("../../fuzz/checks/fixtures/tls-bootstrap/node.key");
+const CERT_PEM: &str = include_str!("../../fuzz/checks/fixtures/tls-bootstrap/node.pem");
+
+fn now() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_893_456_000)
+}
+
+fn request(c: &mut Criterion) {
+    let mut g = c.benchmark_group("tls_bootstrap/request");
+    let node: NodeName = "worker-1".parse().unwrap();
+    let key = NodeKey::from_pem(KEY_PEM.as_bytes()).unwrap();
+    let request = CertificateRequest::for_node(&node, &key).unwrap();
+    let pem = request.to_pem();
+    let message = vec![0x5a_u8; request.as_der().len() - 80];
+    let signing = p256::ecdsa::SigningKey::from(p256::SecretKey::from_sec1_pem(KEY_PEM).unwrap());
+    let signature: p256::ecdsa::Signature = signing.sign(&message);
+    let verifying = *signing.verifying_key();
+
+    g.bench_function("ours/for_node", |b| {
+        b.iter(|| CertificateRequest::for_node(black_box(&node), black_box(&key)).unwrap());
+    });
+    // The floor: one ECDSA P-256 signature on ring (the provider the request is signed with,
+    // randomised nonce) over as many bytes as the request's signed part.
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = p256::SecretKey::from_sec1_pem(KEY_PEM)
+        .unwrap()
+        .to_pkcs8_der()
+        .unwrap();
+    let ring_key = ring::signature::EcdsaKeyPair::from_pkcs8(
+        &ring::signature::ECDSA_P256_SHA256_ASN1_SIGNING,
+        pkcs8.as_bytes(),
+        &rng,
+    )
+    .unwrap();
+    g.bench_function("baseline/ring_p256_sign", |b| {
+        b.iter(|| ring_key.sign(&rng, black_box(&message)).unwrap());
+    });
+    g.bench_function("reference/rustcrypto_p256_sign", |b| {
+        b.iter(|| -> p256::ecdsa::Signature { signing.sign(black_box(&message)) });
+    });
+    let rcgen_key = rcgen::KeyPair::from_pem(
+        &p256::SecretKey::from_sec1_pem(KEY_PEM)
+            .unwrap()
+            .to_pkcs8_pem(p256::pkcs8::LineEnding::LF)
+            .unwrap(),
+    )
+    .unwrap();
+    g.bench_function("peer/rcgen_serialize_request", |b| {
+        b.iter(|| {
+            let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+            params.distinguished_name = rcgen::DistinguishedName::new();
+            params
+                .distinguished_name
+                .push(rcgen::DnType::OrganizationName, "system:nodes");
+            params
+                .distinguished_name
+                .push(rcgen::DnType::CommonName, "system:node:worker-1");
+            params.serialize_request(black_box(&rcgen_key)).unwrap()
+        });
+    });
+    g.bench_function("ours/from_pem", |b| {
+        b.iter(|| CertificateRequest::from_pem(black_box(pem.as_bytes())).unwrap());
+    });
+    // The floor of parsing a request: its one signature check, on ring.
+    let ring_sig = ring_key.sign(&rng, &message).unwrap();
+    let ring_pub = ring::signature::UnparsedPublicKey::new(
+        &ring::signature::ECDSA_P256_SHA256_ASN1,
+        ring::signature::KeyPair::public_key(&ring_key)
+            .as_ref()
+            .to_vec(),
+    );
+    g.bench_function("baseline/ring_p256_verify", |b| {
+        b.iter(|| {
+            ring_pub
+                .verify(black_box(&message), black_box(ring_sig.as_ref()))
+                .unwrap()
+        });
+    });
+    g.bench_function("reference/rustcrypto_p256_verify", |b| {
+        b.iter(|| {
+            verifying
+                .verify(black_box(&message), black_box(&signature))
+                .unwrap()
+        });
+    });
+    g.bench_function("ours/generate_key", |b| {
+        b.iter(|| NodeKey::generate().unwrap());
+    });
+    g.finish();
+}
+
+fn accept(c: &mut Criterion) {
+    let mut g = c.benchmark_group("tls_bootstrap/accept");
+    let node: NodeName = "fuzz".parse().unwrap();
+    let key = NodeKey::from_pem(KEY_PEM.as_bytes()).unwrap();
+    accept_certificate(CERT_PEM.as_bytes(), CA_PEM.as_bytes(), &key, &node, now()).unwrap();
+    g.bench_function("ours/accept_certificate", |b| {
+        b.iter(|| {
+            accept_certificate(
+                black_box(CERT_PEM.as_bytes()),
+                black_box(CA_PEM.as_bytes()),
+                &key,
+                &node,
+                now(),
+            )
+            .unwrap()
+        });
+    });
+    // The floor: the one ECDSA P-256 verification of the certificate's signature by the CA
+    // (ring, the provider rustls-webpki uses here), on the same bytes.
+    let (tbs, sig, ca_point) = cert_parts();
+    let ca_key =
+        ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_ASN1, ca_point);
+    ca_key.verify(&tbs, &sig).unwrap();
+    g.bench_function("baseline/ring_p256_verify", |b| {
+        b.iter(|| ca_key.verify(black_box(&tbs), black_box(&sig)).unwrap());
+    });
+    g.finish();
+}
+
+fn rules(c: &mut Criterion) {
+    let mut g = c.benchmark_group("tls_bootstrap/rules");
+    let node: NodeName = "worker-1".parse().unwrap();
+    let key = NodeKey::from_pem(KEY_PEM.as_bytes()).unwrap();
+    let request = CertificateRequest::for_node(&node, &key).unwrap();
+    let mut csr = CertificateSigningRequest::for_node(&request, None).unwrap();
+    csr.spec.username = Some("system:bootstrap:abcdef".to_owned());
+    csr.spec.groups = vec!["system:bootstrappers".to_owned()];
+    let json = csr.to_json().unwrap();
+    g.bench_function("ours/from_json_and_approve", |b| {
+        b.iter(|| {
+            let csr = CertificateSigningRequest::from_json(black_box(&json)).unwrap();
+            approve(&csr, |r| {
+                r.groups.iter().any(|g| g == "system:bootstrappers")
+            })
+        });
+    });
+    csr.status
+        .conditions
+        .push(Condition::new("Approved", "AutoApproved", "ok"));
+    let config = SignerConfig::new(now() + Duration::from_secs(86400 * 3650));
+    g.bench_function("ours/sign_plan", |b| {
+        b.iter(|| sign(black_box(&csr), &config, now()));
+    });
+    g.finish();
+}
+
+/// The fixture certificate's signed bytes, signature, and its CA's public point.
+fn cert_parts() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    use der::{Decode as _, Encode as _};
+    let cert_der = pem_der(CERT_PEM);
+    let ca_der = pem_der(CA_PEM);
+    let cert = x509_cert::Certificate::from_der(&cert_der).unwrap();
+    let ca = x509_cert::Certificate::from_der(&ca_der).unwrap();
+    (
+        cert.tbs_certificate.to_der().unwrap(),
+        cert.signature.raw_bytes().to_vec(),
+        ca.tbs_certificate
+            .subject_public_key_info
+            .subject_public_key
+            .raw_bytes()
+            .to_vec(),
+    )
+}
+
+fn pem_der(pem: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .unwrap()
+}
+
+criterion_group!(benches, request, accept, rules);
+criterion_main!(benches);

@@ -37,7 +37,6 @@
 //! ```
 
 use std::fmt;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -535,24 +534,8 @@ async fn read_bounded(path: &Path) -> Result<Vec<u8>, Error> {
 ///
 /// [`Error::Write`] when the directory cannot take the file.
 pub fn write_kubeconfig(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), Error> {
-    let write_err = |source| Error::Write {
+    crate::files::write_private(path, contents.as_ref()).map_err(|source| Error::Write {
         path: path.to_owned(),
         source,
-    };
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".kubeconfig-");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        builder.permissions(std::fs::Permissions::from_mode(0o600));
-    }
-    let mut file = builder.tempfile_in(dir).map_err(write_err)?;
-    file.write_all(contents.as_ref()).map_err(write_err)?;
-    file.as_file().sync_all().map_err(write_err)?;
-    file.persist(path).map_err(|e| write_err(e.error))?;
-    Ok(())
+    })
 }

@@ -39,23 +39,35 @@ pub use bootstrap_token;
 pub use clusterinfo;
 #[cfg(feature = "exec")]
 pub use exec_credential;
+#[cfg(feature = "tls-bootstrap")]
+pub use tls_bootstrap;
 pub use jws_detached;
 /// The `k8s-openapi` this crate's drivers use (its newest Kubernetes version, `latest`).
 #[cfg(any(
     feature = "token",
     feature = "exec",
     feature = "loopback-server",
-    feature = "controllers"
+    feature = "controllers",
+    feature = "tls-bootstrap"
 ))]
 pub use k8s_openapi;
 /// The `kube` this crate's drivers use.
-#[cfg(any(feature = "token", feature = "exec", feature = "controllers"))]
+#[cfg(any(
+    feature = "token",
+    feature = "exec",
+    feature = "controllers",
+    feature = "tls-bootstrap"
+))]
 pub use kube;
 
 #[cfg(feature = "controllers")]
 pub mod controllers;
+#[cfg(feature = "tls-bootstrap")]
+pub mod csr;
 #[cfg(feature = "discovery")]
 pub mod discovery;
+#[cfg(any(feature = "discovery", feature = "tls-bootstrap"))]
+mod files;
 #[cfg(feature = "exec")]
 pub mod exec;
 #[cfg(feature = "loopback-server")]

@@ -293,6 +293,21 @@ pub(crate) struct JoinArgs {
     /// How long to wait for discovery (Go duration).
     #[arg(long, default_value = "5m0s", value_name = "DURATION", value_parser = go_duration)]
     pub(crate) discovery_timeout: Duration,
+    /// Finish the kubelet's TLS bootstrap for this node: file its certificate signing request
+    /// with the bootstrap token, wait for approval and the certificate, and write the node's
+    /// kubeconfig (`system:node:<name>`).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) node_name: Option<String>,
+    /// Where the node's key and certificate go (`kubelet-client-current.pem`, as the kubelet's
+    /// --cert-dir).
+    #[arg(long, default_value = "pki", value_name = "DIR")]
+    pub(crate) cert_dir: PathBuf,
+    /// Where to write the node's kubeconfig (mode 0600), which uses its certificate.
+    #[arg(long, default_value = "kubelet.conf", value_name = "PATH")]
+    pub(crate) kubelet_kubeconfig: PathBuf,
+    /// How long to wait for the certificate (Go duration; the kubelet waits an hour).
+    #[arg(long, default_value = "1h0m0s", value_name = "DURATION", value_parser = go_duration)]
+    pub(crate) tls_bootstrap_timeout: Duration,
 }
 
 /// A Go duration (`1h30m`, `90s`, `0`), read by the core's parser; a negative duration reads

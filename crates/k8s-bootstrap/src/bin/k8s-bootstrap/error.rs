@@ -35,6 +35,14 @@ pub(crate) enum CliError {
     },
     #[error("{0}")]
     JoinFlags(String),
+    #[error("TLS bootstrap: {0}")]
+    TlsBootstrap(#[source] k8s_bootstrap::csr::Error),
+    #[error("the node key {}: {source}", .path.display())]
+    NodeKey {
+        path: PathBuf,
+        #[source]
+        source: k8s_bootstrap::tls_bootstrap::Error,
+    },
     #[error("{0}")]
     Discovery(#[source] discovery::Error),
     #[error("writing the TLS-bootstrap kubeconfig {}: {source}", .path.display())]

@@ -59,7 +59,117 @@ pub(crate) async fn run(args: &JoinArgs) -> Result<(), CliError> {
         server = kubeconfig.server(),
         id = kubeconfig.token_id(),
         path = path.display(),
+    ))?;
+    let Some(node_name) = &args.node_name else {
+        return Ok(());
+    };
+    let ca_pem = discovered
+        .cluster_info()
+        .ca_bundle()
+        .map(|b| b.as_pem().to_owned())
+        .ok_or_else(|| {
+            CliError::JoinFlags(
+                "the TLS bootstrap needs the cluster CA, and discovery trusted none".to_owned(),
+            )
+        })?;
+    tls_bootstrap(args, node_name, kubeconfig.expose_secret(), kubeconfig.server(), &ca_pem).await
+}
+
+/// The kubelet's TLS bootstrap: the node's key (kept in `<cert-dir>/kubelet-client.key.tmp`
+/// until the certificate arrives, so a restarted join files the same request), its CSR, the
+/// certificate, and the node's kubeconfig.
+async fn tls_bootstrap(
+    args: &JoinArgs,
+    node_name: &str,
+    bootstrap_kubeconfig: &str,
+    server: &str,
+    ca_pem: &str,
+) -> Result<(), CliError> {
+    use k8s_bootstrap::csr;
+    use k8s_bootstrap::tls_bootstrap::{NodeKey, NodeName};
+
+    let node: NodeName = node_name.parse().map_err(|e| {
+        CliError::JoinFlags(format!("nodeRegistration.name: Invalid value: {node_name:?}: {e}"))
+    })?;
+    let key_path = args.cert_dir.join("kubelet-client.key.tmp");
+    let key_err = |source| CliError::NodeKey {
+        path: key_path.clone(),
+        source,
+    };
+    let key = match std::fs::read(&key_path) {
+        Ok(pem) => NodeKey::from_pem(&pem).map_err(key_err)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let key = NodeKey::generate().map_err(key_err)?;
+            std::fs::create_dir_all(&args.cert_dir).map_err(|source| CliError::Read {
+                path: args.cert_dir.clone(),
+                source,
+            })?;
+            write_private(&key_path, key.to_pem().map_err(key_err)?.as_bytes())?;
+            key
+        }
+        Err(source) => {
+            return Err(CliError::Read {
+                path: key_path.clone(),
+                source,
+            });
+        }
+    };
+    let client = csr::client_from_kubeconfig(bootstrap_kubeconfig)
+        .await
+        .map_err(CliError::TlsBootstrap)?;
+    let mut options = csr::Options::default();
+    options.timeout = args.tls_bootstrap_timeout;
+    let waiting = format!(
+        "waiting for the certificate of {} (timeout {})",
+        node.user_name(),
+        k8s_bootstrap::bootstrap_token::format_go_duration(options.timeout)
+    );
+    let cert = crate::progress::report(
+        &waiting,
+        csr::request_certificate(&client, &node, &key, ca_pem, &options),
+    )
+    .await
+    .map_err(CliError::TlsBootstrap)?;
+    let pem_path = args.cert_dir.join("kubelet-client-current.pem");
+    csr::write_credentials(
+        &pem_path,
+        &args.kubelet_kubeconfig,
+        server,
+        ca_pem,
+        &cert,
+        &key,
+    )
+    .map_err(CliError::TlsBootstrap)?;
+    // The kubelet removes its temporary key once the certificate holds it.
+    let _ = std::fs::remove_file(&key_path);
+    crate::output::print(&format!(
+        "wrote the client certificate of {user} (valid until {until}) to {pem}\n\
+         wrote the node's kubeconfig to {kc}\n\
+         kubectl can use it: kubectl --kubeconfig {kc} auth whoami\n",
+        user = node.user_name(),
+        until = k8s_bootstrap::tls_bootstrap::rfc3339(cert.not_after()),
+        pem = pem_path.display(),
+        kc = args.kubelet_kubeconfig.display(),
     ))
+}
+
+/// Writes a file only its owner can read.
+fn write_private(path: &std::path::Path, contents: &[u8]) -> Result<(), CliError> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    options
+        .open(path)
+        .and_then(|mut f| f.write_all(contents).and_then(|()| f.sync_all()))
+        .map_err(|source| CliError::Read {
+            path: path.to_owned(),
+            source,
+        })
 }
 
 /// The discovery source kubeadm would choose (`--discovery-file` wins over token discovery),

@@ -173,6 +173,27 @@ pub enum Approval {
 /// the request; tries [`Recognizer::SelfNodeClient`] (requester is the node itself) and then
 /// [`Recognizer::NodeClient`]; for each that matches, asks `authorize` (the caller's
 /// `SubjectAccessReview`) and approves on the first yes.
+///
+/// ```
+/// # fn main() -> Result<(), tls_bootstrap::Error> {
+/// use tls_bootstrap::{Approval, CertificateRequest, CertificateSigningRequest, NodeKey, approve};
+///
+/// let key = NodeKey::generate()?;
+/// let request = CertificateRequest::for_node(&"worker-1".parse()?, &key)?;
+/// let mut csr = CertificateSigningRequest::for_node(&request, None)?;
+/// // The API server fills in who filed it.
+/// csr.spec.username = Some("system:bootstrap:abcdef".into());
+/// csr.spec.groups = vec!["system:bootstrappers:kubeadm:default-node-token".into()];
+///
+/// // kubeadm binds `nodeclient` to its tokens' group.
+/// let verdict = approve(&csr, |review| {
+///     review.subresource == "nodeclient"
+///         && review.groups.iter().any(|g| g == "system:bootstrappers:kubeadm:default-node-token")
+/// });
+/// let Approval::Approve { condition, .. } = verdict else { panic!("not approved") };
+/// assert_eq!(condition.reason.as_deref(), Some("AutoApproved"));
+/// # Ok(()) }
+/// ```
 pub fn approve(
     csr: &CertificateSigningRequest,
     mut authorize: impl FnMut(&AccessReview<'_>) -> bool,

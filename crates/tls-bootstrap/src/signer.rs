@@ -85,6 +85,27 @@ pub enum Signing {
 /// `expirationSeconds` clamped to [[`MIN_LIFETIME`], `max_duration`] (or `max_duration`),
 /// `notBefore` is backdated by [`BACKDATE`], and a lifetime of [`SHORT_LIFETIME`] or more
 /// loses the backdate at its end; `notAfter` never passes the CA's.
+///
+/// ```
+/// # fn main() -> Result<(), tls_bootstrap::Error> {
+/// use std::time::{Duration, UNIX_EPOCH};
+/// use tls_bootstrap::{CertificateRequest, CertificateSigningRequest, Condition, KeyUsage, NodeKey,
+///     SignerConfig, Signing, sign};
+///
+/// let key = NodeKey::generate()?;
+/// let request = CertificateRequest::for_node(&"worker-1".parse()?, &key)?;
+/// let mut csr = CertificateSigningRequest::for_node(&request, Some(Duration::from_secs(3600)))?;
+/// csr.status.conditions.push(Condition::new("Approved", "AutoApproved", "approved"));
+///
+/// let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+/// let config = SignerConfig::new(now + Duration::from_secs(10 * 365 * 86400));
+/// let Signing::Sign(plan) = sign(&csr, &config, now) else { panic!("not signed") };
+/// assert_eq!(plan.not_after, now + Duration::from_secs(3600));
+/// assert_eq!(plan.extended_key_usages, [KeyUsage::ClientAuth]);
+/// // The caller's CA now issues a certificate with the request's subject and key and these
+/// // dates and usages, and stores it in `status.certificate`.
+/// # Ok(()) }
+/// ```
 pub fn sign(csr: &CertificateSigningRequest, config: &SignerConfig, now: SystemTime) -> Signing {
     let is_true = |t: &str| csr.condition(t).is_some_and(|c| c.status == "True");
     if csr.spec.signer_name != KUBELET_CLIENT_SIGNER

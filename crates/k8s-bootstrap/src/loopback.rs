@@ -8,6 +8,15 @@
 //! * namespaces `default`, `kube-system`, `kube-public`, `kube-node-lease`; `secrets` and
 //!   `configmaps` and `services` (core/v1, Services stored as given: no cluster IP is
 //!   allocated); `leases` (`coordination.k8s.io/v1`, for leader election);
+//! * `certificatesigningrequests` (`certificates.k8s.io/v1`, cluster-scoped) with
+//!   kube-apiserver's registry rules: on create the requester's identity fills `spec.username`,
+//!   `spec.uid`, `spec.groups` and `spec.extra` and the status is cleared; `spec.request` must be
+//!   a PEM `CERTIFICATE REQUEST` whose signature verifies, `spec.signerName` and `spec.usages`
+//!   are required, `spec.expirationSeconds` is at least 600; updates of the object change only
+//!   its metadata; the `approval` subresource changes only the conditions (Approved and Denied
+//!   exclusive, `True` only, never removed) and the `status` subresource the certificate (set
+//!   once, PEM `CERTIFICATE` blocks) and the other conditions; no approver or signer runs yet;
+//! * `selfsubjectreviews` (`authentication.k8s.io/v1`, for `kubectl auth whoami`);
 //! * get, list (label selectors `k=v`, `k!=v`, `k in (..)`, `k notin (..)`, `k`, `!k`; field
 //!   selectors `metadata.name`, `metadata.namespace` and, for Secrets, `type`; `limit` and
 //!   `continue` are ignored and no `continue` is returned), watch (resourceVersion, bookmarks,
@@ -18,16 +27,21 @@
 //!   `fieldManager` set to a different value is a 409 conflict unless `force=true`; fields a
 //!   manager stops applying are not removed), delete (preconditions);
 //! * [`LoopbackApiServer::compact`], as etcd compaction: open watches end with 410 Gone;
-//! * discovery (`/version`, `/api`, `/api/v1`, `/apis`, `/apis/coordination.k8s.io/v1`) and
-//!   `Table` output for kubectl;
+//! * discovery (`/version`, `/api`, `/api/v1`, `/apis`, `/apis/<group>/v1` for the three
+//!   groups) and `Table` output for kubectl (CertificateSigningRequests with kube-apiserver's
+//!   columns, `Pending`, `Approved,Issued`, `Denied`...);
 //! * errors as `metav1.Status`, phrased as kube-apiserver phrases them;
-//! * authentication by bearer token: the admin token (user `loopback-admin`, group
-//!   `system:masters`), static tokens (like `--token-auth-file`) and bootstrap tokens checked by
-//!   [`bootstrap_token::authenticate`] against the stored Secrets; no header is
-//!   `system:anonymous`;
+//! * authentication by client certificate (requested, not required, verified against the
+//!   server's CA after the handshake: user the subject's common name, groups its organizations,
+//!   as kube-apiserver's x509 authenticator; an untrusted certificate is 401 unless a token
+//!   authenticates; see [`LoopbackApiServer::issue_client_certificate`]), then by bearer token: the admin token (user `loopback-admin`, group `system:masters`), static tokens (like
+//!   `--token-auth-file`) and bootstrap tokens checked by [`bootstrap_token::authenticate`]
+//!   against the stored Secrets; neither is `system:anonymous`;
 //! * a tiny authorizer: `system:masters` may do everything; any authenticated user may read
-//!   discovery; anyone may `get` `kube-public/configmaps/cluster-info` (the RBAC kubeadm
-//!   installs) and `/version`; everything else is 403;
+//!   discovery and create SelfSubjectReviews; bootstrap-token users and nodes may create, get,
+//!   list and watch CertificateSigningRequests; anyone may `get`
+//!   `kube-public/configmaps/cluster-info` (the RBAC kubeadm installs) and `/version`;
+//!   everything else is 403;
 //! * optionally kube-controller-manager's bootstrap signer: after every change to a Secret in
 //!   `kube-system` or to cluster-info, [`clusterinfo::reconcile`] decides the signatures and the
 //!   double writes them (also every 10 seconds, so expired tokens lose theirs).
@@ -47,9 +61,13 @@
 //! ```
 
 mod auth;
+mod ca;
+mod csr;
 mod discovery;
 mod handler;
 mod ids;
+mod protobuf;
+mod review;
 mod selector;
 mod server;
 mod status;
@@ -57,6 +75,7 @@ mod store;
 mod table;
 mod tls;
 mod watch;
+mod x509;
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -103,6 +122,19 @@ pub enum Error {
     /// Building the rustls server configuration failed.
     #[error("loopback API server: building the TLS configuration failed")]
     TlsConfig(#[source] rustls::Error),
+    /// Building the client-certificate verifier failed.
+    #[error("loopback API server: building the client-certificate verifier failed")]
+    ClientVerifier(#[source] rustls::server::VerifierBuilderError),
+    /// A certificate's validity period cannot be represented (before 1970 or too far ahead).
+    #[error("loopback API server: the certificate validity period is out of range")]
+    Validity,
+    /// A client certificate was asked for with more subject organizations than the double can
+    /// encode.
+    #[error("loopback API server: a client certificate carries at most {max} organizations")]
+    TooManyOrganizations {
+        /// The most organizations a certificate can carry.
+        max: usize,
+    },
     /// No rustls crypto provider: enable the `ring` or `aws-lc-rs` feature.
     #[error("loopback API server: no rustls crypto provider (enable `ring` or `aws-lc-rs`)")]
     NoCryptoProvider,
@@ -234,7 +266,8 @@ impl Builder {
     /// cannot be set up, [`Error::Bind`] when the port is taken, [`Error::Random`],
     /// [`Error::ClusterInfo`] when the cluster-info kubeconfig cannot be built.
     pub async fn start(self) -> Result<LoopbackApiServer, Error> {
-        let pki = tls::generate()?;
+        let ca = ca::Ca::generate()?;
+        let tls_setup = tls::server_config(&ca)?;
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
         let listener = TcpListener::bind(addr)
             .await
@@ -259,9 +292,9 @@ impl Builder {
             )?;
         }
         if self.cluster_info {
-            let ca = clusterinfo::CaBundle::from_pem(pki.ca_pem.as_bytes())
-                .map_err(Error::ClusterInfo)?;
-            let kubeconfig = clusterinfo::ClusterInfo::new(&url, ca)
+            let bundle =
+                clusterinfo::CaBundle::from_pem(ca.pem().as_bytes()).map_err(Error::ClusterInfo)?;
+            let kubeconfig = clusterinfo::ClusterInfo::new(&url, bundle)
                 .map_err(Error::ClusterInfo)?
                 .to_kubeconfig_yaml();
             store.create(
@@ -282,11 +315,12 @@ impl Builder {
             requests: Mutex::new(VecDeque::new()),
             watchers: Arc::new(AtomicUsize::new(0)),
             address: local.to_string(),
+            ca,
         });
         let router = axum::Router::new()
             .fallback(handler::handle)
             .with_state(Arc::clone(&shared));
-        let mut tasks = vec![tokio::spawn(server::serve(listener, pki.config, router))];
+        let mut tasks = vec![tokio::spawn(server::serve(listener, tls_setup, router))];
         if self.bootstrap_signer {
             let shared = Arc::clone(&shared);
             tasks.push(tokio::spawn(async move {
@@ -298,12 +332,7 @@ impl Builder {
             }));
         }
         tracing::info!(%url, "loopback API server (a test double) started");
-        Ok(LoopbackApiServer {
-            shared,
-            url,
-            ca_pem: pki.ca_pem,
-            tasks,
-        })
+        Ok(LoopbackApiServer { shared, url, tasks })
     }
 }
 
@@ -312,7 +341,6 @@ impl Builder {
 pub struct LoopbackApiServer {
     shared: Arc<Shared>,
     url: String,
-    ca_pem: String,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -343,9 +371,9 @@ impl LoopbackApiServer {
         self.url.clone()
     }
 
-    /// The PEM of the CA that signed the serving certificate.
+    /// The PEM of the CA that signed the serving certificate (and verifies client certificates).
     pub fn ca_pem(&self) -> &str {
-        &self.ca_pem
+        self.shared.ca.pem()
     }
 
     /// The admin bearer token (user `loopback-admin`, group `system:masters`).
@@ -357,11 +385,57 @@ impl LoopbackApiServer {
     /// `certificate-authority-data`), user `loopback-admin` with the admin token, context
     /// `loopback`, current-context `loopback`. It holds the token: treat it as a secret.
     pub fn admin_kubeconfig_yaml(&self) -> String {
-        let ca = base64::engine::general_purpose::STANDARD.encode(self.ca_pem.as_bytes());
+        let ca = base64::engine::general_purpose::STANDARD.encode(self.ca_pem().as_bytes());
         format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: loopback\n  cluster:\n    server: {url}\n    certificate-authority-data: {ca}\nusers:\n- name: {ADMIN_USER}\n  user:\n    token: {token}\ncontexts:\n- name: loopback\n  context:\n    cluster: loopback\n    user: {ADMIN_USER}\ncurrent-context: loopback\npreferences: {{}}\n",
             url = self.url,
             token = self.admin_token(),
+        )
+    }
+
+    /// Issues a client certificate signed by the server's CA, which the server then
+    /// authenticates as kube-apiserver does: user `common_name`, groups `organizations` (and
+    /// `system:authenticated`). ECDSA P-256, key usage digitalSignature, extended key usage
+    /// clientAuth, valid for a year (from five minutes ago). Returns the certificate and its
+    /// private key (PKCS #8), as PEM; the key is a secret.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), k8s_bootstrap::loopback::Error> {
+    /// use k8s_bootstrap::loopback::LoopbackApiServer;
+    /// let server = LoopbackApiServer::builder().start().await?;
+    /// let (cert, key) = server.issue_client_certificate("system:node:worker-1", &["system:nodes"])?;
+    /// let kubeconfig = server.kubeconfig_with_client_certificate(&cert, &key);
+    /// # let _ = kubeconfig;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TooManyOrganizations`] for more than two organizations (a limit of the
+    /// certificate library), [`Error::Certificate`] or [`Error::NoCryptoProvider`] when the key
+    /// or certificate cannot be made, [`Error::Validity`] when the clock is out of range.
+    pub fn issue_client_certificate(
+        &self,
+        common_name: &str,
+        organizations: &[&str],
+    ) -> Result<(String, String), Error> {
+        self.shared
+            .ca
+            .issue_client(common_name, organizations, crate::clock::now())
+    }
+
+    /// A kubeconfig like [`Self::admin_kubeconfig_yaml`] whose user authenticates with the
+    /// client certificate `cert_pem` and its key `key_pem` (`client-certificate-data`,
+    /// `client-key-data`), for example from [`Self::issue_client_certificate`]. It holds the
+    /// key: treat it as a secret.
+    pub fn kubeconfig_with_client_certificate(&self, cert_pem: &str, key_pem: &str) -> String {
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: loopback\n  cluster:\n    server: {url}\n    certificate-authority-data: {ca}\nusers:\n- name: client-certificate\n  user:\n    client-certificate-data: {cert}\n    client-key-data: {key}\ncontexts:\n- name: loopback\n  context:\n    cluster: loopback\n    user: client-certificate\ncurrent-context: loopback\npreferences: {{}}\n",
+            url = self.url,
+            ca = b64(self.ca_pem()),
+            cert = b64(cert_pem),
+            key = b64(key_pem),
         )
     }
 
@@ -402,8 +476,9 @@ impl LoopbackApiServer {
         lock(&self.shared.requests).iter().cloned().collect()
     }
 
-    /// Test helper: the stored object `resource` (`secrets`, `configmaps`, `namespaces`)
-    /// `namespace/name` (namespace `""` for namespaces), as the API would return it.
+    /// Test helper: the stored object `resource` (`secrets`, `configmaps`, `namespaces`,
+    /// `services`, `leases`, `certificatesigningrequests`) `namespace/name` (namespace `""` for
+    /// cluster-scoped resources), as the API would return it.
     pub fn object(&self, namespace: &str, resource: &str, name: &str) -> Option<Value> {
         let resource = Resource::from_plural(resource)?;
         let namespace = if resource.namespaced() { namespace } else { "" };
@@ -413,7 +488,9 @@ impl LoopbackApiServer {
     }
 
     /// Test helper: create `object` server-side, bypassing authentication and authorization
-    /// (the signer still runs). Returns the stored object.
+    /// (the signer still runs). Returns the stored object. A CertificateSigningRequest keeps the
+    /// `spec.username`, `spec.groups`... it is given (no request names a requester here), is
+    /// validated, and its status is cleared, as on create.
     ///
     /// # Errors
     ///
@@ -424,13 +501,19 @@ impl LoopbackApiServer {
             return Err(status::ApiError::path_not_found().into());
         };
         let namespace = if resource.namespaced() { namespace } else { "" };
-        Ok(lock(&self.shared.store).create(
+        let created = lock(&self.shared.store).create(
             resource,
             namespace,
             object,
             false,
             crate::clock::now(),
-        )?)
+        )?;
+        if resource == Resource::CertificateSigningRequests
+            && let Some(name) = created.pointer("/metadata/name").and_then(Value::as_str)
+        {
+            self.shared.after_csr_change(name);
+        }
+        Ok(created)
     }
 
     /// Test helper: compacts the watch history, as etcd compaction does on a real cluster. Every

@@ -1,26 +1,57 @@
-//! Authentication (admin token, static tokens, bootstrap tokens, anonymous) and the double's
-//! tiny authorizer.
+//! Authentication (client certificates, admin token, static tokens, bootstrap tokens,
+//! anonymous) and the double's tiny authorizer.
 //!
-//! Authorization, documented: group `system:masters` may do everything; any authenticated user
-//! may read discovery (`/version`, `/api*`, `/apis*`, `/openapi*`, health checks); anyone,
-//! anonymous included, may `get` `kube-public/configmaps/cluster-info` (the RBAC kubeadm
-//! installs) and read `/version` and the health checks; everything else is forbidden.
+//! Authentication follows kube-apiserver's union authenticator, in its order: the x509 client
+//! certificate authenticator first, then the bearer-token authenticators, then anonymous. A
+//! request whose connection presented a verified client certificate with a subject common name
+//! is that certificate's user, whatever `Authorization` header it also carries (the token is not
+//! looked at); a certificate without a common name leaves the decision to the token; a
+//! certificate the x509 authenticator refuses (not signed by the CA, expired, without extended
+//! key usage clientAuth, several or empty UIDs) makes the request 401 unless a token
+//! authenticates it.
+//!
+//! Authorization, documented (the RBAC kubeadm installs, and the node authorizer):
+//!
+//! * group `system:masters` may do everything;
+//! * any authenticated user may read discovery (`/version`, `/api*`, `/apis*`, `/openapi*`,
+//!   health checks) and create `selfsubjectreviews` (`system:basic-user`);
+//! * anyone, anonymous included, may `get` `kube-public/configmaps/cluster-info` and read
+//!   `/version` and the health checks;
+//! * members of `system:bootstrappers` (every bootstrap token's user; kubeadm binds
+//!   `system:node-bootstrapper` to `system:bootstrappers:kubeadm:default-node-token`, the double
+//!   to the whole group) may create, get, list and watch `certificatesigningrequests`;
+//! * nodes (group `system:nodes` and a user name `system:node:<name>`, as the node authorizer
+//!   identifies them) may do the same, to renew their certificates;
+//! * the `approval` and `status` subresources are for `system:masters` only;
+//! * everything else is forbidden.
+
+use std::collections::BTreeMap;
 
 use axum::http::HeaderMap;
 use zeroize::Zeroizing;
 
 use super::store::Store;
+use super::x509::CertIdentity;
 
 /// The anonymous user.
 pub(crate) const ANONYMOUS: &str = "system:anonymous";
 /// The group everything may do.
 pub(crate) const MASTERS: &str = "system:masters";
 
-/// Who made a request.
-#[derive(Debug, Clone)]
+/// The group of bootstrap-token users.
+const BOOTSTRAPPERS: &str = "system:bootstrappers";
+/// The group of nodes.
+const NODES: &str = "system:nodes";
+/// The user-name prefix of nodes.
+const NODE_PREFIX: &str = "system:node:";
+
+/// Who made a request (kube-apiserver's `user.Info`).
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct User {
     pub(crate) name: String,
+    pub(crate) uid: Option<String>,
     pub(crate) groups: Vec<String>,
+    pub(crate) extra: BTreeMap<String, Vec<String>>,
     pub(crate) authenticated: bool,
 }
 
@@ -28,20 +59,49 @@ impl User {
     fn anonymous() -> User {
         User {
             name: ANONYMOUS.to_owned(),
+            uid: None,
             groups: vec!["system:unauthenticated".to_owned()],
+            extra: BTreeMap::new(),
             authenticated: false,
         }
     }
 
-    fn authenticated(name: String, mut groups: Vec<String>) -> User {
+    fn authenticated(name: String, groups: Vec<String>) -> User {
+        User::authenticated_with(name, None, groups, BTreeMap::new())
+    }
+
+    /// An authenticated user; `system:authenticated` is added to `groups` unless present (the
+    /// authenticated group adder).
+    pub(crate) fn authenticated_with(
+        name: String,
+        uid: Option<String>,
+        mut groups: Vec<String>,
+        extra: BTreeMap<String, Vec<String>>,
+    ) -> User {
         if !groups.iter().any(|g| g == "system:authenticated") {
             groups.push("system:authenticated".to_owned());
         }
         User {
             name,
+            uid,
             groups,
+            extra,
             authenticated: true,
         }
+    }
+
+    fn in_group(&self, group: &str) -> bool {
+        self.groups.iter().any(|g| g == group)
+    }
+
+    /// A node, as the node authorizer identifies one: group `system:nodes` and a user name
+    /// `system:node:<non-empty name>`.
+    fn is_node(&self) -> bool {
+        self.in_group(NODES)
+            && self
+                .name
+                .strip_prefix(NODE_PREFIX)
+                .is_some_and(|n| !n.is_empty())
     }
 }
 
@@ -70,15 +130,23 @@ pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Authenticate a request; `None` means 401.
+/// Authenticate a request whose connection presented `cert`; `None` means 401.
 pub(crate) fn authenticate(
     headers: &HeaderMap,
+    cert: &CertIdentity,
     admin: &str,
     statics: &[StaticToken],
     store: &Store,
 ) -> Option<User> {
+    // kube-apiserver's union: x509 first; a certificate error fails the request unless a later
+    // authenticator succeeds (no anonymous fallback after an error).
+    let fallback = match cert {
+        CertIdentity::User(user) => return Some(user.clone()),
+        CertIdentity::None => Some(User::anonymous()),
+        CertIdentity::Error => None,
+    };
     let Some(value) = headers.get(axum::http::header::AUTHORIZATION) else {
-        return Some(User::anonymous());
+        return fallback;
     };
     let Ok(value) = value.to_str() else {
         return None;
@@ -86,12 +154,12 @@ pub(crate) fn authenticate(
     let mut parts = value.trim().splitn(2, ' ');
     let scheme = parts.next().unwrap_or_default();
     if !scheme.eq_ignore_ascii_case("bearer") {
-        // Not a bearer token: the token authenticators pass, the request is anonymous.
-        return Some(User::anonymous());
+        // Not a bearer token: the token authenticators pass.
+        return fallback;
     }
     let token = parts.next().unwrap_or_default().trim();
     if token.is_empty() {
-        return Some(User::anonymous());
+        return fallback;
     }
     if ct_eq(token.as_bytes(), admin.as_bytes()) {
         return Some(User::authenticated(
@@ -125,7 +193,10 @@ pub(crate) fn authenticate(
 pub(crate) enum Attributes<'a> {
     Resource {
         verb: &'static str,
+        /// The API group (empty for the core group).
+        group: &'static str,
         resource: &'static str,
+        subresource: Option<&'a str>,
         namespace: &'a str,
         name: Option<&'a str>,
     },
@@ -168,7 +239,9 @@ pub(crate) fn authorize(user: &User, attrs: &Attributes<'_>) -> Result<(), Strin
         }
         Attributes::Resource {
             verb,
+            group,
             resource,
+            subresource,
             namespace,
             name,
         } => {
@@ -176,7 +249,21 @@ pub(crate) fn authorize(user: &User, attrs: &Attributes<'_>) -> Result<(), Strin
                 && *resource == "configmaps"
                 && *namespace == clusterinfo::CLUSTER_INFO_NAMESPACE
                 && *name == Some(clusterinfo::CLUSTER_INFO_NAME);
-            if cluster_info {
+            let self_review = *verb == "create"
+                && *group == "authentication.k8s.io"
+                && *resource == "selfsubjectreviews"
+                && user.authenticated;
+            let csr = *group == "certificates.k8s.io"
+                && *resource == "certificatesigningrequests"
+                && subresource.is_none()
+                && matches!(*verb, "create" | "get" | "list" | "watch")
+                && (user.is_node()
+                    || user.groups.iter().any(|g| {
+                        g == BOOTSTRAPPERS
+                            || g.strip_prefix(BOOTSTRAPPERS)
+                                .is_some_and(|rest| rest.starts_with(':'))
+                    }));
+            if cluster_info || self_review || csr {
                 return Ok(());
             }
             let scope = if namespace.is_empty() {
@@ -184,8 +271,12 @@ pub(crate) fn authorize(user: &User, attrs: &Attributes<'_>) -> Result<(), Strin
             } else {
                 format!("in the namespace {namespace:?}")
             };
+            let resource = match subresource {
+                Some(sub) => format!("{resource}/{sub}"),
+                None => (*resource).to_owned(),
+            };
             Err(format!(
-                "User {:?} cannot {verb} resource {resource:?} in API group \"\" {scope}",
+                "User {:?} cannot {verb} resource {resource:?} in API group {group:?} {scope}",
                 user.name
             ))
         }

@@ -1,4 +1,5 @@
-//! Discovery documents: `/version`, `/api`, `/api/v1`, `/apis`.
+//! Discovery documents: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/<group>/<version>`, and
+//! the OpenAPI v3 documents kubectl reads.
 
 use serde_json::{Value, json};
 
@@ -31,17 +32,72 @@ pub(crate) fn api_versions(address: &str) -> Value {
     })
 }
 
-/// `/apis`: the one API group the double serves, `coordination.k8s.io` (Leases).
+/// `/apis`: the API groups the double serves, `authentication.k8s.io` (SelfSubjectReviews),
+/// `certificates.k8s.io` (CertificateSigningRequests) and `coordination.k8s.io` (Leases), in
+/// kube-apiserver's order.
 pub(crate) fn api_groups() -> Value {
-    let version = json!({"groupVersion": "coordination.k8s.io/v1", "version": "v1"});
+    let groups: Vec<Value> = [
+        "authentication.k8s.io",
+        "certificates.k8s.io",
+        "coordination.k8s.io",
+    ]
+    .iter()
+    .map(|group| {
+        let version = json!({"groupVersion": format!("{group}/v1"), "version": "v1"});
+        json!({"name": group, "versions": [version], "preferredVersion": version})
+    })
+    .collect();
     json!({
         "kind": "APIGroupList",
         "apiVersion": "v1",
-        "groups": [{
-            "name": "coordination.k8s.io",
-            "versions": [version],
-            "preferredVersion": version,
+        "groups": groups,
+    })
+}
+
+/// `/apis/authentication.k8s.io/v1`.
+pub(crate) fn authentication_v1() -> Value {
+    json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": "authentication.k8s.io/v1",
+        "resources": [{
+            "name": "selfsubjectreviews",
+            "singularName": "selfsubjectreview",
+            "namespaced": false,
+            "kind": "SelfSubjectReview",
+            "verbs": ["create"],
         }],
+    })
+}
+
+/// `/apis/certificates.k8s.io/v1`: CertificateSigningRequests and their `approval` and `status`
+/// subresources.
+pub(crate) fn certificates_v1() -> Value {
+    let sub = |name: &str| {
+        json!({
+            "name": format!("certificatesigningrequests/{name}"),
+            "singularName": "",
+            "namespaced": false,
+            "kind": "CertificateSigningRequest",
+            "verbs": ["get", "patch", "update"],
+        })
+    };
+    json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": "certificates.k8s.io/v1",
+        "resources": [
+            {
+                "name": "certificatesigningrequests",
+                "singularName": "certificatesigningrequest",
+                "namespaced": false,
+                "kind": "CertificateSigningRequest",
+                "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+                "shortNames": ["csr"],
+            },
+            sub("approval"),
+            sub("status"),
+        ],
     })
 }
 
@@ -105,14 +161,17 @@ pub(crate) fn core_v1() -> Value {
     })
 }
 
-/// The hash the OpenAPI v3 root names for `api/v1` (the document never changes).
-const OPENAPI_V1_HASH: &str = "loopback0000000000000000000000000000000000000000000000000000000000";
+/// The hash the OpenAPI v3 root names for each group-version (the documents never change).
+const OPENAPI_HASH: &str = "loopback0000000000000000000000000000000000000000000000000000000000";
 
-/// `/openapi/v3`: the root naming the one group-version document.
+/// `/openapi/v3`: the root naming the group-version documents.
 pub(crate) fn openapi_v3_root() -> Value {
+    let url =
+        |gv: &str| json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash={OPENAPI_HASH}")});
     json!({
         "paths": {
-            "api/v1": {"serverRelativeURL": format!("/openapi/v3/api/v1?hash={OPENAPI_V1_HASH}")},
+            "api/v1": url("api/v1"),
+            "apis/certificates.k8s.io/v1": url("apis/certificates.k8s.io/v1"),
         },
     })
 }
@@ -121,24 +180,51 @@ pub(crate) fn openapi_v3_root() -> Value {
 /// server validates fields itself (`fieldValidation` on each kind's PATCH), so it sends
 /// `fieldValidation=Strict` instead of validating against a schema it would download.
 pub(crate) fn openapi_v3_core() -> Value {
+    openapi_v3_document(&[
+        (
+            "/api/v1/namespaces/{namespace}/configmaps/{name}",
+            "patchCoreV1NamespacedConfigMap",
+            "",
+            "ConfigMap",
+        ),
+        (
+            "/api/v1/namespaces/{namespace}/secrets/{name}",
+            "patchCoreV1NamespacedSecret",
+            "",
+            "Secret",
+        ),
+        (
+            "/api/v1/namespaces/{name}",
+            "patchCoreV1Namespace",
+            "",
+            "Namespace",
+        ),
+    ])
+}
+
+/// `/openapi/v3/apis/certificates.k8s.io/v1`, as [`openapi_v3_core`] for
+/// CertificateSigningRequests.
+pub(crate) fn openapi_v3_certificates() -> Value {
+    openapi_v3_document(&[(
+        "/apis/certificates.k8s.io/v1/certificatesigningrequests/{name}",
+        "patchCertificatesV1CertificateSigningRequest",
+        "certificates.k8s.io",
+        "CertificateSigningRequest",
+    )])
+}
+
+/// A document with a PATCH operation (and its `fieldValidation` parameter) per
+/// `(path, operationId, group, kind)`.
+fn openapi_v3_document(operations: &[(&str, &str, &str, &str)]) -> Value {
     let mut paths = serde_json::Map::new();
-    for (plural, kind, namespaced) in [
-        ("configmaps", "ConfigMap", true),
-        ("secrets", "Secret", true),
-        ("namespaces", "Namespace", false),
-    ] {
-        let path = if namespaced {
-            format!("/api/v1/namespaces/{{namespace}}/{plural}/{{name}}")
-        } else {
-            format!("/api/v1/{plural}/{{name}}")
-        };
+    for (path, operation, group, kind) in operations {
         paths.insert(
-            path,
+            (*path).to_owned(),
             json!({
                 "patch": {
-                    "operationId": format!("patchCoreV1{kind}"),
+                    "operationId": operation,
                     "x-kubernetes-action": "patch",
-                    "x-kubernetes-group-version-kind": {"group": "", "version": "v1", "kind": kind},
+                    "x-kubernetes-group-version-kind": {"group": group, "version": "v1", "kind": kind},
                     "parameters": [
                         {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
                         {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}},

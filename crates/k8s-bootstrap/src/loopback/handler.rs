@@ -12,12 +12,17 @@ use zeroize::Zeroizing;
 
 use super::RecordedRequest;
 use super::auth::{self, Attributes, StaticToken, User};
+use super::ca::Ca;
+use super::csr;
 use super::discovery;
+use super::protobuf;
+use super::review;
 use super::selector::Selector;
 use super::status::{ApiError, json_response};
-use super::store::{Preconditions, Resource, Store};
+use super::store::{Preconditions, Resource, Store, Subresource};
 use super::table;
 use super::watch::{self, WatchParams};
+use super::x509::CertIdentity;
 
 /// Largest request body accepted (kube-apiserver's limit).
 pub(crate) const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -35,6 +40,8 @@ pub(crate) struct Shared {
     pub(crate) watchers: Arc<AtomicUsize>,
     /// `127.0.0.1:<port>`.
     pub(crate) address: String,
+    /// The CA: it verifies client certificates and signs the certificates the double issues.
+    pub(crate) ca: Ca,
 }
 
 /// Lock, ignoring poisoning (every critical section leaves the data consistent).
@@ -69,10 +76,13 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
 /// Where a path leads.
 enum Route<'a> {
     NonResource,
+    /// `POST /apis/authentication.k8s.io/v1/selfsubjectreviews` (nothing is stored).
+    SelfSubjectReview,
     Resource {
         resource: Resource,
         namespace: &'a str,
         name: Option<&'a str>,
+        subresource: Option<Subresource>,
     },
 }
 
@@ -90,13 +100,18 @@ fn route(path: &str) -> Route<'_> {
         }
         _ => return Route::NonResource,
     };
+    if group_version == "authentication.k8s.io/v1" && rest == ["selfsubjectreviews"] {
+        return Route::SelfSubjectReview;
+    }
     let res = |s: &str| Resource::in_group(&group_version, s);
+    let cluster = |s: &str| res(s).filter(|r| !r.namespaced());
     match rest {
         [r] => match res(r) {
             Some(resource) => Route::Resource {
                 resource,
                 namespace: "",
                 name: None,
+                subresource: None,
             },
             None => Route::NonResource,
         },
@@ -104,12 +119,14 @@ fn route(path: &str) -> Route<'_> {
             resource: Resource::Namespaces,
             namespace: "",
             name: Some(ns),
+            subresource: None,
         },
         ["namespaces", ns, r] if !ns.is_empty() => match res(r) {
             Some(resource) if resource.namespaced() => Route::Resource {
                 resource,
                 namespace: ns,
                 name: None,
+                subresource: None,
             },
             _ => Route::NonResource,
         },
@@ -118,9 +135,30 @@ fn route(path: &str) -> Route<'_> {
                 resource,
                 namespace: ns,
                 name: Some(name),
+                subresource: None,
             },
             _ => Route::NonResource,
         },
+        [r, name] if !name.is_empty() => match cluster(r) {
+            Some(resource) => Route::Resource {
+                resource,
+                namespace: "",
+                name: Some(name),
+                subresource: None,
+            },
+            None => Route::NonResource,
+        },
+        [r, name, sub] if !name.is_empty() => {
+            match cluster(r).and_then(|resource| Some((resource, resource.subresource(sub)?))) {
+                Some((resource, sub)) => Route::Resource {
+                    resource,
+                    namespace: "",
+                    name: Some(name),
+                    subresource: Some(sub),
+                },
+                None => Route::NonResource,
+            }
+        }
         _ => Route::NonResource,
     }
 }
@@ -144,9 +182,15 @@ impl Params {
 
 async fn process(shared: &Arc<Shared>, req: Request) -> (Option<String>, Response) {
     let user = {
+        // The connection's client certificate, as the accept loop attached it.
+        let cert = req
+            .extensions()
+            .get::<CertIdentity>()
+            .cloned()
+            .unwrap_or(CertIdentity::None);
         let store = lock(&shared.store);
         let statics = lock(&shared.statics);
-        auth::authenticate(req.headers(), &shared.admin_token, &statics, &store)
+        auth::authenticate(req.headers(), &cert, &shared.admin_token, &statics, &store)
     };
     let Some(user) = user else {
         return (None, ApiError::unauthorized().into_response());
@@ -181,47 +225,71 @@ async fn dispatch(shared: &Arc<Shared>, user: &User, req: Request) -> Result<Res
             }
             non_resource(shared, &path)
         }
+        Route::SelfSubjectReview => {
+            if method != Method::POST {
+                return Err(ApiError::method_not_allowed());
+            }
+            auth::authorize(
+                user,
+                &Attributes::Resource {
+                    verb: "create",
+                    group: "authentication.k8s.io",
+                    resource: "selfsubjectreviews",
+                    subresource: None,
+                    namespace: "",
+                    name: None,
+                },
+            )
+            .map_err(|s| {
+                ApiError::forbidden("selfsubjectreviews.authentication.k8s.io", None, &s)
+            })?;
+            let content_type = header_str(&req, header::CONTENT_TYPE);
+            let body = axum::body::to_bytes(req.into_body(), MAX_BODY)
+                .await
+                .map_err(|_| ApiError::too_large(MAX_BODY))?;
+            let body = parse_body(
+                &content_type,
+                &body,
+                "authentication.k8s.io/v1",
+                "SelfSubjectReview",
+            )?;
+            let review = review::create(&body, user, crate::clock::now())?;
+            Ok(json_response(StatusCode::CREATED, &review))
+        }
         Route::Resource {
             resource,
             namespace,
             name,
+            subresource,
         } => {
             let watching = params.flag("watch");
-            let verb = match (&method, name) {
-                (&Method::GET, Some(_)) => "get",
-                (&Method::GET, None) if watching => "watch",
-                (&Method::GET, None) => "list",
-                (&Method::POST, None) => "create",
-                (&Method::PUT, Some(_)) => "update",
-                (&Method::PATCH, Some(_)) => "patch",
-                (&Method::DELETE, Some(_)) => "delete",
-                (&Method::DELETE, None) => "deletecollection",
+            let verb = match (&method, name, subresource) {
+                (&Method::GET, Some(_), _) => "get",
+                (&Method::GET, None, _) if watching => "watch",
+                (&Method::GET, None, _) => "list",
+                (&Method::POST, None, _) => "create",
+                (&Method::PUT, Some(_), _) => "update",
+                (&Method::PATCH, Some(_), _) => "patch",
+                (&Method::DELETE, Some(_), None) => "delete",
+                (&Method::DELETE, None, _) => "deletecollection",
                 _ => return Err(ApiError::method_not_allowed()),
             };
             auth::authorize(
                 user,
                 &Attributes::Resource {
                     verb,
+                    group: resource.group(),
                     resource: resource.plural(),
+                    subresource: subresource.map(Subresource::as_str),
                     namespace,
                     name,
                 },
             )
-            .map_err(|s| ApiError::forbidden(resource.plural(), name, &s))?;
+            .map_err(|s| ApiError::forbidden(resource.qualified(), name, &s))?;
             let namespace = namespace.to_owned();
             let name = name.map(str::to_owned);
-            let accept = req
-                .headers()
-                .get(header::ACCEPT)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default()
-                .to_owned();
-            let content_type = req
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default()
-                .to_owned();
+            let accept = header_str(&req, header::ACCEPT);
+            let content_type = header_str(&req, header::CONTENT_TYPE);
             let body = match method {
                 Method::POST | Method::PUT | Method::PATCH | Method::DELETE => {
                     axum::body::to_bytes(req.into_body(), MAX_BODY)
@@ -232,9 +300,11 @@ async fn dispatch(shared: &Arc<Shared>, user: &User, req: Request) -> Result<Res
             };
             let call = Call {
                 shared,
+                user,
                 resource,
                 namespace,
                 name,
+                subresource,
                 params,
                 accept,
             };
@@ -252,8 +322,15 @@ fn non_resource(shared: &Shared, path: &str) -> Result<Response, ApiError> {
         "/apis/coordination.k8s.io/v1" | "/apis/coordination.k8s.io/v1/" => {
             discovery::coordination_v1()
         }
+        "/apis/authentication.k8s.io/v1" | "/apis/authentication.k8s.io/v1/" => {
+            discovery::authentication_v1()
+        }
+        "/apis/certificates.k8s.io/v1" | "/apis/certificates.k8s.io/v1/" => {
+            discovery::certificates_v1()
+        }
         "/openapi/v3" | "/openapi/v3/" => discovery::openapi_v3_root(),
         "/openapi/v3/api/v1" => discovery::openapi_v3_core(),
+        "/openapi/v3/apis/certificates.k8s.io/v1" => discovery::openapi_v3_certificates(),
         "/healthz" | "/livez" | "/readyz" => {
             return Ok((
                 StatusCode::OK,
@@ -270,9 +347,11 @@ fn non_resource(shared: &Shared, path: &str) -> Result<Response, ApiError> {
 /// One resource request.
 struct Call<'a> {
     shared: &'a Arc<Shared>,
+    user: &'a User,
     resource: Resource,
     namespace: String,
     name: Option<String>,
+    subresource: Option<Subresource>,
     params: Params,
     accept: String,
 }
@@ -289,7 +368,7 @@ impl Call<'_> {
                 let object = store
                     .get(resource, namespace, name)
                     .cloned()
-                    .ok_or_else(|| ApiError::not_found(resource.plural(), name))?;
+                    .ok_or_else(|| ApiError::not_found(resource.qualified(), name))?;
                 drop(store);
                 if table::wants_table(&self.accept) {
                     return Ok(json_response(
@@ -311,27 +390,37 @@ impl Call<'_> {
                 watch::start(self.shared, resource, ns, selector, &params)
             }
             "create" => {
-                let object = parse_json(body)?;
+                let mut object = self.parse_body(content_type, body)?;
+                if resource == Resource::CertificateSigningRequests {
+                    csr::set_requester(&mut object, self.user)?;
+                }
                 let namespace = if resource.namespaced() { namespace } else { "" };
                 let created =
                     lock(&self.shared.store).create(resource, namespace, object, dry_run, now)?;
+                self.changed(&created, dry_run);
                 Ok(json_response(StatusCode::CREATED, &created))
             }
             "update" => {
-                let object = parse_json(body)?;
-                let updated = lock(&self.shared.store)
-                    .update(resource, namespace, name, object, dry_run, now)?;
+                let object = self.parse_body(content_type, body)?;
+                let updated = lock(&self.shared.store).update_part(
+                    resource,
+                    namespace,
+                    name,
+                    self.subresource,
+                    object,
+                    dry_run,
+                    now,
+                )?;
+                self.changed(&updated, dry_run);
                 Ok(json_response(StatusCode::OK, &updated))
             }
             "patch" => {
-                let media = content_type
-                    .split(';')
-                    .next()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_ascii_lowercase();
+                let media = media_type(content_type);
                 let manager = self.params.get("fieldManager").filter(|m| !m.is_empty());
                 if media == "application/apply-patch+yaml" {
+                    if self.subresource.is_some() {
+                        return Err(ApiError::unsupported_media_type(&media));
+                    }
                     let Some(manager) = manager else {
                         return Err(ApiError::invalid(
                             "PatchOptions",
@@ -342,11 +431,21 @@ impl Call<'_> {
                         ));
                     };
                     // Clients send JSON, which YAML includes; YAML proper is not accepted.
-                    let applied = parse_json(body)?;
+                    let mut applied = parse_json(body)?;
                     let force = self.params.flag("force");
-                    let applied_object = lock(&self.shared.store).apply(
+                    let mut store = lock(&self.shared.store);
+                    // An apply that creates a CertificateSigningRequest names its requester,
+                    // as a create does.
+                    if resource == Resource::CertificateSigningRequests
+                        && store.get(resource, namespace, name).is_none()
+                    {
+                        csr::set_requester(&mut applied, self.user)?;
+                    }
+                    let applied_object = store.apply(
                         resource, namespace, name, &applied, manager, force, dry_run, now,
                     )?;
+                    drop(store);
+                    self.changed(&applied_object, dry_run);
                     return Ok(json_response(StatusCode::OK, &applied_object));
                 }
                 if media != "application/merge-patch+json"
@@ -358,11 +457,21 @@ impl Call<'_> {
                 }
                 let patch = parse_json(body)?;
                 let mut store = lock(&self.shared.store);
-                let patched = store.patch(resource, namespace, name, &patch, dry_run, now)?;
+                let patched = store.patch_part(
+                    resource,
+                    namespace,
+                    name,
+                    self.subresource,
+                    &patch,
+                    dry_run,
+                    now,
+                )?;
                 if let (Some(manager), false) = (manager, dry_run) {
                     let key = (resource, namespace.to_owned(), name.to_owned());
                     store.take_ownership(&key, &patch, manager);
                 }
+                drop(store);
+                self.changed(&patched, dry_run);
                 Ok(json_response(StatusCode::OK, &patched))
             }
             "delete" => {
@@ -375,6 +484,26 @@ impl Call<'_> {
                 Ok(json_response(StatusCode::OK, &status))
             }
             _ => Err(ApiError::method_not_allowed()),
+        }
+    }
+
+    /// A create or update body: JSON, or protobuf for the kinds the double reads that way.
+    fn parse_body(&self, content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
+        parse_body(
+            content_type,
+            body,
+            self.resource.group_version(),
+            self.resource.kind(),
+        )
+    }
+
+    /// After a write: the CertificateSigningRequest hook (the approver and signer).
+    fn changed(&self, object: &Value, dry_run: bool) {
+        if self.resource != Resource::CertificateSigningRequests || dry_run {
+            return;
+        }
+        if let Some(name) = object.pointer("/metadata/name").and_then(Value::as_str) {
+            self.shared.after_csr_change(name);
         }
     }
 
@@ -420,6 +549,43 @@ impl Call<'_> {
             }),
         ))
     }
+}
+
+/// A request header as text (empty when absent or not text).
+fn header_str(req: &Request, name: header::HeaderName) -> String {
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The media type of a `Content-Type`, lowercase, without parameters.
+fn media_type(content_type: &str) -> String {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// A body of `kind` as JSON: JSON as sent, or Kubernetes protobuf (Go's typed clients) for the
+/// kinds the double reads that way; protobuf for other kinds is 415.
+fn parse_body(
+    content_type: &str,
+    body: &[u8],
+    api_version: &str,
+    kind: &str,
+) -> Result<Value, ApiError> {
+    let media = media_type(content_type);
+    if media == protobuf::MEDIA_TYPE {
+        if protobuf::decodes(kind) {
+            return protobuf::decode(body, api_version, kind);
+        }
+        return Err(ApiError::unsupported_media_type(&media));
+    }
+    parse_json(body)
 }
 
 fn parse_json(body: &[u8]) -> Result<Value, ApiError> {

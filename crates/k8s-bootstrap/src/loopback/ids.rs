@@ -69,6 +69,51 @@ pub(crate) fn timestamp(now: SystemTime) -> String {
         .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_owned())
 }
 
+/// apimachinery's `duration.HumanDuration` of `seconds`: two or three significant figures
+/// (`90s`, `9m30s`, `2h5m`, `3d4h`, `1y100d`), as kubectl tables show durations.
+pub(crate) fn human_duration(seconds: i64) -> String {
+    const MINUTE: i64 = 60;
+    const HOUR: i64 = 60 * MINUTE;
+    const DAY: i64 = 24 * HOUR;
+    const YEAR: i64 = 365 * DAY;
+    let (s, m, h, d) = (seconds, seconds / MINUTE, seconds / HOUR, seconds / DAY);
+    if s < -1 {
+        "<invalid>".to_owned()
+    } else if s < 0 {
+        "0s".to_owned()
+    } else if s < 2 * MINUTE {
+        format!("{s}s")
+    } else if m < 10 {
+        match s % MINUTE {
+            0 => format!("{m}m"),
+            rest => format!("{m}m{rest}s"),
+        }
+    } else if m < 3 * 60 {
+        format!("{m}m")
+    } else if h < 8 {
+        match m % 60 {
+            0 => format!("{h}h"),
+            rest => format!("{h}h{rest}m"),
+        }
+    } else if h < 48 {
+        format!("{h}h")
+    } else if h < 24 * 8 {
+        match h % 24 {
+            0 => format!("{d}d"),
+            rest => format!("{d}d{rest}h"),
+        }
+    } else if h < 24 * 365 * 2 {
+        format!("{d}d")
+    } else if h < 24 * 365 * 8 {
+        match d % 365 {
+            0 => format!("{}y", s / YEAR),
+            rest => format!("{}y{rest}d", s / YEAR),
+        }
+    } else {
+        format!("{}y", s / YEAR)
+    }
+}
+
 /// Whole seconds between a `metav1.Time` string and `now`, for table ages.
 pub(crate) fn age(created: &str, now: SystemTime) -> Option<i64> {
     let t: k8s_openapi::jiff::Timestamp = created.parse().ok()?;

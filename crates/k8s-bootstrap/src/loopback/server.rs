@@ -1,17 +1,22 @@
 //! The TLS accept loop: tokio-rustls per connection, then hyper-util's auto connection builder
-//! over the axum router.
+//! over the axum router, with the connection's client-certificate identity attached to every
+//! request it carries (an axum `Extension`, read by authentication).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use axum::Router;
+use axum::{Extension, Router};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
+use rustls::pki_types::{CertificateDer, UnixTime};
+use rustls::server::danger::ClientCertVerifier;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
+
+use super::x509::CertIdentity;
 
 /// Most connections served at once.
 const MAX_CONNECTIONS: usize = 512;
@@ -24,12 +29,9 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
 /// Accept connections until the task is aborted; aborting drops the set of connection tasks,
 /// which aborts them too.
-pub(crate) async fn serve(
-    listener: TcpListener,
-    config: Arc<rustls::ServerConfig>,
-    router: Router,
-) {
-    let acceptor = TlsAcceptor::from(config);
+pub(crate) async fn serve(listener: TcpListener, tls: super::tls::Tls, router: Router) {
+    let acceptor = TlsAcceptor::from(tls.config);
+    let verifier = tls.client_verifier;
     let limit = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut connections = JoinSet::new();
     loop {
@@ -45,6 +47,7 @@ pub(crate) async fn serve(
                 };
                 let acceptor = acceptor.clone();
                 let router = router.clone();
+                let verifier = Arc::clone(&verifier);
                 connections.spawn(async move {
                     let _permit = permit;
                     let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await else {
@@ -55,7 +58,11 @@ pub(crate) async fn serve(
                         .http1()
                         .timer(TokioTimer::new())
                         .header_read_timeout(HEADER_READ_TIMEOUT);
-                    let service = TowerToHyperService::new(router);
+                    let identity = match tls.get_ref().1.peer_certificates() {
+                        Some(chain) => client_identity(verifier.as_ref(), chain),
+                        None => CertIdentity::None,
+                    };
+                    let service = TowerToHyperService::new(router.layer(Extension(identity)));
                     if let Err(e) = builder
                         .serve_connection_with_upgrades(TokioIo::new(tls), service)
                         .await
@@ -65,6 +72,29 @@ pub(crate) async fn serve(
                 });
             }
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+/// The x509 authenticator's verdict on the certificate chain a client presented (the handshake
+/// accepted it unverified): verified against the CA with extended key usage clientAuth, the
+/// end-entity certificate names the user; otherwise it is an authentication error.
+fn client_identity(
+    verifier: &dyn ClientCertVerifier,
+    chain: &[CertificateDer<'_>],
+) -> CertIdentity {
+    let Some((end_entity, intermediates)) = chain.split_first() else {
+        return CertIdentity::None;
+    };
+    let since_epoch = crate::clock::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    let now = UnixTime::since_unix_epoch(since_epoch);
+    match verifier.verify_client_cert(end_entity, intermediates, now) {
+        Ok(_) => CertIdentity::from_der(end_entity),
+        Err(e) => {
+            tracing::debug!(error = %e, "loopback API server (test double): client certificate refused");
+            CertIdentity::Error
         }
     }
 }

@@ -23,33 +23,35 @@ impl ApiError {
         }
     }
 
-    /// `secrets "x" not found`.
+    /// `secrets "x" not found`. `resource` is the qualified resource, `plural[.group]`
+    /// (`certificatesigningrequests.certificates.k8s.io`), as kube-apiserver names it.
     pub(crate) fn not_found(resource: &str, name: &str) -> ApiError {
         ApiError::new(
             404,
             "NotFound",
             format!("{resource} {name:?} not found"),
-            Some(json!({"name": name, "kind": resource})),
+            Some(details(resource, Some(name))),
         )
     }
 
-    /// `secrets "x" already exists`.
+    /// `secrets "x" already exists` (`resource` as in [`ApiError::not_found`]).
     pub(crate) fn already_exists(resource: &str, name: &str) -> ApiError {
         ApiError::new(
             409,
             "AlreadyExists",
             format!("{resource} {name:?} already exists"),
-            Some(json!({"name": name, "kind": resource})),
+            Some(details(resource, Some(name))),
         )
     }
 
-    /// `Operation cannot be fulfilled on secrets "x": <why>`.
+    /// `Operation cannot be fulfilled on secrets "x": <why>` (`resource` as in
+    /// [`ApiError::not_found`]).
     pub(crate) fn conflict(resource: &str, name: &str, why: &str) -> ApiError {
         ApiError::new(
             409,
             "Conflict",
             format!("Operation cannot be fulfilled on {resource} {name:?}: {why}"),
-            Some(json!({"name": name, "kind": resource})),
+            Some(details(resource, Some(name))),
         )
     }
 
@@ -125,17 +127,59 @@ impl ApiError {
         )
     }
 
-    /// 403 Forbidden, with the authorizer's sentence.
+    /// 422 Invalid with every field error, as kube-apiserver's `NewInvalid` words it:
+    /// `CertificateSigningRequest.certificates.k8s.io "x" is invalid: [<error>, <error>]` (no
+    /// brackets for one error). `group` is empty for the core group.
+    pub(crate) fn invalid_fields(
+        kind: &str,
+        group: &str,
+        name: &str,
+        errors: &[FieldError],
+    ) -> ApiError {
+        let qualified = if group.is_empty() {
+            kind.to_owned()
+        } else {
+            format!("{kind}.{group}")
+        };
+        let mut shown: Vec<String> = Vec::new();
+        for e in errors {
+            let line = e.to_string();
+            if !shown.contains(&line) {
+                shown.push(line);
+            }
+        }
+        let all = match shown.as_slice() {
+            [one] => one.clone(),
+            _ => format!("[{}]", shown.join(", ")),
+        };
+        let causes: Vec<Value> = errors
+            .iter()
+            .map(|e| json!({"reason": e.reason, "message": e.body, "field": e.field}))
+            .collect();
+        let mut details = json!({"name": name, "kind": kind, "causes": causes});
+        if let (false, Some(map)) = (group.is_empty(), details.as_object_mut()) {
+            map.insert("group".to_owned(), Value::String(group.to_owned()));
+        }
+        ApiError::new(
+            422,
+            "Invalid",
+            format!("{qualified} {name:?} is invalid: {all}"),
+            Some(details),
+        )
+    }
+
+    /// 403 Forbidden, with the authorizer's sentence (`resource` as in [`ApiError::not_found`],
+    /// empty for a non-resource path).
     pub(crate) fn forbidden(resource: &str, name: Option<&str>, sentence: &str) -> ApiError {
         let message = match (resource.is_empty(), name) {
             (true, None) => format!("forbidden: {sentence}"),
             (_, Some(name)) => format!("{resource} {name:?} is forbidden: {sentence}"),
             (false, None) => format!("{resource} is forbidden: {sentence}"),
         };
-        let details = match name {
-            Some(name) => json!({"name": name, "kind": resource}),
-            None if resource.is_empty() => json!({}),
-            None => json!({"kind": resource}),
+        let details = if resource.is_empty() && name.is_none() {
+            json!({})
+        } else {
+            details(resource, name)
         };
         ApiError::new(403, "Forbidden", message, Some(details))
     }
@@ -229,6 +273,102 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         json_response(code, &self.to_status())
+    }
+}
+
+/// `StatusDetails` for a qualified resource `plural[.group]`: `kind` is the plural, `group`
+/// the group (omitted for the core group), as kube-apiserver fills them.
+fn details(resource: &str, name: Option<&str>) -> Value {
+    let (plural, group) = resource.split_once('.').unwrap_or((resource, ""));
+    let mut details = json!({"kind": plural});
+    if let Some(map) = details.as_object_mut() {
+        if let Some(name) = name {
+            map.insert("name".to_owned(), Value::String(name.to_owned()));
+        }
+        if !group.is_empty() {
+            map.insert("group".to_owned(), Value::String(group.to_owned()));
+        }
+    }
+    details
+}
+
+/// One field validation error, as apimachinery's `field.Error` renders it:
+/// `<field>: <body>`, the body being `Required value`, `Invalid value: <value>: <detail>`...
+#[derive(Debug, Clone)]
+pub(crate) struct FieldError {
+    field: String,
+    reason: &'static str,
+    body: String,
+}
+
+impl FieldError {
+    /// `Required value`.
+    pub(crate) fn required(field: impl Into<String>) -> FieldError {
+        FieldError {
+            field: field.into(),
+            reason: "FieldValueRequired",
+            body: "Required value".to_owned(),
+        }
+    }
+
+    /// `Invalid value: <value>: <detail>`; `value` is already rendered as Go renders it
+    /// (`"text"` quoted, numbers bare).
+    pub(crate) fn invalid(field: impl Into<String>, value: &str, detail: &str) -> FieldError {
+        FieldError {
+            field: field.into(),
+            reason: "FieldValueInvalid",
+            body: format!("Invalid value: {value}: {detail}"),
+        }
+    }
+
+    /// `Forbidden: <detail>`.
+    pub(crate) fn forbidden(field: impl Into<String>, detail: &str) -> FieldError {
+        FieldError {
+            field: field.into(),
+            reason: "FieldValueForbidden",
+            body: format!("Forbidden: {detail}"),
+        }
+    }
+
+    /// `Unsupported value: "<value>": supported values: "a", "b"`.
+    pub(crate) fn not_supported(
+        field: impl Into<String>,
+        value: &str,
+        supported: &[&str],
+    ) -> FieldError {
+        let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        FieldError {
+            field: field.into(),
+            reason: "FieldValueNotSupported",
+            body: format!(
+                "Unsupported value: {value:?}: supported values: {}",
+                list.join(", ")
+            ),
+        }
+    }
+
+    /// `Duplicate value: "<value>"`.
+    pub(crate) fn duplicate(field: impl Into<String>, value: &str) -> FieldError {
+        FieldError {
+            field: field.into(),
+            reason: "FieldValueDuplicate",
+            body: format!("Duplicate value: {value:?}"),
+        }
+    }
+
+    /// `Too long: may not be more than <max> bytes`.
+    pub(crate) fn too_long(field: impl Into<String>, max: usize) -> FieldError {
+        FieldError {
+            field: field.into(),
+            reason: "FieldValueTooLong",
+            body: format!("Too long: may not be more than {max} bytes"),
+        }
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.body)
     }
 }
 

@@ -10,6 +10,7 @@ use bootstrap_token::SecretObject;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
+use super::csr;
 use super::ids;
 use super::status::ApiError;
 
@@ -24,7 +25,8 @@ pub(crate) const EVENT_HISTORY: usize = 1_000;
 /// Capacity of the live event channel; a watcher that falls this far behind is ended.
 const CHANNEL_CAPACITY: usize = 1_024;
 
-/// The resources the double serves (core/v1, and `coordination.k8s.io/v1` Leases).
+/// The resources the double stores (core/v1, `coordination.k8s.io/v1` Leases and
+/// `certificates.k8s.io/v1` CertificateSigningRequests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum Resource {
     Namespaces,
@@ -32,6 +34,7 @@ pub(crate) enum Resource {
     ConfigMaps,
     Services,
     Leases,
+    CertificateSigningRequests,
 }
 
 impl Resource {
@@ -42,6 +45,7 @@ impl Resource {
             "configmaps" => Some(Resource::ConfigMaps),
             "services" => Some(Resource::Services),
             "leases" => Some(Resource::Leases),
+            "certificatesigningrequests" => Some(Resource::CertificateSigningRequests),
             _ => None,
         }
     }
@@ -55,7 +59,42 @@ impl Resource {
     pub(crate) fn group_version(self) -> &'static str {
         match self {
             Resource::Leases => "coordination.k8s.io/v1",
-            _ => "v1",
+            Resource::CertificateSigningRequests => "certificates.k8s.io/v1",
+            Resource::Namespaces
+            | Resource::Secrets
+            | Resource::ConfigMaps
+            | Resource::Services => "v1",
+        }
+    }
+
+    /// The API group (empty for the core group).
+    pub(crate) fn group(self) -> &'static str {
+        self.group_version()
+            .split_once('/')
+            .map_or("", |(group, _)| group)
+    }
+
+    /// The qualified resource kube-apiserver names in messages: `secrets`,
+    /// `certificatesigningrequests.certificates.k8s.io`.
+    pub(crate) fn qualified(self) -> &'static str {
+        match self {
+            Resource::Leases => "leases.coordination.k8s.io",
+            Resource::CertificateSigningRequests => {
+                "certificatesigningrequests.certificates.k8s.io"
+            }
+            Resource::Namespaces
+            | Resource::Secrets
+            | Resource::ConfigMaps
+            | Resource::Services => self.plural(),
+        }
+    }
+
+    /// The subresources the double serves for the resource.
+    pub(crate) fn subresource(self, name: &str) -> Option<Subresource> {
+        match (self, name) {
+            (Resource::CertificateSigningRequests, "approval") => Some(Subresource::Approval),
+            (Resource::CertificateSigningRequests, "status") => Some(Subresource::Status),
+            _ => None,
         }
     }
 
@@ -66,6 +105,7 @@ impl Resource {
             Resource::ConfigMaps => "configmaps",
             Resource::Services => "services",
             Resource::Leases => "leases",
+            Resource::CertificateSigningRequests => "certificatesigningrequests",
         }
     }
 
@@ -76,11 +116,15 @@ impl Resource {
             Resource::ConfigMaps => "ConfigMap",
             Resource::Services => "Service",
             Resource::Leases => "Lease",
+            Resource::CertificateSigningRequests => "CertificateSigningRequest",
         }
     }
 
     pub(crate) fn namespaced(self) -> bool {
-        !matches!(self, Resource::Namespaces)
+        !matches!(
+            self,
+            Resource::Namespaces | Resource::CertificateSigningRequests
+        )
     }
 
     /// The field selectors the resource supports.
@@ -91,6 +135,26 @@ impl Resource {
             Resource::ConfigMaps | Resource::Services | Resource::Leases => {
                 &["metadata.name", "metadata.namespace"]
             }
+            Resource::CertificateSigningRequests => &["metadata.name", "spec.signerName"],
+        }
+    }
+}
+
+/// The subresource an update came through; it decides which fields the update may change (the
+/// registry strategy of the resource).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Subresource {
+    /// `.../approval`.
+    Approval,
+    /// `.../status`.
+    Status,
+}
+
+impl Subresource {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Subresource::Approval => "approval",
+            Subresource::Status => "status",
         }
     }
 }
@@ -254,12 +318,17 @@ impl Store {
             name = format!("{prefix}{suffix}");
         }
         validate_name(resource, &name)?;
+        if resource == Resource::CertificateSigningRequests {
+            csr::prepare_create(&mut object);
+            csr::validate_create(&object, &name)?;
+        }
+        let meta = meta_mut(&mut object)?;
         if resource.namespaced() && self.get(Resource::Namespaces, "", namespace).is_none() {
             return Err(ApiError::not_found("namespaces", namespace));
         }
         let key = (resource, namespace.to_owned(), name.clone());
         if self.objects.contains_key(&key) {
-            return Err(ApiError::already_exists(resource.plural(), &name));
+            return Err(ApiError::already_exists(resource.qualified(), &name));
         }
         if self.objects.len() >= self.max_objects {
             return Err(ApiError::too_many(
@@ -281,12 +350,16 @@ impl Store {
         Ok(self.commit(key, object, EventType::Added, now))
     }
 
-    /// PUT: update, with optimistic concurrency when the body carries a resourceVersion.
-    pub(crate) fn update(
+    /// PUT: update, with optimistic concurrency when the body carries a resourceVersion, of the
+    /// object (`part` None) or of one of its subresources: the resource's strategy decides which
+    /// fields the update may change, then its validation runs.
+    #[allow(clippy::too_many_arguments, reason = "one per request parameter")]
+    pub(crate) fn update_part(
         &mut self,
         resource: Resource,
         namespace: &str,
         name: &str,
+        part: Option<Subresource>,
         object: Value,
         dry_run: bool,
         now: SystemTime,
@@ -302,14 +375,14 @@ impl Store {
         }
         let key = (resource, namespace.to_owned(), name.to_owned());
         let Some(old) = self.objects.get(&key) else {
-            return Err(ApiError::not_found(resource.plural(), name));
+            return Err(ApiError::not_found(resource.qualified(), name));
         };
         let old_rv = old
             .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str);
         match meta.get("resourceVersion").and_then(Value::as_str) {
             Some(rv) if !rv.is_empty() && Some(rv) != old_rv => {
-                return Err(ApiError::stale(resource.plural(), name));
+                return Err(ApiError::stale(resource.qualified(), name));
             }
             _ => {}
         }
@@ -319,6 +392,10 @@ impl Store {
                 Some(v) => meta.insert(field.to_owned(), v.clone()),
                 None => meta.remove(field),
             };
+        }
+        if resource == Resource::CertificateSigningRequests {
+            csr::prepare_update(&mut object, old, part, now);
+            csr::validate_update(&object, old, part, name)?;
         }
         if &object == old || dry_run {
             return Ok(object);
@@ -336,9 +413,25 @@ impl Store {
         dry_run: bool,
         now: SystemTime,
     ) -> Result<Value, ApiError> {
+        self.patch_part(resource, namespace, name, None, patch, dry_run, now)
+    }
+
+    /// PATCH (JSON merge patch) of the object (`part` None) or of one of its subresources, which
+    /// then updates as [`Store::update_part`] does.
+    #[allow(clippy::too_many_arguments, reason = "one per request parameter")]
+    pub(crate) fn patch_part(
+        &mut self,
+        resource: Resource,
+        namespace: &str,
+        name: &str,
+        part: Option<Subresource>,
+        patch: &Value,
+        dry_run: bool,
+        now: SystemTime,
+    ) -> Result<Value, ApiError> {
         let key = (resource, namespace.to_owned(), name.to_owned());
         let Some(old) = self.objects.get(&key) else {
-            return Err(ApiError::not_found(resource.plural(), name));
+            return Err(ApiError::not_found(resource.qualified(), name));
         };
         if !patch.is_object() {
             return Err(ApiError::bad_request(
@@ -364,7 +457,7 @@ impl Store {
                 meta.insert("namespace".to_owned(), Value::String(namespace.to_owned()));
             }
         }
-        self.update(resource, namespace, name, merged, dry_run, now)
+        self.update_part(resource, namespace, name, part, merged, dry_run, now)
     }
 
     /// PATCH as server-side apply (`application/apply-patch+yaml`, JSON body), the subset the
@@ -477,7 +570,7 @@ impl Store {
     ) -> Result<Value, ApiError> {
         let key = (resource, namespace.to_owned(), name.to_owned());
         let Some(old) = self.objects.get(&key) else {
-            return Err(ApiError::not_found(resource.plural(), name));
+            return Err(ApiError::not_found(resource.qualified(), name));
         };
         let field = |f: &str| {
             old.pointer(&format!("/metadata/{f}"))
@@ -489,7 +582,7 @@ impl Store {
             let have = field("uid");
             if *uid != have {
                 return Err(ApiError::conflict(
-                    resource.plural(),
+                    resource.qualified(),
                     name,
                     &format!(
                         "Precondition failed: UID in precondition: {uid}, UID in object meta: {have}"
@@ -501,7 +594,7 @@ impl Store {
             let have = field("resourceVersion");
             if *rv != have {
                 return Err(ApiError::conflict(
-                    resource.plural(),
+                    resource.qualified(),
                     name,
                     &format!(
                         "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {have}"
@@ -514,7 +607,7 @@ impl Store {
             return Ok(success(resource, name, &uid));
         }
         let Some(mut object) = self.objects.remove(&key) else {
-            return Err(ApiError::not_found(resource.plural(), name));
+            return Err(ApiError::not_found(resource.qualified(), name));
         };
         self.owners.remove(&key);
         self.rv = self.rv.saturating_add(1);
@@ -574,7 +667,10 @@ impl Store {
                 namespace == clusterinfo::CLUSTER_INFO_NAMESPACE
                     && name == clusterinfo::CLUSTER_INFO_NAME
             }
-            Resource::Namespaces | Resource::Services | Resource::Leases => false,
+            Resource::Namespaces
+            | Resource::Services
+            | Resource::Leases
+            | Resource::CertificateSigningRequests => false,
         };
         if trigger && self.signer {
             self.sign(now);
@@ -647,12 +743,19 @@ impl Store {
 
 /// `metav1.Status` Success, as a DELETE of a Secret or ConfigMap answers.
 fn success(resource: Resource, name: &str, uid: &str) -> Value {
+    let mut details = json!({"name": name, "kind": resource.plural(), "uid": uid});
+    if let (false, Some(map)) = (resource.group().is_empty(), details.as_object_mut()) {
+        map.insert(
+            "group".to_owned(),
+            Value::String(resource.group().to_owned()),
+        );
+    }
     json!({
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
         "status": "Success",
-        "details": {"name": name, "kind": resource.plural(), "uid": uid},
+        "details": details,
     })
 }
 
@@ -753,7 +856,10 @@ fn normalise(resource: Resource, namespace: &str, object: Value) -> Result<Value
     }
     match resource {
         Resource::Secrets => normalise_secret(&mut obj)?,
-        Resource::ConfigMaps | Resource::Services | Resource::Leases => {}
+        Resource::ConfigMaps
+        | Resource::Services
+        | Resource::Leases
+        | Resource::CertificateSigningRequests => {}
         Resource::Namespaces => {
             obj.insert("spec".to_owned(), json!({"finalizers": ["kubernetes"]}));
             obj.insert("status".to_owned(), json!({"phase": "Active"}));
@@ -810,8 +916,12 @@ fn normalise_secret(obj: &mut Map<String, Value>) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// RFC 1123 subdomain (RFC 1123 label for namespaces), as the API server validates names.
+/// RFC 1123 subdomain (RFC 1123 label for namespaces), as the API server validates names;
+/// CertificateSigningRequests may have any name that is a path segment.
 fn validate_name(resource: Resource, name: &str) -> Result<(), ApiError> {
+    if resource == Resource::CertificateSigningRequests {
+        return csr::validate_name(name);
+    }
     let label_ok = |l: &str| {
         !l.is_empty()
             && l.bytes()

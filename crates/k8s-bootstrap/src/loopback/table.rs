@@ -17,6 +17,40 @@ pub(crate) fn wants_table(accept: &str) -> bool {
     })
 }
 
+/// kubectl's CONDITION cell: `Denied`, else `Approved`, else `Pending`; then `,Failed` and
+/// `,Issued` (kube-apiserver's `extractCSRStatus`).
+fn csr_condition(csr: &Value) -> String {
+    let conditions = csr
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let has = |t: &str| {
+        conditions
+            .iter()
+            .any(|c| c.get("type").and_then(Value::as_str) == Some(t))
+    };
+    let mut status = if has("Denied") {
+        "Denied"
+    } else if has("Approved") {
+        "Approved"
+    } else {
+        "Pending"
+    }
+    .to_owned();
+    if has("Failed") {
+        status.push_str(",Failed");
+    }
+    let issued = csr
+        .pointer("/status/certificate")
+        .and_then(Value::as_str)
+        .is_some_and(|c| !c.is_empty());
+    if issued {
+        status.push_str(",Issued");
+    }
+    status
+}
+
 fn column(name: &str, kind: &str, format: &str, description: &str) -> Value {
     json!({"name": name, "type": kind, "format": format, "description": description, "priority": 0})
 }
@@ -67,6 +101,34 @@ pub(crate) fn table(
             column("Holder", "string", "", "The holder of the lease"),
             age_col,
         ],
+        Resource::CertificateSigningRequests => vec![
+            name_col,
+            age_col,
+            column(
+                "SignerName",
+                "string",
+                "",
+                "signerName indicates the requested signer, and is a qualified name.",
+            ),
+            column(
+                "Requestor",
+                "string",
+                "",
+                "request contains an x509 certificate signing request encoded in a \"CERTIFICATE REQUEST\" PEM block.",
+            ),
+            column(
+                "RequestedDuration",
+                "string",
+                "",
+                "expirationSeconds is the requested duration of validity of the issued certificate.",
+            ),
+            column(
+                "Condition",
+                "string",
+                "",
+                "conditions applied to the request. Known conditions are \"Approved\", \"Denied\", and \"Failed\".",
+            ),
+        ],
     };
     let rows: Vec<Value> = objects
         .iter()
@@ -97,6 +159,23 @@ pub(crate) fn table(
                 Resource::Namespaces => json!([name, s("/status/phase"), age]),
                 Resource::Services => json!([name, s("/spec/type"), age]),
                 Resource::Leases => json!([name, s("/spec/holderIdentity"), age]),
+                Resource::CertificateSigningRequests => {
+                    let signer = Some(s("/spec/signerName"))
+                        .filter(|n| !n.is_empty())
+                        .unwrap_or_else(|| "<none>".to_owned());
+                    let duration = o
+                        .pointer("/spec/expirationSeconds")
+                        .and_then(Value::as_i64)
+                        .map_or_else(|| "<none>".to_owned(), ids::human_duration);
+                    json!([
+                        name,
+                        age,
+                        signer,
+                        s("/spec/username"),
+                        duration,
+                        csr_condition(o)
+                    ])
+                }
             };
             json!({
                 "cells": cells,

@@ -1,37 +1,38 @@
-//! The double's self-made CA and serving certificate (rcgen), and its rustls configuration.
+//! The double's serving certificate (rcgen, signed by its CA) and its rustls configuration, which
+//! asks for a client certificate, as kube-apiserver does with `--client-ca-file`.
 
 use std::sync::Arc;
 
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-    KeyUsagePurpose,
+use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyUsagePurpose};
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, UnixTime};
+use rustls::server::WebPkiClientVerifier;
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{
+    DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig, SignatureScheme,
 };
-use rustls::ServerConfig;
-use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use super::Error;
+use super::ca::{Ca, new_key};
 
-/// The CA (PEM) and the server's TLS configuration.
-pub(crate) struct Pki {
-    pub(crate) ca_pem: String,
+/// The server's TLS configuration, and the verifier that judges a connection's client
+/// certificate once the handshake is done.
+pub(crate) struct Tls {
     pub(crate) config: Arc<ServerConfig>,
+    pub(crate) client_verifier: Arc<dyn ClientCertVerifier>,
 }
 
-/// A fresh CA and a serving certificate for `127.0.0.1` and `localhost` it signed.
-pub(crate) fn generate() -> Result<Pki, Error> {
-    let ca_key = new_key()?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(Error::Certificate)?;
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "loopback API server CA (a test double)");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca = ca_params.self_signed(&ca_key).map_err(Error::Certificate)?;
-
+/// A serving certificate for `127.0.0.1` and `localhost` that `ca` signed, and client
+/// certificates requested but not required.
+///
+/// kube-apiserver asks with Go's `tls.RequestClientCert`: the handshake takes any certificate
+/// whose owner proves possession of its key, and the x509 authenticator verifies the chain (to
+/// the client CA, extended key usage clientAuth) per request, so an untrusted certificate is an
+/// authentication error (401 unless a bearer token authenticates the request), not a failed
+/// handshake. The double does the same: [`RequestClientCert`] accepts the certificate in the
+/// handshake (still checking the handshake signature), and the accept loop verifies it with
+/// rustls's `WebPkiClientVerifier` against `ca` before it names a user.
+pub(crate) fn server_config(ca: &Ca) -> Result<Tls, Error> {
     let key = new_key()?;
     let mut params = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
         .map_err(Error::Certificate)?;
@@ -43,35 +44,85 @@ pub(crate) fn generate() -> Result<Pki, Error> {
         KeyUsagePurpose::KeyEncipherment,
     ];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let cert = params
-        .signed_by(&key, &ca, &ca_key)
-        .map_err(Error::Certificate)?;
+    let cert = ca.sign(params, &key)?;
 
-    let provider = crate::tls::provider().ok_or(Error::NoCryptoProvider)?;
-    let mut config = ServerConfig::builder_with_provider(Arc::new(provider))
+    let provider = Arc::new(crate::tls::provider().ok_or(Error::NoCryptoProvider)?);
+    let mut roots = RootCertStore::empty();
+    roots.add(ca.der().clone()).map_err(Error::TlsConfig)?;
+    let client_verifier =
+        WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
+            .allow_unauthenticated()
+            .build()
+            .map_err(Error::ClientVerifier)?;
+    let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(Error::TlsConfig)?
-        .with_no_client_auth()
+        .with_client_cert_verifier(Arc::new(RequestClientCert {
+            verifier: Arc::clone(&client_verifier),
+        }))
         .with_single_cert(
             vec![cert.der().clone()],
             PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
         )
         .map_err(Error::TlsConfig)?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Pki {
-        ca_pem: ca.pem(),
+    Ok(Tls {
         config: Arc::new(config),
+        client_verifier,
     })
 }
 
-/// A fresh key pair (rcgen's default algorithm, ECDSA P-256), when a crypto feature is on.
-fn new_key() -> Result<KeyPair, Error> {
-    #[cfg(any(feature = "ring", feature = "aws-lc-rs"))]
-    {
-        KeyPair::generate().map_err(Error::Certificate)
+/// Go's `tls.RequestClientCert` as a rustls verifier: it asks for a certificate (naming the CA,
+/// as Go names its client CAs), does not require one, and accepts the one it gets; the
+/// handshake signature is still checked with `verifier`'s algorithms. Whether the certificate
+/// is trusted is decided after the handshake, with `verifier` (see [`server_config`]); nothing
+/// may take a certificate this accepted as authenticated before that.
+#[derive(Debug)]
+struct RequestClientCert {
+    verifier: Arc<dyn ClientCertVerifier>,
+}
+
+impl ClientCertVerifier for RequestClientCert {
+    fn offer_client_auth(&self) -> bool {
+        true
     }
-    #[cfg(not(any(feature = "ring", feature = "aws-lc-rs")))]
-    {
-        Err(Error::NoCryptoProvider)
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.verifier.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.verifier.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.verifier.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.verifier.supported_verify_schemes()
     }
 }

@@ -1,0 +1,437 @@
+//! Request bodies in Kubernetes' protobuf encoding (`application/vnd.kubernetes.protobuf`), which
+//! Go's typed clients send (kubectl's `auth whoami` and `certificate approve`, the kubelet), read
+//! into the JSON the rest of the double works on: the `k8s\0` envelope (`runtime.Unknown`), and
+//! the messages of the kinds the double accepts that way, SelfSubjectReview and
+//! CertificateSigningRequest (fields as `k8s.io/api/certificates/v1/generated.proto` numbers
+//! them). Responses stay JSON, which those clients also accept.
+
+use std::time::{Duration, SystemTime};
+
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
+
+use super::ids;
+use super::status::ApiError;
+
+/// The media type.
+pub(crate) const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
+/// The envelope's magic prefix.
+const MAGIC: &[u8] = b"k8s\x00";
+
+/// Whether the double reads `kind` from protobuf.
+pub(crate) fn decodes(kind: &str) -> bool {
+    matches!(kind, "CertificateSigningRequest" | "SelfSubjectReview")
+}
+
+/// The JSON object for a protobuf `body` whose envelope must name `kind` in `api_version`.
+pub(crate) fn decode(body: &[u8], api_version: &str, kind: &str) -> Result<Value, ApiError> {
+    let bad = |why: &str| {
+        ApiError::bad_request(format!(
+            "{kind} in version \"{}\" cannot be handled as a {kind}: {why}",
+            api_version.rsplit('/').next().unwrap_or(api_version)
+        ))
+    };
+    let Some(envelope) = body.strip_prefix(MAGIC) else {
+        return Err(bad(
+            "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]",
+        ));
+    };
+    let mut type_meta = (String::new(), String::new());
+    let mut raw: &[u8] = &[];
+    for field in Fields::new(envelope) {
+        match field.map_err(bad)? {
+            (1, Wire::Bytes(b)) => {
+                for f in Fields::new(b) {
+                    match f.map_err(bad)? {
+                        (1, Wire::Bytes(v)) => type_meta.0 = text(v).map_err(bad)?,
+                        (2, Wire::Bytes(v)) => type_meta.1 = text(v).map_err(bad)?,
+                        _ => {}
+                    }
+                }
+            }
+            (2, Wire::Bytes(b)) => raw = b,
+            _ => {}
+        }
+    }
+    if type_meta.0 != api_version || type_meta.1 != kind {
+        let shown: String = format!("{}, Kind={}", type_meta.0, type_meta.1)
+            .chars()
+            .take(200)
+            .collect();
+        return Err(bad(&format!("the object provided is {shown}")));
+    }
+    let mut object = match kind {
+        "CertificateSigningRequest" => certificate_signing_request(raw).map_err(bad)?,
+        // A SelfSubjectReview's content does not matter.
+        _ => Map::new(),
+    };
+    object.insert(
+        "apiVersion".to_owned(),
+        Value::String(api_version.to_owned()),
+    );
+    object.insert("kind".to_owned(), Value::String(kind.to_owned()));
+    Ok(Value::Object(object))
+}
+
+/// One field's value on the wire.
+enum Wire<'a> {
+    Varint(u64),
+    Bytes(&'a [u8]),
+    Fixed,
+}
+
+/// The fields of one message, in order.
+struct Fields<'a> {
+    rest: &'a [u8],
+    failed: bool,
+}
+
+impl<'a> Fields<'a> {
+    fn new(message: &'a [u8]) -> Fields<'a> {
+        Fields {
+            rest: message,
+            failed: false,
+        }
+    }
+
+    fn varint(&mut self) -> Result<u64, &'static str> {
+        let mut value = 0u64;
+        for shift in (0u32..64).step_by(7) {
+            let (&byte, rest) = self.rest.split_first().ok_or("truncated varint")?;
+            self.rest = rest;
+            value |= u64::from(byte & 0x7f).checked_shl(shift).unwrap_or(0);
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err("varint too long")
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], &'static str> {
+        if n > self.rest.len() {
+            return Err("truncated field");
+        }
+        let (head, rest) = self.rest.split_at(n);
+        self.rest = rest;
+        Ok(head)
+    }
+
+    fn field(&mut self) -> Result<(u64, Wire<'a>), &'static str> {
+        let key = self.varint()?;
+        let number = key >> 3;
+        let wire = match key & 0x7 {
+            0 => Wire::Varint(self.varint()?),
+            1 => {
+                self.take(8)?;
+                Wire::Fixed
+            }
+            2 => {
+                let len = usize::try_from(self.varint()?).map_err(|_| "length too large")?;
+                Wire::Bytes(self.take(len)?)
+            }
+            5 => {
+                self.take(4)?;
+                Wire::Fixed
+            }
+            _ => return Err("unsupported wire type"),
+        };
+        Ok((number, wire))
+    }
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = Result<(u64, Wire<'a>), &'static str>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.rest.is_empty() || self.failed {
+            return None;
+        }
+        let field = self.field();
+        self.failed = field.is_err();
+        Some(field)
+    }
+}
+
+fn text(bytes: &[u8]) -> Result<String, &'static str> {
+    String::from_utf8(bytes.to_vec()).map_err(|_| "invalid UTF-8 in a string")
+}
+
+/// Inserts a string field, unless empty (the JSON encoding omits empty strings).
+fn put_text(map: &mut Map<String, Value>, key: &str, bytes: &[u8]) -> Result<(), &'static str> {
+    let s = text(bytes)?;
+    if !s.is_empty() {
+        map.insert(key.to_owned(), Value::String(s));
+    }
+    Ok(())
+}
+
+/// Appends to a repeated string field.
+fn push_text(map: &mut Map<String, Value>, key: &str, bytes: &[u8]) -> Result<(), &'static str> {
+    let s = text(bytes)?;
+    if let Some(items) = map
+        .entry(key)
+        .or_insert_with(|| Value::Array(Vec::new()))
+        .as_array_mut()
+    {
+        items.push(Value::String(s));
+    }
+    Ok(())
+}
+
+/// A `map<string, string>` entry.
+fn map_entry(entry: &[u8]) -> Result<(String, Vec<u8>), &'static str> {
+    let (mut key, mut value) = (String::new(), Vec::new());
+    for f in Fields::new(entry) {
+        match f? {
+            (1, Wire::Bytes(b)) => key = text(b)?,
+            (2, Wire::Bytes(b)) => value = b.to_vec(),
+            _ => {}
+        }
+    }
+    Ok((key, value))
+}
+
+/// A `metav1.Time` (`seconds`, `nanos`) as JSON; the zero time is omitted.
+fn time(message: &[u8]) -> Result<Option<Value>, &'static str> {
+    let mut seconds = 0u64;
+    for f in Fields::new(message) {
+        if let (1, Wire::Varint(v)) = f? {
+            seconds = v;
+        }
+    }
+    // Negative seconds (before 1970) arrive as huge two's-complement values: not a time the
+    // double stores.
+    if seconds == 0 || seconds > i64::MAX.unsigned_abs() {
+        return Ok(None);
+    }
+    let at = SystemTime::UNIX_EPOCH
+        .checked_add(Duration::from_secs(seconds))
+        .ok_or("time out of range")?;
+    Ok(Some(Value::String(ids::timestamp(at))))
+}
+
+fn object_meta(message: &[u8]) -> Result<Value, &'static str> {
+    let mut meta = Map::new();
+    for f in Fields::new(message) {
+        match f? {
+            (1, Wire::Bytes(b)) => put_text(&mut meta, "name", b)?,
+            (2, Wire::Bytes(b)) => put_text(&mut meta, "generateName", b)?,
+            (3, Wire::Bytes(b)) => put_text(&mut meta, "namespace", b)?,
+            (5, Wire::Bytes(b)) => put_text(&mut meta, "uid", b)?,
+            (6, Wire::Bytes(b)) => put_text(&mut meta, "resourceVersion", b)?,
+            (7, Wire::Varint(v)) if v != 0 => {
+                meta.insert("generation".to_owned(), json!(v));
+            }
+            (8, Wire::Bytes(b)) => {
+                if let Some(t) = time(b)? {
+                    meta.insert("creationTimestamp".to_owned(), t);
+                }
+            }
+            (field @ (11 | 12), Wire::Bytes(b)) => {
+                let (key, value) = map_entry(b)?;
+                let name = if field == 11 { "labels" } else { "annotations" };
+                if let Some(m) = meta
+                    .entry(name)
+                    .or_insert_with(|| Value::Object(Map::new()))
+                    .as_object_mut()
+                {
+                    m.insert(key, Value::String(text(&value)?));
+                }
+            }
+            (14, Wire::Bytes(b)) => push_text(&mut meta, "finalizers", b)?,
+            _ => {}
+        }
+    }
+    Ok(Value::Object(meta))
+}
+
+fn certificate_signing_request(message: &[u8]) -> Result<Map<String, Value>, &'static str> {
+    let mut object = Map::new();
+    for f in Fields::new(message) {
+        match f? {
+            (1, Wire::Bytes(b)) => {
+                object.insert("metadata".to_owned(), object_meta(b)?);
+            }
+            (2, Wire::Bytes(b)) => {
+                object.insert("spec".to_owned(), csr_spec(b)?);
+            }
+            (3, Wire::Bytes(b)) => {
+                object.insert("status".to_owned(), csr_status(b)?);
+            }
+            _ => {}
+        }
+    }
+    Ok(object)
+}
+
+fn csr_spec(message: &[u8]) -> Result<Value, &'static str> {
+    let mut spec = Map::new();
+    for f in Fields::new(message) {
+        match f? {
+            (1, Wire::Bytes(b)) if !b.is_empty() => {
+                let encoded = base64::engine::general_purpose::STANDARD.encode(b);
+                spec.insert("request".to_owned(), Value::String(encoded));
+            }
+            (2, Wire::Bytes(b)) => put_text(&mut spec, "username", b)?,
+            (3, Wire::Bytes(b)) => put_text(&mut spec, "uid", b)?,
+            (4, Wire::Bytes(b)) => push_text(&mut spec, "groups", b)?,
+            (5, Wire::Bytes(b)) => push_text(&mut spec, "usages", b)?,
+            (6, Wire::Bytes(b)) => {
+                let (key, value) = map_entry(b)?;
+                let mut items = Vec::new();
+                for item in Fields::new(&value) {
+                    if let (1, Wire::Bytes(v)) = item? {
+                        items.push(Value::String(text(v)?));
+                    }
+                }
+                if let Some(extra) = spec
+                    .entry("extra")
+                    .or_insert_with(|| Value::Object(Map::new()))
+                    .as_object_mut()
+                {
+                    extra.insert(key, Value::Array(items));
+                }
+            }
+            (7, Wire::Bytes(b)) => put_text(&mut spec, "signerName", b)?,
+            (8, Wire::Varint(v)) => {
+                // int32, sign-extended to 64 bits on the wire when negative.
+                let seconds = i64::from_ne_bytes(v.to_ne_bytes());
+                spec.insert("expirationSeconds".to_owned(), json!(seconds));
+            }
+            _ => {}
+        }
+    }
+    Ok(Value::Object(spec))
+}
+
+fn csr_status(message: &[u8]) -> Result<Value, &'static str> {
+    let mut status = Map::new();
+    for f in Fields::new(message) {
+        match f? {
+            (1, Wire::Bytes(b)) => {
+                let condition = csr_condition(b)?;
+                if let Some(items) = status
+                    .entry("conditions")
+                    .or_insert_with(|| Value::Array(Vec::new()))
+                    .as_array_mut()
+                {
+                    items.push(condition);
+                }
+            }
+            (2, Wire::Bytes(b)) if !b.is_empty() => {
+                let encoded = base64::engine::general_purpose::STANDARD.encode(b);
+                status.insert("certificate".to_owned(), Value::String(encoded));
+            }
+            _ => {}
+        }
+    }
+    Ok(Value::Object(status))
+}
+
+fn csr_condition(message: &[u8]) -> Result<Value, &'static str> {
+    let mut condition = Map::new();
+    for f in Fields::new(message) {
+        match f? {
+            (1, Wire::Bytes(b)) => put_text(&mut condition, "type", b)?,
+            (2, Wire::Bytes(b)) => put_text(&mut condition, "reason", b)?,
+            (3, Wire::Bytes(b)) => put_text(&mut condition, "message", b)?,
+            (field @ (4 | 5), Wire::Bytes(b)) => {
+                if let Some(t) = time(b)? {
+                    let key = if field == 4 {
+                        "lastUpdateTime"
+                    } else {
+                        "lastTransitionTime"
+                    };
+                    condition.insert(key.to_owned(), t);
+                }
+            }
+            (6, Wire::Bytes(b)) => put_text(&mut condition, "status", b)?,
+            _ => {}
+        }
+    }
+    Ok(Value::Object(condition))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode;
+
+    /// A field key.
+    fn key(number: u8, wire: u8) -> u8 {
+        (number << 3) | wire
+    }
+
+    /// A length-delimited field.
+    fn bytes(number: u8, content: &[u8]) -> Vec<u8> {
+        let mut out = vec![key(number, 2), u8::try_from(content.len()).unwrap()];
+        out.extend_from_slice(content);
+        out
+    }
+
+    fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+        let mut type_meta = bytes(1, api_version.as_bytes());
+        type_meta.extend(bytes(2, kind.as_bytes()));
+        let mut out = b"k8s\x00".to_vec();
+        out.extend(bytes(1, &type_meta));
+        out.extend(bytes(2, raw));
+        out
+    }
+
+    #[test]
+    fn decodes_a_csr_approval() {
+        let meta = [bytes(1, b"demo"), bytes(6, b"42")].concat();
+        let time = vec![key(1, 0), 0x80, 0xde, 0xb8, 0xd0, 0x06]; // 1779314432 s, in 2026
+        let condition = [
+            bytes(1, b"Approved"),
+            bytes(2, b"KubectlApprove"),
+            bytes(4, &time),
+            bytes(5, &[]),
+            bytes(6, b"True"),
+        ]
+        .concat();
+        let status = bytes(1, &condition);
+        let spec = [
+            bytes(5, b"client auth"),
+            bytes(7, b"example.com/x"),
+            vec![key(8, 0), 0xd8, 0x04],
+        ]
+        .concat();
+        let csr = [bytes(1, &meta), bytes(2, &spec), bytes(3, &status)].concat();
+        let v = decode(
+            &envelope("certificates.k8s.io/v1", "CertificateSigningRequest", &csr),
+            "certificates.k8s.io/v1",
+            "CertificateSigningRequest",
+        )
+        .unwrap();
+        assert_eq!(v["metadata"]["name"], "demo");
+        assert_eq!(v["metadata"]["resourceVersion"], "42");
+        assert_eq!(v["spec"]["usages"][0], "client auth");
+        assert_eq!(v["spec"]["signerName"], "example.com/x");
+        assert_eq!(v["spec"]["expirationSeconds"], 600);
+        let c = &v["status"]["conditions"][0];
+        assert_eq!(c["type"], "Approved");
+        assert_eq!(c["status"], "True");
+        assert!(c["lastUpdateTime"].as_str().unwrap().ends_with('Z'));
+        assert!(c.get("lastTransitionTime").is_none());
+    }
+
+    #[test]
+    fn refuses_other_kinds_and_garbage() {
+        let e = decode(
+            &envelope("v1", "Secret", &[]),
+            "certificates.k8s.io/v1",
+            "CertificateSigningRequest",
+        )
+        .unwrap_err();
+        assert_eq!(e.code, 400);
+        assert!(decode(b"{}", "v1", "X").is_err());
+        for cut in 0..20 {
+            let body = envelope("authentication.k8s.io/v1", "SelfSubjectReview", &[1, 2, 3]);
+            let _ = decode(
+                body.get(..cut).unwrap_or(&body),
+                "authentication.k8s.io/v1",
+                "SelfSubjectReview",
+            );
+        }
+    }
+}

@@ -146,7 +146,9 @@ pub enum Error {
         name: String,
     },
     /// No certificate within the timeout.
-    #[error("timed out after {after:?} waiting for certificate signing request {name} to be approved and issued")]
+    #[error(
+        "timed out after {after:?} waiting for certificate signing request {name} to be approved and issued"
+    )]
     Timeout {
         /// The request's name.
         name: String,
@@ -205,8 +207,8 @@ pub async fn request_certificate(
     options: &Options,
 ) -> Result<IssuedCertificate, Error> {
     let request = CertificateRequest::for_node(node, key).map_err(Error::Request)?;
-    let object =
-        CertificateSigningRequest::for_node(&request, options.expiration).map_err(Error::Request)?;
+    let object = CertificateSigningRequest::for_node(&request, options.expiration)
+        .map_err(Error::Request)?;
     let name = object.name().unwrap_or_default().to_owned();
     let api: Api<ApiCsr> = Api::all(client.clone());
     let deadline = tokio::time::Instant::from_std(crate::clock::instant())
@@ -251,9 +253,8 @@ pub fn write_credentials(
     let pem = certificate.to_kubelet_pem(key).map_err(Error::Request)?;
     crate::files::write_private(pem_path, pem.as_bytes()).map_err(write_err(pem_path))?;
     let absolute = std::path::absolute(pem_path).map_err(write_err(pem_path))?;
-    let kubeconfig =
-        tls_bootstrap::kubelet_kubeconfig(server, ca_pem, &absolute.to_string_lossy())
-            .map_err(Error::Request)?;
+    let kubeconfig = tls_bootstrap::kubelet_kubeconfig(server, ca_pem, &absolute.to_string_lossy())
+        .map_err(Error::Request)?;
     crate::files::write_private(kubeconfig_path, kubeconfig.as_bytes())
         .map_err(write_err(kubeconfig_path))
 }

@@ -39,8 +39,6 @@ pub use bootstrap_token;
 pub use clusterinfo;
 #[cfg(feature = "exec")]
 pub use exec_credential;
-#[cfg(feature = "tls-bootstrap")]
-pub use tls_bootstrap;
 pub use jws_detached;
 /// The `k8s-openapi` this crate's drivers use (its newest Kubernetes version, `latest`).
 #[cfg(any(
@@ -59,6 +57,8 @@ pub use k8s_openapi;
     feature = "tls-bootstrap"
 ))]
 pub use kube;
+#[cfg(feature = "tls-bootstrap")]
+pub use tls_bootstrap;
 
 #[cfg(feature = "controllers")]
 pub mod controllers;
@@ -66,10 +66,10 @@ pub mod controllers;
 pub mod csr;
 #[cfg(feature = "discovery")]
 pub mod discovery;
-#[cfg(any(feature = "discovery", feature = "tls-bootstrap"))]
-mod files;
 #[cfg(feature = "exec")]
 pub mod exec;
+#[cfg(any(feature = "discovery", feature = "tls-bootstrap"))]
+mod files;
 #[cfg(feature = "loopback-server")]
 pub mod loopback;
 #[cfg(feature = "sidecar")]

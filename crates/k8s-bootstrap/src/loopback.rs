@@ -66,6 +66,7 @@ mod csr;
 mod discovery;
 mod handler;
 mod ids;
+mod kcm;
 mod protobuf;
 mod review;
 mod selector;
@@ -188,6 +189,8 @@ pub struct Builder {
     statics: Vec<StaticToken>,
     cluster_info: bool,
     bootstrap_signer: bool,
+    csr_approver: bool,
+    csr_signer: bool,
     max_objects: usize,
     watch_history: usize,
 }
@@ -199,6 +202,8 @@ impl fmt::Debug for Builder {
             .field("static_tokens", &self.statics)
             .field("cluster_info", &self.cluster_info)
             .field("bootstrap_signer", &self.bootstrap_signer)
+            .field("csr_approver", &self.csr_approver)
+            .field("csr_signer", &self.csr_signer)
             .field("max_objects", &self.max_objects)
             .field("watch_history", &self.watch_history)
             .finish()
@@ -236,6 +241,25 @@ impl Builder {
     #[must_use]
     pub fn bootstrap_signer(mut self, on: bool) -> Builder {
         self.bootstrap_signer = on;
+        self
+    }
+
+    /// Run kube-controller-manager's CSR approver for kubelet client requests (default on):
+    /// requests recognized by the `tls-bootstrap` core are approved when kubeadm's RBAC allows
+    /// the requester (`nodeclient` for `system:bootstrappers:kubeadm:default-node-token`,
+    /// `selfnodeclient` for `system:nodes`). Off, requests wait for a client's approval
+    /// (`kubectl certificate approve`).
+    pub fn csr_approver(mut self, on: bool) -> Builder {
+        self.csr_approver = on;
+        self
+    }
+
+    /// Run kube-controller-manager's signer for `kubernetes.io/kube-apiserver-client-kubelet`
+    /// (default on): approved requests get a certificate from the server's CA, with the
+    /// lifetime and usages the `tls-bootstrap` core's signer rules give, or a `Failed`
+    /// condition. Off, `status.certificate` is left to clients.
+    pub fn csr_signer(mut self, on: bool) -> Builder {
+        self.csr_signer = on;
         self
     }
 
@@ -316,6 +340,8 @@ impl Builder {
             watchers: Arc::new(AtomicUsize::new(0)),
             address: local.to_string(),
             ca,
+            csr_approver: self.csr_approver,
+            csr_signer: self.csr_signer,
         });
         let router = axum::Router::new()
             .fallback(handler::handle)
@@ -361,6 +387,8 @@ impl LoopbackApiServer {
             statics: Vec::new(),
             cluster_info: true,
             bootstrap_signer: true,
+            csr_approver: true,
+            csr_signer: true,
             max_objects: store::MAX_OBJECTS,
             watch_history: store::EVENT_HISTORY,
         }

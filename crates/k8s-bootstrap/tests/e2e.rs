@@ -2,8 +2,11 @@
 //! admin kubeconfig, and says it was skipped otherwise.
 //!
 //! `token create --print-join-command` (10-minute TTL), `token list`, `join` with the printed
-//! parameters (waiting up to two minutes for kube-controller-manager's bootstrap signer),
-//! kubectl with the written kubeconfig (when kubectl is installed), `token delete`; and, with
+//! parameters and `--node-name` (waiting up to two minutes for kube-controller-manager's
+//! bootstrap signer, then for its CSR approver and signer to issue the node's certificate, as
+//! kubeadm's `kubeadm:node-autoapprove-bootstrap` binding allows), kubectl with the written
+//! kubeconfigs (when kubectl is installed: `auth whoami` as `system:node:<name>`),
+//! `token delete`, the CSR deleted; and, with
 //! the `controllers` feature, `k8s-bootstrap controllers` signing and cleaning tokens behind
 //! leader election on a Lease of its own.
 #![cfg(all(feature = "cli", feature = "loopback-server"))]
@@ -83,6 +86,10 @@ async fn token_create_join_delete_against_a_real_cluster() {
 
     let dir = tempfile::tempdir().unwrap();
     let written = dir.path().join("bootstrap-kubelet.conf");
+    let kubelet_conf = dir.path().join("kubelet.conf");
+    let cert_dir = dir.path().join("pki");
+    // A node name no real node has; the certificate is for it alone.
+    let node = format!("k8s-bootstrap-e2e-{id}");
     let joined = run(&[
         "join",
         &endpoint,
@@ -94,6 +101,14 @@ async fn token_create_join_delete_against_a_real_cluster() {
         "2m",
         "--tls-bootstrap-kubeconfig",
         written.to_str().unwrap(),
+        "--node-name",
+        &node,
+        "--cert-dir",
+        cert_dir.to_str().unwrap(),
+        "--kubelet-kubeconfig",
+        kubelet_conf.to_str().unwrap(),
+        "--tls-bootstrap-timeout",
+        "2m",
     ])
     .await;
     // Delete before asserting, so a failed join leaves no token behind.
@@ -101,6 +116,52 @@ async fn token_create_join_delete_against_a_real_cluster() {
     ok("join", &joined);
     ok("token delete", &deleted);
     assert!(written.exists());
+    assert!(kubelet_conf.exists());
+
+    match std::process::Command::new("kubectl")
+        .args([
+            "--kubeconfig",
+            kubelet_conf.to_str().unwrap(),
+            "auth",
+            "whoami",
+            "-o",
+            "json",
+        ])
+        .output()
+    {
+        Ok(out) => {
+            let review: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+            // Clean up this node's request, and only it (kube-controller-manager would after
+            // an hour): the CSRs filed by this test's token.
+            let listed = std::process::Command::new("kubectl")
+                .args(["--kubeconfig", &kubeconfig, "get", "csr", "-o", "json"])
+                .output()
+                .map(|o| o.stdout)
+                .unwrap_or_default();
+            let listed: serde_json::Value = serde_json::from_slice(&listed).unwrap_or_default();
+            let requester = format!("system:bootstrap:{id}");
+            for csr in listed["items"].as_array().into_iter().flatten() {
+                if csr["spec"]["username"] == requester.as_str()
+                    && let Some(name) = csr["metadata"]["name"].as_str()
+                {
+                    let _ = std::process::Command::new("kubectl")
+                        .args(["--kubeconfig", &kubeconfig, "delete", "csr", name])
+                        .output();
+                }
+            }
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(
+                review["status"]["userInfo"]["username"],
+                format!("system:node:{node}"),
+                "{review}"
+            );
+        }
+        Err(_) => println!("kubectl not installed: the kubectl steps were skipped"),
+    }
 
     match std::process::Command::new("kubectl")
         .args(["--kubeconfig", written.to_str().unwrap(), "version"])

@@ -170,7 +170,14 @@ fn types(csr: &CertificateSigningRequest) -> Vec<String> {
 
 #[tokio::test]
 async fn csr_lifecycle_with_kube_client() {
-    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let server = LoopbackApiServer::builder()
+        // Approval and certificates by hand here; the automatic ones are tested in
+        // cli_tls_bootstrap and below.
+        .csr_approver(false)
+        .csr_signer(false)
+        .start()
+        .await
+        .unwrap();
     let admin = admin(&server).await;
     Api::<Secret>::namespaced(admin.clone(), "kube-system")
         .create(&PostParams::default(), &token_secret())
@@ -744,7 +751,14 @@ fn csr_manifest(name: &str, expiration_seconds: u32) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_creates_lists_and_approves_csrs() {
-    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let server = LoopbackApiServer::builder()
+        // Approval and certificates by hand here; the automatic ones are tested in
+        // cli_tls_bootstrap and below.
+        .csr_approver(false)
+        .csr_signer(false)
+        .start()
+        .await
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let kc = write(dir.path(), "admin.yaml", &server.admin_kubeconfig_yaml());
 

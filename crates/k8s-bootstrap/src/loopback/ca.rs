@@ -55,6 +55,11 @@ impl Ca {
         &self.pem
     }
 
+    /// The CA certificate's `notAfter`.
+    pub(crate) fn not_after(&self) -> SystemTime {
+        self.cert.params().not_after.into()
+    }
+
     /// The CA certificate's DER.
     pub(crate) fn der(&self) -> &rustls::pki_types::CertificateDer<'static> {
         self.cert.der()

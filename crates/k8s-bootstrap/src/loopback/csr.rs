@@ -67,10 +67,16 @@ impl Shared {
     /// [`Subresource::Approval`] or [`Subresource::Status`] follows the same rules a client's
     /// does) and sign with `self.ca` ([`super::ca::Ca::sign`]).
     ///
-    /// No approver or signer is installed yet: requests stay pending until a client approves
-    /// them and sets `status.certificate`.
+    /// The approver (when [`super::super::Builder::csr_approver`] is on) and then the signer
+    /// (when [`super::super::Builder::csr_signer`] is on) each look at the object once; their
+    /// writes go through the same subresource rules, and do not call this hook again.
     pub(crate) fn after_csr_change(&self, name: &str) {
-        let _ = (name, &self.store, &self.ca);
+        if self.csr_approver {
+            super::kcm::approve(self, name);
+        }
+        if self.csr_signer {
+            super::kcm::sign(self, name);
+        }
     }
 }
 

@@ -42,6 +42,10 @@ pub(crate) struct Shared {
     pub(crate) address: String,
     /// The CA: it verifies client certificates and signs the certificates the double issues.
     pub(crate) ca: Ca,
+    /// Whether the CSR approver runs after each CSR write.
+    pub(crate) csr_approver: bool,
+    /// Whether the CSR signer runs after each CSR write.
+    pub(crate) csr_signer: bool,
 }
 
 /// Lock, ignoring poisoning (every critical section leaves the data consistent).

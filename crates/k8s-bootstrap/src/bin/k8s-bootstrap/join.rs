@@ -72,7 +72,14 @@ pub(crate) async fn run(args: &JoinArgs) -> Result<(), CliError> {
                 "the TLS bootstrap needs the cluster CA, and discovery trusted none".to_owned(),
             )
         })?;
-    tls_bootstrap(args, node_name, kubeconfig.expose_secret(), kubeconfig.server(), &ca_pem).await
+    tls_bootstrap(
+        args,
+        node_name,
+        kubeconfig.expose_secret(),
+        kubeconfig.server(),
+        &ca_pem,
+    )
+    .await
 }
 
 /// The kubelet's TLS bootstrap: the node's key (kept in `<cert-dir>/kubelet-client.key.tmp`
@@ -89,7 +96,9 @@ async fn tls_bootstrap(
     use k8s_bootstrap::tls_bootstrap::{NodeKey, NodeName};
 
     let node: NodeName = node_name.parse().map_err(|e| {
-        CliError::JoinFlags(format!("nodeRegistration.name: Invalid value: {node_name:?}: {e}"))
+        CliError::JoinFlags(format!(
+            "nodeRegistration.name: Invalid value: {node_name:?}: {e}"
+        ))
     })?;
     let key_path = args.cert_dir.join("kubelet-client.key.tmp");
     let key_err = |source| CliError::NodeKey {

@@ -508,6 +508,9 @@ async fn demo_runs_the_whole_flow_with_the_real_commands() {
         "wrote the TLS-bootstrap kubeconfig for https://127.0.0.1:",
         "cluster-info",
         "the API server authenticated that request as system:bootstrap:",
+        "wrote the client certificate of system:node:worker-1",
+        "Approved,Issued",
+        "the API server authenticated the node as system:node:worker-1",
         "none of the public keys",
         "failed to verify JWS signature",
         "can be unsafe",
@@ -532,8 +535,14 @@ async fn demo_runs_the_whole_flow_with_the_real_commands() {
     assert_eq!(text.matches(token.as_str()).count(), 2, "{text}");
     // kubeadm's wording once, not twice.
     assert!(!text.contains("API Server: couldn't validate"), "{text}");
-    let kubeconfig = std::fs::metadata(keep.join("bootstrap-kubelet.conf")).unwrap();
-    assert_eq!(kubeconfig.permissions().mode() & 0o777, 0o600);
+    for kept in [
+        "bootstrap-kubelet.conf",
+        "kubelet.conf",
+        "pki/kubelet-client-current.pem",
+    ] {
+        let meta = std::fs::metadata(keep.join(kept)).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{kept}");
+    }
 }
 
 /// `tracing` at its most verbose (`-vvv`, and `RUST_LOG=trace` for every crate) never carries a

@@ -77,7 +77,10 @@ fn node_request(node: &str, expiration: Option<Duration>) -> (NodeKey, NodeName,
 }
 
 async fn read(server: &LoopbackApiServer, name: &str) -> CertificateSigningRequest {
-    let object = Api::<ApiCsr>::all(admin(server).await).get(name).await.unwrap();
+    let object = Api::<ApiCsr>::all(admin(server).await)
+        .get(name)
+        .await
+        .unwrap();
     CertificateSigningRequest::try_from(&object).unwrap()
 }
 
@@ -108,9 +111,8 @@ async fn a_bootstrap_token_request_is_approved_and_issued() {
         panic!("{csr:?}")
     };
     let now = SystemTime::now();
-    let cert =
-        tls_bootstrap::accept_certificate(pem, server.ca_pem().as_bytes(), &key, &node, now)
-            .unwrap();
+    let cert = tls_bootstrap::accept_certificate(pem, server.ca_pem().as_bytes(), &key, &node, now)
+        .unwrap();
     // One hour asked, under the 8 h threshold: the full hour after the 5 min backdate.
     let lifetime = cert.not_after().duration_since(cert.not_before()).unwrap();
     assert_eq!(lifetime.as_secs(), 3600 + 300);

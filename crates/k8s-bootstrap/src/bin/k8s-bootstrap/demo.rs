@@ -100,10 +100,14 @@ pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
         .await?;
 
     heading(
-        "4. the node joins: token discovery with CA pinning, then its TLS-bootstrap kubeconfig",
+        "4. the node joins: token discovery with CA pinning, its TLS-bootstrap kubeconfig, then \
+         its certificate signing request, approved and signed by the control plane",
     );
     let bootstrap = dir.join("bootstrap-kubelet.conf");
     let bootstrap_flag = bootstrap.display().to_string();
+    let kubelet = dir.join("kubelet.conf");
+    let kubelet_flag = kubelet.display().to_string();
+    let cert_dir = dir.join("pki").display().to_string();
     demo.cli(&[
         "join",
         &join.endpoint,
@@ -113,6 +117,14 @@ pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
         &join.hash,
         "--tls-bootstrap-kubeconfig",
         &bootstrap_flag,
+        "--node-name",
+        DEMO_NODE,
+        "--cert-dir",
+        &cert_dir,
+        "--kubelet-kubeconfig",
+        &kubelet_flag,
+        "--tls-bootstrap-timeout",
+        "30s",
     ])
     .await?;
 
@@ -158,7 +170,32 @@ pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
         .await?;
     }
 
-    heading("6. what discovery refuses");
+    heading(
+        "6. the node authenticates with its own certificate: the API server sees system:node:<name>",
+    );
+    if demo
+        .kubectl(&["--kubeconfig", &kubelet_flag, "auth", "whoami"])
+        .await?
+    {
+        demo.kubectl(&["--kubeconfig", &admin_flag, "get", "csr"])
+            .await?;
+    }
+    let user = server
+        .requests()
+        .into_iter()
+        .rev()
+        .find_map(|r| r.user.filter(|u| u.starts_with("system:node:")));
+    match user {
+        Some(user) => say(&format!("the API server authenticated the node as {user}")),
+        None if demo.kubectl_missing().await => {}
+        None => {
+            return Err(CliError::Demo(
+                "no request was authenticated with the node's certificate".to_owned(),
+            ));
+        }
+    }
+
+    heading("7. what discovery refuses");
     let wrong_pin = format!("sha256:{}", "0".repeat(64));
     demo.refused(
         "a CA pin that is not the cluster's",
@@ -194,7 +231,7 @@ pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
     )
     .await?;
 
-    heading("7. the administrator deletes the token; the signer removes its signature");
+    heading("8. the administrator deletes the token; the signer removes its signature");
     demo.cli(&["--kubeconfig", &admin_flag, "token", "delete", join.id()])
         .await?;
     demo.refused(
@@ -216,12 +253,19 @@ pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
     server.shutdown().await;
     heading("done");
     if args.dir.is_some() {
-        say(&format!("the files are in {}", dir.display()));
+        say(&format!(
+            "the files are in {}; the node's kubeconfig is {}",
+            dir.display(),
+            kubelet.display()
+        ));
     } else {
         say("the temporary files are removed (--dir keeps them)");
     }
     Ok(())
 }
+
+/// The node the demo joins.
+const DEMO_NODE: &str = "worker-1";
 
 struct Demo {
     me: PathBuf,
@@ -257,6 +301,18 @@ impl Demo {
         }
         say("  refused, and no kubeconfig was written");
         Ok(())
+    }
+
+    /// Whether kubectl is missing (its steps were skipped).
+    async fn kubectl_missing(&self) -> bool {
+        tokio::process::Command::new(&self.kubectl)
+            .arg("version")
+            .arg("--client")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .await
+            .is_err()
     }
 
     /// Runs kubectl; `Ok(false)` when it is not installed (the step is skipped, and said so).

@@ -211,3 +211,125 @@ async fn an_approved_invalid_request_fails_and_a_node_renews_its_own() {
     );
     assert!(matches!(csr.state(), State::Issued(_)));
 }
+
+async fn kubectl(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = tokio::process::Command::new("kubectl")
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .current_dir(dir)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_creates_gets_and_approves_our_object() {
+    let server = LoopbackApiServer::builder()
+        .csr_approver(false)
+        .start()
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("admin.conf"),
+        server.admin_kubeconfig_yaml(),
+    )
+    .unwrap();
+    let node: NodeName = "worker-12".parse().unwrap();
+    let key = NodeKey::generate().unwrap();
+    let request = CertificateRequest::for_node(&node, &key).unwrap();
+    let ours =
+        CertificateSigningRequest::for_node(&request, Some(Duration::from_secs(3600))).unwrap();
+    let name = ours.name().unwrap().to_owned();
+    std::fs::write(dir.path().join("csr.json"), ours.to_json().unwrap()).unwrap();
+
+    let created = kubectl(
+        dir.path(),
+        &["--kubeconfig", "admin.conf", "create", "-f", "csr.json"],
+    )
+    .await;
+    assert_eq!(
+        created.trim(),
+        format!("certificatesigningrequest.certificates.k8s.io/{name} created")
+    );
+    let table = kubectl(dir.path(), &["--kubeconfig", "admin.conf", "get", "csr"]).await;
+    let row = table.lines().find(|l| l.starts_with(&name)).unwrap();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        &cells[2..],
+        [
+            "kubernetes.io/kube-apiserver-client-kubelet",
+            "loopback-admin",
+            "60m",
+            "Pending"
+        ],
+        "{table}"
+    );
+    let json = kubectl(
+        dir.path(),
+        &[
+            "--kubeconfig",
+            "admin.conf",
+            "get",
+            "csr",
+            &name,
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    let back = CertificateSigningRequest::from_json(json.as_bytes()).unwrap();
+    assert_eq!(back.spec.request, ours.spec.request);
+    assert_eq!(back.spec.usages, ours.spec.usages);
+    assert_eq!(back.spec.signer_name, ours.spec.signer_name);
+    assert_eq!(back.spec.expiration_seconds, Some(3600));
+    assert_eq!(back.spec.username.as_deref(), Some("loopback-admin"));
+    assert_eq!(back.state(), State::Pending);
+
+    kubectl(
+        dir.path(),
+        &[
+            "--kubeconfig",
+            "admin.conf",
+            "certificate",
+            "approve",
+            &name,
+        ],
+    )
+    .await;
+    let json = kubectl(
+        dir.path(),
+        &[
+            "--kubeconfig",
+            "admin.conf",
+            "get",
+            "csr",
+            &name,
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    let issued = CertificateSigningRequest::from_json(json.as_bytes()).unwrap();
+    assert_eq!(
+        issued.condition("Approved").unwrap().reason.as_deref(),
+        Some("KubectlApprove")
+    );
+    let State::Issued(pem) = issued.state() else {
+        panic!("{issued:?}")
+    };
+    tls_bootstrap::accept_certificate(
+        pem,
+        server.ca_pem().as_bytes(),
+        &key,
+        &node,
+        SystemTime::now(),
+    )
+    .unwrap();
+}

@@ -110,6 +110,22 @@ fn request(c: &mut Criterion) {
     g.bench_function("ours/generate_key", |b| {
         b.iter(|| NodeKey::generate().unwrap());
     });
+    // The floor of key generation: ring's P-256 key pair, ready to sign.
+    g.bench_function("baseline/ring_generate_key", |b| {
+        b.iter(|| {
+            let pkcs8 = ring::signature::EcdsaKeyPair::generate_pkcs8(
+                &ring::signature::ECDSA_P256_SHA256_ASN1_SIGNING,
+                &rng,
+            )
+            .unwrap();
+            ring::signature::EcdsaKeyPair::from_pkcs8(
+                &ring::signature::ECDSA_P256_SHA256_ASN1_SIGNING,
+                pkcs8.as_ref(),
+                &rng,
+            )
+            .unwrap()
+        });
+    });
     g.finish();
 }
 

@@ -97,6 +97,44 @@ impl EcdsaSigner {
         )))
     }
 
+    /// A fresh key from the provider's generator (the operating system's randomness), with its
+    /// public key; `None` without a provider.
+    pub(crate) fn generate()
+    -> Option<Result<(p256::SecretKey, p256::PublicKey, EcdsaSigner), Error>> {
+        #[cfg(feature = "ring")]
+        {
+            use ring::signature::{
+                ECDSA_P256_SHA256_ASN1_SIGNING as ALG, EcdsaKeyPair, KeyPair as _,
+            };
+            let rng = ring::rand::SystemRandom::new();
+            let made = EcdsaKeyPair::generate_pkcs8(&ALG, &rng)
+                .map_err(|_| Error::Rng)
+                .and_then(|pkcs8| {
+                    let pair = EcdsaKeyPair::from_pkcs8(&ALG, pkcs8.as_ref(), &rng)
+                        .map_err(|_| Error::Rng)?;
+                    let (secret, public) = parts(pkcs8.as_ref(), pair.public_key().as_ref())?;
+                    Ok((secret, public, EcdsaSigner::Ring(pair)))
+                });
+            return Some(made);
+        }
+        #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
+        {
+            use aws_lc_rs::signature::{
+                ECDSA_P256_SHA256_ASN1_SIGNING as ALG, EcdsaKeyPair, KeyPair as _,
+            };
+            let made = EcdsaKeyPair::generate(&ALG)
+                .map_err(|_| Error::Rng)
+                .and_then(|pair| {
+                    let pkcs8 = pair.to_pkcs8v1().map_err(|_| Error::Rng)?;
+                    let (secret, public) = parts(pkcs8.as_ref(), pair.public_key().as_ref())?;
+                    Ok((secret, public, EcdsaSigner::AwsLc(pair)))
+                });
+            return Some(made);
+        }
+        #[allow(unreachable_code, reason = "reached only without a provider")]
+        None
+    }
+
     /// A DER ECDSA signature of `message`.
     pub(crate) fn sign(&self, message: &[u8]) -> Result<Vec<u8>, Error> {
         let failed = |_| Error::InvalidKey {
@@ -120,4 +158,25 @@ impl EcdsaSigner {
             }
         }
     }
+}
+
+/// The RustCrypto halves of a provider-made key: the scalar from its PKCS#8 document, the public
+/// key from the point the provider computed (checked to be on the curve).
+#[cfg(any(feature = "ring", feature = "aws-lc-rs"))]
+fn parts(pkcs8: &[u8], point: &[u8]) -> Result<(p256::SecretKey, p256::PublicKey), Error> {
+    use der::Decode as _;
+    let bad = |_| Error::InvalidKey {
+        reason: "the provider's key does not parse",
+    };
+    // The scalar alone: `SecretKey::from_pkcs8_der` would recompute the public point to compare
+    // it with the embedded one, a full scalar multiplication the provider has just done.
+    let info = pkcs8::PrivateKeyInfo::from_der(pkcs8).map_err(bad)?;
+    let sec1 = sec1::EcPrivateKey::from_der(info.private_key).map_err(bad)?;
+    let secret = p256::SecretKey::from_slice(sec1.private_key).map_err(|_| Error::InvalidKey {
+        reason: "the provider's key does not parse",
+    })?;
+    let public = p256::PublicKey::from_sec1_bytes(point).map_err(|_| Error::InvalidKey {
+        reason: "the provider's public key does not parse",
+    })?;
+    Ok((secret, public))
 }

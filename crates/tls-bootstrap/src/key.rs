@@ -22,6 +22,8 @@ pub const MAX_KEY_PEM_BYTES: usize = 16 * 1024;
 /// reads that and PKCS#8 (`PRIVATE KEY`).
 pub struct NodeKey {
     secret: p256::SecretKey,
+    // The uncompressed public point (65 bytes).
+    public_point: Vec<u8>,
     // Built once: it holds the public point, whose computation is the costly part.
     signer: EcdsaSigner,
     spki_der: Vec<u8>,
@@ -34,6 +36,10 @@ impl NodeKey {
     ///
     /// [`Error::Rng`] if the operating system has no randomness to give.
     pub fn generate() -> Result<NodeKey, Error> {
+        if let Some(made) = EcdsaSigner::generate() {
+            let (secret, public, signer) = made?;
+            return NodeKey::assemble(secret, &public, signer);
+        }
         let mut failure = None;
         let key = NodeKey::generate_with(|buf| {
             if let Err(e) = getrandom::fill(buf) {
@@ -116,16 +122,14 @@ impl NodeKey {
     /// [`Error::InvalidKey`] if encoding fails (it does not for a valid key).
     pub fn to_pem(&self) -> Result<Zeroizing<String>, Error> {
         use der::Encode as _;
-        use p256::elliptic_curve::sec1::ToEncodedPoint as _;
         let encode = || -> Result<Zeroizing<Vec<u8>>, der::Error> {
             let scalar = Zeroizing::new(self.secret.to_bytes());
-            let point = self.secret.public_key().to_encoded_point(false);
             // Go's `x509.MarshalECPrivateKey`: version 1, the scalar, the named curve and the
             // public point (OpenSSL needs the curve to load the key).
             let key = sec1::EcPrivateKey {
                 private_key: scalar.as_slice(),
                 parameters: Some(sec1::EcParameters::NamedCurve(P256_OID)),
-                public_key: Some(point.as_bytes()),
+                public_key: Some(self.public_point.as_slice()),
             };
             Ok(Zeroizing::new(key.to_der()?))
         };
@@ -145,18 +149,33 @@ impl NodeKey {
         self.signer.sign(message)
     }
 
+    /// The uncompressed public point (`04 || x || y`).
+    pub(crate) fn public_point(&self) -> &[u8] {
+        &self.public_point
+    }
+
     fn from_secret(secret: p256::SecretKey) -> Result<NodeKey, Error> {
         use p256::elliptic_curve::sec1::ToEncodedPoint as _;
         let public = secret.public_key();
+        let signer = EcdsaSigner::new(&secret, public.to_encoded_point(false).as_bytes())?;
+        NodeKey::assemble(secret, &public, signer)
+    }
+
+    fn assemble(
+        secret: p256::SecretKey,
+        public: &p256::PublicKey,
+        signer: EcdsaSigner,
+    ) -> Result<NodeKey, Error> {
+        use p256::elliptic_curve::sec1::ToEncodedPoint as _;
         let spki_der = public
             .to_public_key_der()
             .map_err(|_| Error::InvalidKey {
                 reason: "couldn't encode the public key",
             })?
             .into_vec();
-        let signer = EcdsaSigner::new(&secret, public.to_encoded_point(false).as_bytes())?;
         Ok(NodeKey {
             secret,
+            public_point: public.to_encoded_point(false).as_bytes().to_vec(),
             signer,
             spki_der,
         })
@@ -165,12 +184,11 @@ impl NodeKey {
 
 impl Clone for NodeKey {
     fn clone(&self) -> NodeKey {
-        use p256::elliptic_curve::sec1::ToEncodedPoint as _;
-        let point = self.secret.public_key().to_encoded_point(false);
         NodeKey {
             secret: self.secret.clone(),
+            public_point: self.public_point.clone(),
             // The key was accepted once; the provider accepts it again.
-            signer: EcdsaSigner::new(&self.secret, point.as_bytes())
+            signer: EcdsaSigner::new(&self.secret, &self.public_point)
                 .unwrap_or_else(|_| EcdsaSigner::RustCrypto((&self.secret).into())),
             spki_der: self.spki_der.clone(),
         }

@@ -119,9 +119,20 @@ impl CertificateRequest {
         let der = build().map_err(|_| Error::InvalidKey {
             reason: "couldn't encode the certificate request",
         })?;
-        // Just signed with our own key: parsed, not re-verified (so no verification backend is
-        // needed to file a request).
-        CertificateRequest::parse(&der, Verify::Skip)
+        // Just built from known parts and signed with our own key: nothing to parse or verify
+        // (so no verification backend is needed to file a request).
+        Ok(CertificateRequest {
+            der,
+            common_name: Some(node.user_name()),
+            organizations: vec![NODES_GROUP.to_owned()],
+            dns_names: Vec::new(),
+            email_addresses: Vec::new(),
+            ip_addresses: Vec::new(),
+            uris: Vec::new(),
+            spki_der: key.public_key_der().to_vec(),
+            public_key_bits: key.public_point().to_vec(),
+            key_type: KeyType::EcdsaP256,
+        })
     }
 
     /// Parses one `CERTIFICATE REQUEST` PEM block (nothing else around it) and checks its
@@ -156,10 +167,6 @@ impl CertificateRequest {
     /// are not strings, or too many names; [`Error::UnsupportedAlgorithm`] and
     /// [`Error::BadSignature`] from the signature check.
     pub fn from_der(der: &[u8]) -> Result<CertificateRequest, Error> {
-        CertificateRequest::parse(der, Verify::Signature)
-    }
-
-    fn parse(der: &[u8], verify: Verify) -> Result<CertificateRequest, Error> {
         check_size(der.len())?;
         let invalid = |reason| Error::InvalidRequest { reason };
         let req = CertReq::from_der(der).map_err(|_| invalid("not a DER PKCS#10 request"))?;
@@ -171,9 +178,7 @@ impl CertificateRequest {
             .signature
             .as_bytes()
             .ok_or(invalid("signature has unused bits"))?;
-        if verify == Verify::Signature {
-            crate::backend::verify(&req.info.public_key, &req.algorithm, &tbs, signature)?;
-        }
+        crate::backend::verify(&req.info.public_key, &req.algorithm, &tbs, signature)?;
 
         let (common_name, organizations) = subject_fields(&req.info.subject)?;
         let mut names = Names::default();
@@ -284,12 +289,6 @@ impl std::fmt::Debug for CertificateRequest {
             .field("key_type", &self.key_type)
             .finish_non_exhaustive()
     }
-}
-
-#[derive(PartialEq, Eq)]
-enum Verify {
-    Signature,
-    Skip,
 }
 
 fn check_size(len: usize) -> Result<(), Error> {

@@ -15,7 +15,7 @@
 //!   are required, `spec.expirationSeconds` is at least 600; updates of the object change only
 //!   its metadata; the `approval` subresource changes only the conditions (Approved and Denied
 //!   exclusive, `True` only, never removed) and the `status` subresource the certificate (set
-//!   once, PEM `CERTIFICATE` blocks) and the other conditions; no approver or signer runs yet;
+//!   once, PEM `CERTIFICATE` blocks) and the other conditions;
 //! * `selfsubjectreviews` (`authentication.k8s.io/v1`, for `kubectl auth whoami`);
 //! * get, list (label selectors `k=v`, `k!=v`, `k in (..)`, `k notin (..)`, `k`, `!k`; field
 //!   selectors `metadata.name`, `metadata.namespace` and, for Secrets, `type`; `limit` and
@@ -44,7 +44,13 @@
 //!   everything else is 403;
 //! * optionally kube-controller-manager's bootstrap signer: after every change to a Secret in
 //!   `kube-system` or to cluster-info, [`clusterinfo::reconcile`] decides the signatures and the
-//!   double writes them (also every 10 seconds, so expired tokens lose theirs).
+//!   double writes them (also every 10 seconds, so expired tokens lose theirs);
+//! * kube-controller-manager's CSR approver and `kubernetes.io/kube-apiserver-client-kubelet`
+//!   signer (both on by default, [`Builder::csr_approver`], [`Builder::csr_signer`]): after
+//!   every CSR write, [`tls_bootstrap::approve`] decides, with kubeadm's RBAC answering its
+//!   SubjectAccessReviews (`nodeclient` for `system:bootstrappers:kubeadm:default-node-token`,
+//!   `selfnodeclient` for `system:nodes`), and [`tls_bootstrap::sign`] plans the certificate,
+//!   which the double's CA issues (or the `Failed` condition it writes).
 //!
 //! Bounds: request bodies at most 3 MiB (413), 10,000 objects, 1,000 retained watch events,
 //! 128 open watches, 512 connections, a 10-second TLS handshake and 30-second header read

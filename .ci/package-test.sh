@@ -13,7 +13,7 @@ crates=(
   "clusterinfo:k8s-openapi"
   "exec-credential:"
   "addon-jwt:${ADDON_JWT_FEATURES:-http}"
-  "tls-bootstrap:k8s-openapi"
+  "tls-bootstrap:k8s-openapi,yaml"
   "k8s-bootstrap:cli,loopback-server,sidecar,controllers"
 )
 

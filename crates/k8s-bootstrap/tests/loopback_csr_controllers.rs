@@ -291,6 +291,24 @@ async fn kubectl_creates_gets_and_approves_our_object() {
     assert_eq!(back.spec.expiration_seconds, Some(3600));
     assert_eq!(back.spec.username.as_deref(), Some("loopback-admin"));
     assert_eq!(back.state(), State::Pending);
+    // The same object as kubectl prints it in YAML.
+    let yaml = kubectl(
+        dir.path(),
+        &[
+            "--kubeconfig",
+            "admin.conf",
+            "get",
+            "csr",
+            &name,
+            "-o",
+            "yaml",
+        ],
+    )
+    .await;
+    assert_eq!(
+        CertificateSigningRequest::from_yaml(yaml.as_bytes()).unwrap(),
+        back
+    );
 
     kubectl(
         dir.path(),

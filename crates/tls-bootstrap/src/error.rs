@@ -66,6 +66,15 @@ pub enum Error {
         /// 1-based column.
         column: usize,
     },
+    /// The object's YAML is malformed, exceeds the parser's budget, or a field has the wrong
+    /// type (0 for an unknown position; the parser's message is dropped: it can echo values).
+    #[error("couldn't parse the CertificateSigningRequest YAML at line {line}, column {column}")]
+    Yaml {
+        /// 1-based line.
+        line: u64,
+        /// 1-based column.
+        column: u64,
+    },
     /// The object is well-formed JSON but not a valid `CertificateSigningRequest`.
     #[error("invalid CertificateSigningRequest field {field}: {reason}")]
     InvalidObject {

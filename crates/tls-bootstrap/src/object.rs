@@ -258,6 +258,49 @@ impl CertificateSigningRequest {
         Ok(csr)
     }
 
+    /// Parses the YAML `kubectl get csr -o yaml` prints (at most [`MAX_OBJECT_BYTES`]; one
+    /// document; no duplicate keys; anchors, aliases, depth and node count bounded).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TooLarge`]; [`Error::Yaml`] for malformed YAML, a budget exceeded, or wrong
+    /// field types (the parser's message is dropped, it can echo values); then as
+    /// [`CertificateSigningRequest::from_json`].
+    #[cfg(feature = "yaml")]
+    pub fn from_yaml(yaml: &[u8]) -> Result<CertificateSigningRequest, Error> {
+        if yaml.len() > MAX_OBJECT_BYTES {
+            return Err(Error::TooLarge {
+                what: "CertificateSigningRequest YAML",
+                len: yaml.len(),
+                max: MAX_OBJECT_BYTES,
+            });
+        }
+        let options = serde_saphyr::options! {
+            budget: serde_saphyr::budget! {
+                max_reader_input_bytes: Some(MAX_OBJECT_BYTES),
+                max_depth: 32,
+                max_nodes: 20_000,
+                max_events: 80_000,
+                max_aliases: 16,
+                max_anchors: 16,
+                max_documents: 1,
+                max_total_scalar_bytes: MAX_OBJECT_BYTES,
+                max_merge_keys: 4,
+            },
+            duplicate_keys: serde_saphyr::DuplicateKeyPolicy::Error,
+            with_snippet: false,
+        };
+        let value: serde_json::Value = serde_saphyr::from_slice_with_options(yaml, options)
+            .map_err(|e| {
+                let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
+                Error::Yaml { line, column }
+            })?;
+        let csr: CertificateSigningRequest =
+            serde_json::from_value(value).map_err(|_| Error::Yaml { line: 0, column: 0 })?;
+        csr.check()?;
+        Ok(csr)
+    }
+
     /// The JSON to send to the API server.
     ///
     /// # Errors

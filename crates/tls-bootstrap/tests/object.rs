@@ -196,3 +196,43 @@ fn expiration_below_ten_minutes_is_refused() {
         .unwrap();
     assert_eq!(csr.spec.expiration_seconds, Some(600));
 }
+
+#[test]
+fn yaml_as_kubectl_prints_it() {
+    let csr = ours();
+    let json: serde_json::Value = serde_json::from_slice(&csr.to_json().unwrap()).unwrap();
+    let request = json["spec"]["request"].as_str().unwrap();
+    let yaml = format!(
+        "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata:\n  \
+         creationTimestamp: \"2026-11-25T10:00:00Z\"\n  name: {name}\n  resourceVersion: \"12\"\n  \
+         uid: 4c2e0c0e-4c55-4b6e-9d8a-6f0f8a1b2c3d\nspec:\n  expirationSeconds: 3600\n  groups:\n  \
+         - system:bootstrappers\n  - system:authenticated\n  request: {request}\n  signerName: \
+         kubernetes.io/kube-apiserver-client-kubelet\n  usages:\n  - digital signature\n  - client auth\n  \
+         username: system:bootstrap:abcdef\nstatus:\n  conditions:\n  - lastTransitionTime: \
+         \"2026-11-25T10:00:01Z\"\n    lastUpdateTime: \"2026-11-25T10:00:01Z\"\n    message: approved\n    \
+         reason: AutoApproved\n    status: \"True\"\n    type: Approved\n",
+        name = csr.name().unwrap()
+    );
+    let parsed = CertificateSigningRequest::from_yaml(yaml.as_bytes()).unwrap();
+    assert_eq!(parsed.spec.request, csr.spec.request);
+    assert_eq!(parsed.spec.expiration_seconds, Some(3600));
+    assert_eq!(parsed.state(), State::Approved);
+    assert_eq!(parsed.metadata.resource_version.as_deref(), Some("12"));
+
+    // Hostile YAML: duplicate keys, several documents, an alias bomb, oversized, wrong types.
+    for bad in [
+        yaml.replace("kind: CertificateSigningRequest", "kind: CertificateSigningRequest\nkind: CertificateSigningRequest"),
+        format!("{yaml}---\n{yaml}"),
+        "a: &a [x, x, x, x]\nb: &b [*a, *a, *a, *a]\nc: &c [*b, *b, *b, *b]\nd: &d [*c, *c, *c, *c]\ne: &e [*d, *d, *d, *d]\nf: [*e, *e, *e, *e]\n".to_owned(),
+        yaml.replace("status: \"True\"", "status: [True]"),
+        yaml.replace("certificates.k8s.io/v1", "v1"),
+        "[".repeat(100),
+    ] {
+        assert!(CertificateSigningRequest::from_yaml(bad.as_bytes()).is_err(), "{bad}");
+    }
+    let big = vec![b'#'; tls_bootstrap::MAX_OBJECT_BYTES + 1];
+    assert!(matches!(
+        CertificateSigningRequest::from_yaml(&big),
+        Err(Error::TooLarge { .. })
+    ));
+}

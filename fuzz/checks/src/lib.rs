@@ -42,5 +42,5 @@ pub use jws_detached::{
 pub use outcome::Outcome;
 pub use tls_bootstrap::{
     TLS_CA_PEM, TLS_NODE_CERT_PEM, TLS_NODE_KEY_PEM, tls_bootstrap_certificate,
-    tls_bootstrap_csr_json, tls_bootstrap_request,
+    tls_bootstrap_csr_json, tls_bootstrap_csr_yaml, tls_bootstrap_request,
 };

@@ -72,6 +72,28 @@ pub fn tls_bootstrap_csr_json(data: &[u8]) -> Outcome {
     Outcome::Accepted
 }
 
+/// `CertificateSigningRequest::from_yaml` on the whole input.
+///
+/// A parsed object equals the one its JSON serialisation parses to; the approver and signer run
+/// on it without panicking. Accepted: the input parses.
+pub fn tls_bootstrap_csr_yaml(data: &[u8]) -> Outcome {
+    let Ok(csr) = CertificateSigningRequest::from_yaml(data) else {
+        return Outcome::Rejected;
+    };
+    let json = csr.to_json().unwrap();
+    if json.len() <= MAX_OBJECT_BYTES {
+        assert_eq!(CertificateSigningRequest::from_json(&json).unwrap(), csr);
+    }
+    let _ = approve(&csr, |_| true);
+    let now = fixture_now();
+    let _ = sign(
+        &csr,
+        &SignerConfig::new(now + Duration::from_secs(86400)),
+        now,
+    );
+    Outcome::Accepted
+}
+
 /// `accept_certificate` on the input as `status.certificate`, for the fixture node, key and CA.
 ///
 /// An accepted certificate is the fixture node's, re-accepts from its own PEM, and its

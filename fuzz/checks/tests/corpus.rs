@@ -53,6 +53,7 @@ replay! {
     addon_jwt_sidecar: 1 files, 1 accepted;
     tls_bootstrap_request: 4 files, 2 accepted;
     tls_bootstrap_csr_json: 3 files, 2 accepted;
+    tls_bootstrap_csr_yaml: 3 files, 2 accepted;
     tls_bootstrap_certificate: 4 files, 2 accepted;
 }
 

@@ -7,8 +7,11 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use sha2::Digest as _;
 use x509_cert::Certificate;
+// BMPString comes from der itself: the type is in der 0.7.8 and later, the floor this crate
+// declares.
+use der::asn1::BmpString;
 use x509_cert::der::asn1::{
-    BmpString, Ia5StringRef, ObjectIdentifier, PrintableStringRef, TeletexStringRef, Utf8StringRef,
+    Ia5StringRef, ObjectIdentifier, PrintableStringRef, TeletexStringRef, Utf8StringRef,
 };
 use x509_cert::der::{Any, Decode as _, Encode as _, Tag, Tagged as _};
 use x509_cert::request::CertReq;

@@ -92,40 +92,33 @@ struct ProxyMetrics {
 impl ProxyMetrics {
     fn new() -> ProxyMetrics {
         let mut registry = Registry::with_prefix("k8s_bootstrap_forward_proxy");
-        let m = ProxyMetrics {
-            forwarded: Counter::default(),
-            rejected: Counter::default(),
-            upstream_errors: Counter::default(),
-            key_reloads: Counter::default(),
-            key_reload_errors: Counter::default(),
-            registry: Registry::default(),
+        let mut counter = |name: &str, help: &str| {
+            let c = Counter::default();
+            registry.register(name, help, c.clone());
+            c
         };
-        registry.register(
+        let forwarded = counter(
             "forwarded_requests",
             "Requests forwarded for a verified user",
-            m.forwarded.clone(),
         );
-        registry.register(
-            "rejected_requests",
-            "Requests answered 403",
-            m.rejected.clone(),
-        );
-        registry.register(
+        let rejected = counter("rejected_requests", "Requests answered 403");
+        let upstream_errors = counter(
             "upstream_errors",
             "Requests answered 502 or 504 because the add-on failed or timed out",
-            m.upstream_errors.clone(),
         );
-        registry.register(
-            "key_reloads",
-            "Key files loaded after a change",
-            m.key_reloads.clone(),
-        );
-        registry.register(
+        let key_reloads = counter("key_reloads", "Key files loaded after a change");
+        let key_reload_errors = counter(
             "key_reload_errors",
             "Changed key files that could not be loaded (the old keys stay)",
-            m.key_reload_errors.clone(),
         );
-        ProxyMetrics { registry, ..m }
+        ProxyMetrics {
+            registry,
+            forwarded,
+            rejected,
+            upstream_errors,
+            key_reloads,
+            key_reload_errors,
+        }
     }
 
     fn encode(&self) -> String {
@@ -260,23 +253,24 @@ impl Inputs {
         all
     }
 
-    /// Builds the sidecar from the key file and the audiences now.
-    fn build(&self) -> Result<Sidecar, String> {
-        let keys = self.source.load()?;
-        let validation = validation(&self.issuer, &self.audiences())
-            .ok_or_else(|| "no audience to accept (none given, none discovered)".to_owned())?;
-        Ok(Sidecar::new(keys, validation).cache_capacity(self.cache_size))
-    }
-
-    fn rebuild(&self, why: &str) {
-        match self.build() {
+    /// Rebuilds the sidecar from the key file and the audiences now; whether it was replaced
+    /// (on failure the old keys and audiences stay, and the error is counted).
+    fn rebuild(&self, why: &str) -> bool {
+        match build_sidecar(
+            &self.source,
+            &self.issuer,
+            &self.audiences(),
+            self.cache_size,
+        ) {
             Ok(sidecar) => {
                 self.sidecar.replace(sidecar);
                 tracing::info!(why, "forward-proxy: sidecar rebuilt");
+                true
             }
             Err(e) => {
                 self.metrics.key_reload_errors.inc();
                 tracing::warn!(error = %e, why, "forward-proxy: not rebuilt, the old keys and audiences stay");
+                false
             }
         }
     }
@@ -375,20 +369,21 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
         .as_ref()
         .map(|(_, _, _, found)| found.clone())
         .unwrap_or_default();
+    let mut audiences = args.audience.clone();
+    audiences.extend(discovered.iter().cloned());
+    audiences.sort();
+    audiences.dedup();
+    let first = build_sidecar(&source, &args.issuer, &audiences, args.verified_cache_size)
+        .map_err(CliError::Proxy)?;
     let inputs = Arc::new(Inputs {
         source: source.clone(),
         issuer: args.issuer.clone(),
         fixed: args.audience.clone(),
         discovered: std::sync::Mutex::new(discovered),
-        sidecar: SharedSidecar::new(Sidecar::new(
-            KeySet::new(),
-            placeholder_validation(&args.issuer),
-        )),
+        sidecar: SharedSidecar::new(first),
         metrics: metrics.clone(),
         cache_size: args.verified_cache_size,
     });
-    let first = inputs.build().map_err(CliError::Proxy)?;
-    inputs.sidecar.replace(first);
     let sidecar = inputs.sidecar.clone();
     let layer = SidecarLayer::new(sidecar.clone()).observer(metrics.clone());
     let mut connector = HttpConnector::new();
@@ -503,9 +498,7 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
                     continue;
                 }
                 stamp = now;
-                let before = inputs.metrics.key_reload_errors.get();
-                inputs.rebuild("the key file changed");
-                if inputs.metrics.key_reload_errors.get() == before {
+                if inputs.rebuild("the key file changed") {
                     inputs.metrics.key_reloads.inc();
                 }
             }
@@ -617,12 +610,17 @@ fn wall_clock() -> SystemTime {
     SystemTime::now()
 }
 
-/// A validation that accepts nothing, for the moment before the first build.
-fn placeholder_validation(issuer: &str) -> Validation {
-    Validation::new(
-        Issuer::new(issuer),
-        Audience::new("k8s-bootstrap.invalid/none"),
-    )
+/// The sidecar for the keys in `source` and these audiences.
+fn build_sidecar(
+    source: &KeySource,
+    issuer: &str,
+    audiences: &[String],
+    cache_size: usize,
+) -> Result<Sidecar, String> {
+    let keys = source.load()?;
+    let validation = validation(issuer, audiences)
+        .ok_or_else(|| "no audience to accept (none given, none discovered)".to_owned())?;
+    Ok(Sidecar::new(keys, validation).cache_capacity(cache_size))
 }
 
 /// Read buffer per connection, which bounds a request's header block (hyper's minimum is

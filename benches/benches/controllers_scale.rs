@@ -98,30 +98,6 @@ fn rfc3339(t: SystemTime) -> String {
 }
 
 /// Builds the release `k8s-bootstrap` with the controllers and returns its path.
-fn build_binary() -> PathBuf {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let status = std::process::Command::new(cargo)
-        .args([
-            "build",
-            "--release",
-            "--locked",
-            "-p",
-            "k8s-bootstrap",
-            "--features",
-            "cli,controllers",
-            "--bin",
-            "k8s-bootstrap",
-        ])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"),
-        PathBuf::from,
-    );
-    target.join("release/k8s-bootstrap")
-}
-
 fn proc_status(pid: u32, field: &str) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_default()
@@ -152,7 +128,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
-    let binary = build_binary();
+    let binary = k8s_bootstrap_benches::build_cli("cli,controllers");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -11,6 +11,11 @@
 //! `cargo bench -p k8s-bootstrap-benches --bench forward_proxy_load` (skips, saying so, when
 //! `oha` is not on PATH; `LOAD_SECONDS` sets each run's length, default 10; `VERIFY_SLOTS` the
 //! proxy's `--max-concurrent-verifications`, default 0: half the CPUs).
+//!
+//! `PROXY_CPU=<n>` gives the proxy core `n` to itself (`taskset`) and keeps oha and the
+//! upstream off it, in the bare runs too: the proxy then has its own CPU, as a sidecar container
+//! has its own CPU request, and the ratio measures what it costs a client rather than what it
+//! takes from a load generator sharing its cores.
 #![allow(
     missing_docs,
     clippy::unwrap_used,
@@ -25,7 +30,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime};
 
@@ -81,30 +86,6 @@ fn start_upstream() -> SocketAddr {
     addr
 }
 
-fn build_binary() -> PathBuf {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let status = Command::new(cargo)
-        .args([
-            "build",
-            "--release",
-            "--locked",
-            "-p",
-            "k8s-bootstrap",
-            "--features",
-            "cli,sidecar",
-            "--bin",
-            "k8s-bootstrap",
-        ])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"),
-        PathBuf::from,
-    );
-    target.join("release/k8s-bootstrap")
-}
-
 fn start_proxy(
     binary: &Path,
     upstream: SocketAddr,
@@ -112,7 +93,15 @@ fn start_proxy(
     cache: usize,
 ) -> (Child, SocketAddr) {
     let listen = free_addr();
-    let mut child = Command::new(binary)
+    let mut command = match proxy_cpu() {
+        Some(cpu) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", &cpu.to_string()]).arg(binary);
+            c
+        }
+        None => Command::new(binary),
+    };
+    let mut child = command
         .args([
             "forward-proxy",
             &format!("--listen={listen}"),
@@ -191,6 +180,27 @@ fn stats(child: Child) -> Stats {
     }
 }
 
+/// `PROXY_CPU`, when set: the core the proxy gets to itself.
+fn proxy_cpu() -> Option<usize> {
+    std::env::var("PROXY_CPU").ok()?.parse().ok()
+}
+
+/// Keeps this process (the upstream's threads, and oha, which inherits it) off the proxy's core.
+fn pin_self_away_from(cpu: usize) {
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let others: Vec<String> = (0..cpus)
+        .filter(|c| *c != cpu)
+        .map(|c| c.to_string())
+        .collect();
+    let status = Command::new("taskset")
+        .args(["-a", "-p", "-c", &others.join(",")])
+        .arg(std::process::id().to_string())
+        .stdout(Stdio::null())
+        .status()
+        .expect("taskset (util-linux) is needed for PROXY_CPU");
+    assert!(status.success(), "taskset failed");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -210,7 +220,10 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10);
-    let binary = build_binary();
+    let binary = k8s_bootstrap_benches::build_cli("cli,sidecar");
+    if let Some(cpu) = proxy_cpu() {
+        pin_self_away_from(cpu);
+    }
     let upstream = start_upstream();
     let key = SigningKey::from_pkcs8_pem(KEY).unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -322,7 +335,12 @@ fn main() {
         let _ = child.wait();
     }
 
-    println!("forward_proxy_load: {seconds} s per run, oha on the same 2 cores");
+    match proxy_cpu() {
+        Some(cpu) => println!(
+            "forward_proxy_load: {seconds} s per run, the proxy alone on core {cpu}, oha and the upstream on the others"
+        ),
+        None => println!("forward_proxy_load: {seconds} s per run, oha on the same 2 cores"),
+    }
     println!("| case | req/s | p50 | p99 |");
     println!("| --- | --- | --- | --- |");
     for row in &rows {

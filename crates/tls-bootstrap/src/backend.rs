@@ -70,7 +70,7 @@ impl EcdsaSigner {
             let rng = ring::rand::SystemRandom::new();
             return ring::signature::EcdsaKeyPair::from_private_key_and_public_key(
                 &ring::signature::ECDSA_P256_SHA256_ASN1_SIGNING,
-                scalar.as_slice(),
+                AsRef::<[u8]>::as_ref(&*scalar),
                 public_point,
                 &rng,
             )
@@ -83,7 +83,7 @@ impl EcdsaSigner {
         {
             return aws_lc_rs::signature::EcdsaKeyPair::from_private_key_and_public_key(
                 &aws_lc_rs::signature::ECDSA_P256_SHA256_ASN1_SIGNING,
-                scalar.as_slice(),
+                AsRef::<[u8]>::as_ref(&*scalar),
                 public_point,
             )
             .map(EcdsaSigner::AwsLc)

@@ -127,7 +127,7 @@ impl NodeKey {
             // Go's `x509.MarshalECPrivateKey`: version 1, the scalar, the named curve and the
             // public point (OpenSSL needs the curve to load the key).
             let key = sec1::EcPrivateKey {
-                private_key: scalar.as_slice(),
+                private_key: AsRef::<[u8]>::as_ref(&*scalar),
                 parameters: Some(sec1::EcParameters::NamedCurve(P256_OID)),
                 public_key: Some(self.public_point.as_slice()),
             };

@@ -39,8 +39,9 @@ fn replica(kubeconfig: &Path, identity: &str, http: SocketAddr) -> Child {
             "controllers",
             "--controllers=bootstrapsigner,tokencleaner",
             "--leader-elect=true",
-            "--leader-elect-lease-duration=3s",
-            "--leader-elect-renew-deadline=2s",
+            // Room for a loaded machine: renewal starts 2 s before the lease would lapse.
+            "--leader-elect-lease-duration=6s",
+            "--leader-elect-renew-deadline=4s",
             &format!("--http-address={http}"),
         ])
         .env_remove("KUBECONFIG")

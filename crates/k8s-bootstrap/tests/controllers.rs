@@ -486,8 +486,11 @@ async fn cleaner_deletes_expired_tokens_when_they_expire_and_keeps_the_rest() {
 /// One replica of `k8s-bootstrap controllers` with leader election.
 fn replica(client: Client, identity: &str, metrics: Arc<Metrics>) -> Running {
     let mut election = controllers::LeaderElection::new(identity);
-    election.lease_duration = Duration::from_secs(2);
-    election.grace = Duration::from_secs(1);
+    // Short for a test, with room for a loaded machine: the leader renews when 3 s remain, so
+    // only a 3 s stall of its renewal could let the standby take a lease the leader still
+    // believes it holds (2 s and 1 s were seen to fail under CI load).
+    election.lease_duration = Duration::from_secs(8);
+    election.grace = Duration::from_secs(3);
     start(move |rx| {
         controllers::run(
             client,

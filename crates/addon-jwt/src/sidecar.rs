@@ -401,13 +401,68 @@ impl Sidecar {
         headers: &mut http::HeaderMap,
         now: SystemTime,
     ) -> Result<Arc<str>, Rejection> {
-        match self.decide_map(headers, now) {
-            Ok(user) => Ok(user),
-            Err(reason) => {
-                headers.clear();
-                Err(Rejection { reason })
-            }
-        }
+        let decided = self
+            .map_token(headers)
+            .and_then(|token| self.verified(token, now, read_entry));
+        self.finish_map(headers, decided)
+    }
+
+    /// [`Sidecar::decide_header_map`] when deciding needs no signature check: the token is one
+    /// this sidecar verified and still remembers at `now`, or the request is refused before any
+    /// check (no or several `Authorization` headers, not a bearer token, headers too large, a
+    /// look-alike identity header). `None` when the token would have to be verified first;
+    /// `headers` are then left as they were.
+    ///
+    /// For servers that give requests from known callers priority over those that cost a
+    /// signature check (see `is_cached`), deciding each request with one cache look-up:
+    /// decide at once when this returns a decision, else wait for a verification slot and call
+    /// [`Sidecar::decide_header_map`].
+    ///
+    /// ```
+    /// # use std::time::{Duration, UNIX_EPOCH};
+    /// # use addon_jwt::{Audience, Issuer, Minter, Sidecar, SigningKey, Validation};
+    /// # let pem = "-----BEGIN PRIVATE KEY-----\n\
+    /// # MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
+    /// # -----END PRIVATE KEY-----\n";
+    /// # let key = SigningKey::from_pkcs8_pem(pem)?;
+    /// # let sidecar = Sidecar::new(key.public_key_set()?, Validation::new(Issuer::new("iss"), Audience::new("dash")));
+    /// # let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    /// # let token = Minter::new(key, Issuer::new("iss")).mint("jane", &Audience::new("dash"), now)?;
+    /// let mut headers = http::HeaderMap::new();
+    /// headers.insert("authorization", format!("Bearer {}", token.expose_secret()).parse()?);
+    /// assert!(sidecar.decide_header_map_if_cached(&mut headers, now).is_none(), "not verified yet");
+    /// assert_eq!(headers.len(), 1, "left as it was");
+    ///
+    /// let mut again = headers.clone();
+    /// sidecar.decide_header_map(&mut headers, now)?; // verifies, and remembers the token
+    /// let user = sidecar.decide_header_map_if_cached(&mut again, now).expect("cached")?;
+    /// assert_eq!(&*user, "jane");
+    /// assert_eq!(again["x-authenticated-user"], "jane");
+    ///
+    /// let mut none = http::HeaderMap::new();
+    /// assert!(matches!(sidecar.decide_header_map_if_cached(&mut none, now), Some(Err(_))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `Some(Err(_))`: the [`Rejection`] (answer 403), with `headers` emptied, as for
+    /// [`Sidecar::decide_header_map`].
+    #[cfg(feature = "http")]
+    pub fn decide_header_map_if_cached(
+        &self,
+        headers: &mut http::HeaderMap,
+        now: SystemTime,
+    ) -> Option<Result<Arc<str>, Rejection>> {
+        let decided = match self.map_token(headers) {
+            Ok(token) => Ok(self.lookup(
+                &token_digest(token.as_bytes()),
+                unix_seconds(now),
+                read_entry,
+            )?),
+            Err(reason) => Err(reason),
+        };
+        Some(self.finish_map(headers, decided))
     }
 
     fn decide_lines<I, N, V>(
@@ -486,12 +541,9 @@ impl Sidecar {
         Ok(Forward { user, lines })
     }
 
+    /// The bearer token of `headers`, after every rule that needs no signature check.
     #[cfg(feature = "http")]
-    fn decide_map(
-        &self,
-        headers: &mut http::HeaderMap,
-        now: SystemTime,
-    ) -> Result<Arc<str>, RejectReason> {
+    fn map_token<'h>(&self, headers: &'h http::HeaderMap) -> Result<&'h str, RejectReason> {
         if headers.len() > MAX_REQUEST_HEADERS {
             return Err(RejectReason::HeadersTooLarge);
         }
@@ -516,10 +568,24 @@ impl Sidecar {
         if values.next().is_some() {
             return Err(RejectReason::MultipleAuthorization);
         }
-        let token = bearer_token(value.as_bytes()).ok_or(RejectReason::MalformedAuthorization)?;
-        let (user, value) =
-            self.verified(token, now, |v| (Arc::clone(&v.user), v.value.clone()))?;
+        bearer_token(value.as_bytes()).ok_or(RejectReason::MalformedAuthorization)
+    }
 
+    /// Applies a decision to `headers`: on success the headers that must not reach the add-on
+    /// are removed and the user's added; on rejection the map is emptied.
+    #[cfg(feature = "http")]
+    fn finish_map(
+        &self,
+        headers: &mut http::HeaderMap,
+        decided: Result<(Arc<str>, http::HeaderValue), RejectReason>,
+    ) -> Result<Arc<str>, Rejection> {
+        let (user, value) = match decided {
+            Ok(entry) => entry,
+            Err(reason) => {
+                headers.clear();
+                return Err(Rejection { reason });
+            }
+        };
         // Every header to remove, found before anything is removed (Connection may name any).
         // Listed names are removed by their static spelling; others (look-alikes, names
         // Connection lists) by a clone of the map's name. A few slots on the stack, a vector
@@ -594,15 +660,8 @@ impl Sidecar {
         if !scheme.eq_ignore_ascii_case(b"bearer ") || token.len() > crate::MAX_TOKEN_BYTES {
             return false;
         }
-        let digest: [u8; 32] = Sha256::digest(token).into();
-        let [.., last] = digest;
-        self.shards
-            .get(usize::from(last) % CACHE_SHARDS)
-            .is_some_and(|shard| {
-                lock(shard)
-                    .get(&digest)
-                    .is_some_and(|hit| unix_seconds(now) < hit.until)
-            })
+        self.lookup(&token_digest(token), unix_seconds(now), |_| ())
+            .is_some()
     }
 
     /// Looks `token` up in the cache (a hit while `now < exp + leeway`), else verifies it and
@@ -611,23 +670,43 @@ impl Sidecar {
         &self,
         token: &str,
         now: SystemTime,
+        read: impl Fn(&Verified) -> R,
+    ) -> Result<R, RejectReason> {
+        let digest = token_digest(token.as_bytes());
+        match self.lookup(&digest, unix_seconds(now), &read) {
+            Some(hit) => Ok(hit),
+            None => self.verify_and_remember(token, &digest, now, read),
+        }
+    }
+
+    /// The cache entry for `digest` while `now_s < exp + leeway`, read by `read`; an expired
+    /// entry is removed.
+    fn lookup<R>(
+        &self,
+        digest: &[u8; 32],
+        now_s: i128,
+        read: impl FnOnce(&Verified) -> R,
+    ) -> Option<R> {
+        let mut cache = lock(self.shard(digest)?);
+        let hit = cache.get(digest)?;
+        if now_s < hit.until {
+            return Some(read(hit));
+        }
+        cache.remove(digest);
+        None
+    }
+
+    /// Verifies `token` (whose SHA-256 is `digest`) and caches the result; `read` takes what
+    /// the caller needs from the entry.
+    fn verify_and_remember<R>(
+        &self,
+        token: &str,
+        digest: &[u8; 32],
+        now: SystemTime,
         read: impl FnOnce(&Verified) -> R,
     ) -> Result<R, RejectReason> {
         let now_s = unix_seconds(now);
-        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        // The last byte picks the shard; the first eight are the hash within it.
-        let [.., last] = digest;
-        let shard = self.shards.get(usize::from(last) % CACHE_SHARDS);
-        if let Some(shard) = shard {
-            let mut cache = lock(shard);
-            if let Some(hit) = cache.get(&digest) {
-                if now_s < hit.until {
-                    return Ok(read(hit));
-                }
-                cache.remove(&digest);
-            }
-        }
-        // Verified without holding the lock: other requests on this shard go on meanwhile.
+        // Verified without holding a lock: other requests on this shard go on meanwhile.
         let claims =
             verify(token, &self.keys, &self.validation, now).map_err(RejectReason::InvalidToken)?;
         let user = claims.subject();
@@ -644,7 +723,7 @@ impl Sidecar {
             until,
         };
         let out = read(&verified);
-        if let Some(shard) = shard.filter(|_| self.shard_capacity > 0) {
+        if let Some(shard) = self.shard(digest).filter(|_| self.shard_capacity > 0) {
             let mut cache = lock(shard);
             if cache.len() >= self.shard_capacity {
                 cache.retain(|_, v| now_s < v.until);
@@ -654,10 +733,29 @@ impl Sidecar {
             {
                 cache.remove(&first);
             }
-            cache.insert(digest, verified);
+            cache.insert(*digest, verified);
         }
         Ok(out)
     }
+
+    /// The cache shard of `digest`: its last byte picks it (the first eight are the hash
+    /// within it).
+    fn shard(&self, digest: &[u8; 32]) -> Option<&Mutex<Shard>> {
+        let [.., last] = digest;
+        self.shards.get(usize::from(*last) % CACHE_SHARDS)
+    }
+}
+
+/// What the `http` decisions take from a cache entry: the user, and the same as a header
+/// value.
+#[cfg(feature = "http")]
+fn read_entry(v: &Verified) -> (Arc<str>, http::HeaderValue) {
+    (Arc::clone(&v.user), v.value.clone())
+}
+
+/// The cache key of a token: its SHA-256.
+fn token_digest(token: &[u8]) -> [u8; 32] {
+    Sha256::digest(token).into()
 }
 
 /// A header `decide_header_map` removes.

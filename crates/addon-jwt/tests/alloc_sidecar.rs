@@ -2,7 +2,8 @@
 //! file is its own test binary, with a single test, so nothing else allocates concurrently).
 //!
 //! A cache hit allocates exactly once for a list of pairs (the vector the lines are moved into)
-//! and not at all when an `http::HeaderMap` is edited in place.
+//! and not at all when an `http::HeaderMap` is edited in place (also when only the cache may
+//! decide).
 #![allow(
     clippy::unwrap_used,
     clippy::panic,
@@ -89,6 +90,16 @@ fn cache_hits_allocate_once_for_pairs_and_never_in_place() {
                 assert_eq!(stats.reallocations, 0, "{stats:?}");
             }
         }
+        // The cache-only decision on a hit allocates nothing either.
+        let mut map = request();
+        let region = Region::new(GLOBAL);
+        let user = sidecar.decide_header_map_if_cached(&mut map, now);
+        assert_eq!(user.as_ref().map(|u| u.as_deref().ok()), Some(Some("jane")));
+        drop(user);
+        let stats = region.change();
+        assert_eq!(map["x-authenticated-user"], "jane");
+        assert_eq!(stats.allocations, 0, "{stats:?}");
+        assert_eq!(stats.reallocations, 0, "{stats:?}");
     }
 }
 

@@ -511,7 +511,108 @@ mod in_place_matches_list {
                 }
             }
         }
+
+        /// Deciding only from the cache gives `decide_header_map`'s decision whenever it gives
+        /// one, and gives none (leaving the map as it was) only for a token not verified yet.
+        #[test]
+        fn cached_decision_matches_full_decision(
+            names in prop::collection::vec(prop::sample::select(NAMES.to_vec()), 0..10),
+            tokens in prop::collection::vec(prop::sample::select(CONNECTION_TOKENS.to_vec()), 0..4),
+            with_token in any::<bool>(),
+        ) {
+            let (sidecar, mut minter) = setup();
+            let auth = bearer(&mut minter, "jane");
+            let connection = tokens.join(",");
+            let mut map = http::HeaderMap::new();
+            for (i, n) in names.iter().enumerate() {
+                let value = match *n {
+                    "Connection" => connection.clone(),
+                    "Authorization" => auth.clone(),
+                    _ => format!("v{i}"),
+                };
+                map.append(http::HeaderName::from_bytes(n.as_bytes()).unwrap(), value.parse().unwrap());
+            }
+            if with_token {
+                map.append(http::header::AUTHORIZATION, auth.parse().unwrap());
+            }
+            let (mut early, mut full, mut late) = (map.clone(), map.clone(), map.clone());
+            let before = sidecar.decide_header_map_if_cached(&mut early, now());
+            let decided = sidecar.decide_header_map(&mut full, now());
+            match before {
+                None => {
+                    prop_assert_eq!(&early, &map, "no decision: the map is left as it was");
+                    prop_assert!(decided.is_ok(), "only a valid token is left to verify");
+                }
+                Some(before) => {
+                    prop_assert_eq!(before.map_err(|r| r.reason().clone()), decided.clone().map_err(|r| r.reason().clone()));
+                    prop_assert_eq!(&early, &full);
+                }
+            }
+            // Once verified, the cache alone decides as the full decision did.
+            let after = sidecar.decide_header_map_if_cached(&mut late, now());
+            prop_assert!(after.is_some());
+            prop_assert_eq!(
+                after.unwrap().map_err(|r| r.reason().clone()),
+                decided.map_err(|r| r.reason().clone())
+            );
+            prop_assert_eq!(&late, &full);
+        }
     }
+}
+
+/// The cache-only decision never verifies: forged, expired and uncached tokens get no decision,
+/// and nothing is cached by asking.
+#[cfg(feature = "http")]
+#[test]
+fn cached_decision_never_verifies() {
+    let (sidecar, mut minter) = setup();
+    let auth = bearer(&mut minter, "jane");
+    let map = |value: &str| {
+        let mut m = http::HeaderMap::new();
+        m.insert("authorization", value.parse().unwrap());
+        m.insert("accept", "*/*".parse().unwrap());
+        m
+    };
+    let (signed, _) = auth.rsplit_once('.').unwrap();
+    let other = bearer(&mut minter, "mallory");
+    let (_, other_signature) = other.rsplit_once('.').unwrap();
+    let forged = format!("{signed}.{other_signature}");
+    for value in [auth.as_str(), forged.as_str()] {
+        let mut m = map(value);
+        assert!(sidecar.decide_header_map_if_cached(&mut m, now()).is_none());
+        assert_eq!(m, map(value));
+    }
+    assert_eq!(sidecar.cached(), 0, "asking caches nothing");
+    sidecar.decide_header_map(&mut map(&auth), now()).unwrap();
+    assert!(sidecar.decide_header_map(&mut map(&forged), now()).is_err());
+    assert_eq!(sidecar.cached(), 1, "only the valid token is remembered");
+    let mut m = map(&forged);
+    assert!(
+        sidecar.decide_header_map_if_cached(&mut m, now()).is_none(),
+        "a forgery sharing the valid token's header and claims is not a cache hit"
+    );
+    let mut m = map(&auth);
+    assert_eq!(
+        &*sidecar
+            .decide_header_map_if_cached(&mut m, now())
+            .unwrap()
+            .unwrap(),
+        "jane"
+    );
+    // Past `exp` (the minter's default lifetime, plus leeway) the entry is gone.
+    let later = now() + Duration::from_secs(2 * 24 * 3600);
+    let mut m = map(&auth);
+    assert!(sidecar.decide_header_map_if_cached(&mut m, later).is_none());
+    assert_eq!(sidecar.cached(), 0, "the expired entry is removed");
+    // With the cache off, every valid token needs a check.
+    let (uncached, _) = setup();
+    let uncached = uncached.cache_capacity(0);
+    uncached.decide_header_map(&mut map(&auth), now()).unwrap();
+    assert!(
+        uncached
+            .decide_header_map_if_cached(&mut map(&auth), now())
+            .is_none()
+    );
 }
 
 #[test]

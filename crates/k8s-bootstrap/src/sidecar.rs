@@ -21,6 +21,12 @@
 //! keys, new audiences) with [`SharedSidecar::replace`] takes effect for the next request;
 //! requests already decided keep the old one.
 //!
+//! Under a flood of forged tokens each one costs a signature check. With
+//! [`SidecarLayer::max_concurrent_verifications`], tokens that need a check take turns on a
+//! few slots while requests whose token the sidecar already verified are decided at once, so
+//! known callers are not delayed by the flood (the inner service must then be `Clone`, as
+//! axum routers and hyper clients are).
+//!
 //! ```
 //! use std::convert::Infallible;
 //! use std::time::SystemTime;
@@ -61,14 +67,17 @@
 //! ```
 
 use std::fmt;
+use std::future::Future;
+use std::num::NonZeroUsize;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::SystemTime;
 
 use addon_jwt::{Rejection, Sidecar};
 use arc_swap::ArcSwap;
-use futures_util::future::{Either, Ready, ready};
 use http::{Request, Response, StatusCode};
+use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
 
 /// The user an [`SidecarLayer`] verified, as a request extension for the inner service.
 #[derive(Clone, PartialEq, Eq)]
@@ -149,6 +158,7 @@ pub struct SidecarLayer {
     sidecar: SharedSidecar,
     clock: fn() -> SystemTime,
     observer: Arc<dyn DecisionObserver>,
+    verifications: Option<Arc<Semaphore>>,
 }
 
 impl SidecarLayer {
@@ -160,6 +170,7 @@ impl SidecarLayer {
             sidecar: sidecar.into(),
             clock: crate::clock::now,
             observer: Arc::new(NoObserver),
+            verifications: None,
         }
     }
 
@@ -177,10 +188,56 @@ impl SidecarLayer {
         self
     }
 
+    /// Known callers first: at most `n` requests whose token needs a signature check are
+    /// decided at once, and the others wait for one of these slots in turn, while a request
+    /// whose token the sidecar already verified (or that is refused before any check) is
+    /// decided at once and never waits. A flood of forged tokens then queues behind itself,
+    /// not in front of callers the sidecar knows. Without this, every request is decided in
+    /// `call`.
+    ///
+    /// The slots are shared by every service this layer (or a clone of it) makes, so one
+    /// layer for a whole server limits the server. Each request is still decided with one
+    /// look-up of the verified-token cache.
+    #[must_use]
+    pub fn max_concurrent_verifications(mut self, n: NonZeroUsize) -> SidecarLayer {
+        self.verifications = Some(Arc::new(Semaphore::new(
+            n.get().min(Semaphore::MAX_PERMITS),
+        )));
+        self
+    }
+
     /// The sidecar this layer decides with.
     #[must_use]
     pub fn sidecar(&self) -> &SharedSidecar {
         &self.sidecar
+    }
+
+    /// Acts on a decision: the inner service is called with the verified request, or the
+    /// request is answered 403 without it.
+    fn finish<S, ReqBody, ResBody>(
+        &self,
+        decision: Result<Arc<str>, Rejection>,
+        mut request: Request<ReqBody>,
+        inner: &mut S,
+    ) -> State<S, ReqBody>
+    where
+        S: tower::Service<Request<ReqBody>, Response = Response<ResBody>>,
+    {
+        match decision {
+            Ok(user) => {
+                self.observer.forwarded();
+                request.extensions_mut().insert(AuthenticatedUser(user));
+                State::Called {
+                    future: inner.call(request),
+                }
+            }
+            Err(rejection) => {
+                // `Rejection`'s Display never contains the token.
+                tracing::debug!(reason = %rejection, "sidecar: request rejected");
+                self.observer.rejected(&rejection);
+                State::Forbidden
+            }
+        }
     }
 }
 
@@ -225,17 +282,14 @@ impl<S> SidecarService<S> {
     }
 }
 
-/// The future of [`SidecarService`]: the inner service's, or an immediate 403.
-pub type ResponseFuture<F, B, E> = Either<F, Ready<Result<Response<B>, E>>>;
-
 impl<S, ReqBody, ResBody> tower::Service<Request<ReqBody>> for SidecarService<S>
 where
-    S: tower::Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S: tower::Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
     ResBody: Default,
 {
     type Response = Response<ResBody>;
     type Error = S::Error;
-    type Future = ResponseFuture<S::Future, ResBody, S::Error>;
+    type Future = ResponseFuture<S, ReqBody>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
@@ -243,26 +297,123 @@ where
 
     fn call(&mut self, mut request: Request<ReqBody>) -> Self::Future {
         let now = (self.layer.clock)();
-        let decision = self
-            .layer
-            .sidecar
-            .0
-            .load()
-            .decide_header_map(request.headers_mut(), now);
-        match decision {
-            Ok(user) => {
-                self.layer.observer.forwarded();
-                request.extensions_mut().insert(AuthenticatedUser(user));
-                Either::Left(self.inner.call(request))
+        let decision = {
+            let sidecar = self.layer.sidecar.0.load();
+            match &self.layer.verifications {
+                None => Some(sidecar.decide_header_map(request.headers_mut(), now)),
+                Some(_) => sidecar.decide_header_map_if_cached(request.headers_mut(), now),
             }
-            Err(rejection) => {
-                // `Rejection`'s Display never contains the token.
-                tracing::debug!(reason = %rejection, "sidecar: request rejected");
-                self.layer.observer.rejected(&rejection);
-                let mut response = Response::new(ResBody::default());
-                *response.status_mut() = StatusCode::FORBIDDEN;
-                Either::Right(ready(Ok(response)))
+        };
+        let state = match (decision, &self.layer.verifications) {
+            (Some(decision), _) => self.layer.finish(decision, request, &mut self.inner),
+            (None, Some(slots)) => {
+                // The token needs a signature check: it waits for a slot, and takes the inner
+                // service that was made ready along (a clone stays for the next request).
+                let clone = self.inner.clone();
+                State::Waiting {
+                    permit: Box::pin(Arc::clone(slots).acquire_owned()),
+                    request: Some(request),
+                    inner: std::mem::replace(&mut self.inner, clone),
+                    layer: self.layer.clone(),
+                }
             }
+            // Without slots every request is decided above.
+            (None, None) => State::Forbidden,
+        };
+        ResponseFuture { state }
+    }
+}
+
+/// A semaphore permit on its way.
+type Acquire = Pin<Box<dyn Future<Output = Result<OwnedSemaphorePermit, AcquireError>> + Send>>;
+
+pin_project_lite::pin_project! {
+    /// The future of [`SidecarService`]: the inner service's response, a 403, or (with
+    /// [`SidecarLayer::max_concurrent_verifications`]) a wait for a verification slot first.
+    pub struct ResponseFuture<S, ReqBody>
+    where
+        S: tower::Service<Request<ReqBody>>,
+    {
+        #[pin]
+        state: State<S, ReqBody>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = StateProj]
+    enum State<S, ReqBody>
+    where
+        S: tower::Service<Request<ReqBody>>,
+    {
+        Called { #[pin] future: S::Future },
+        Forbidden,
+        Waiting {
+            permit: Acquire,
+            request: Option<Request<ReqBody>>,
+            inner: S,
+            layer: SidecarLayer,
+        },
+    }
+}
+
+impl<S, ReqBody> fmt::Debug for ResponseFuture<S, ReqBody>
+where
+    S: tower::Service<Request<ReqBody>>,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            State::Called { .. } => "called",
+            State::Forbidden => "forbidden",
+            State::Waiting { .. } => "waiting for a verification slot",
+        };
+        f.debug_struct("ResponseFuture")
+            .field("state", &state)
+            .finish()
+    }
+}
+
+impl<S, ReqBody, ResBody> Future for ResponseFuture<S, ReqBody>
+where
+    S: tower::Service<Request<ReqBody>, Response = Response<ResBody>>,
+    ResBody: Default,
+{
+    type Output = Result<Response<ResBody>, S::Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut state = self.project().state;
+        loop {
+            let next = match state.as_mut().project() {
+                StateProj::Called { future } => return future.poll(cx),
+                StateProj::Forbidden => {
+                    let mut response = Response::new(ResBody::default());
+                    *response.status_mut() = StatusCode::FORBIDDEN;
+                    return Poll::Ready(Ok(response));
+                }
+                StateProj::Waiting {
+                    permit,
+                    request,
+                    inner,
+                    layer,
+                } => {
+                    // The semaphore is never closed; were it, the request is decided anyway.
+                    let permit = ready!(permit.as_mut().poll(cx)).ok();
+                    match request.take() {
+                        Some(mut request) => {
+                            let decision = layer
+                                .sidecar
+                                .0
+                                .load()
+                                .decide_header_map(request.headers_mut(), (layer.clock)());
+                            // The slot is free again before the inner service is waited for.
+                            drop(permit);
+                            layer.finish(decision, request, inner)
+                        }
+                        // Only after the request went on: nothing is forwarded.
+                        None => State::Forbidden,
+                    }
+                }
+            };
+            state.set(next);
         }
     }
 }

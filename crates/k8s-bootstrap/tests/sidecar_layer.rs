@@ -310,3 +310,127 @@ async fn no_token_reaches_tracing_output() {
         assert!(!log.contains(signature), "{log}");
     }
 }
+
+/// Set while the slot test's holder is inside its signature check, holding the one slot.
+static HOLDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Set (with a notification) to let the holder finish.
+static RELEASE: (Mutex<bool>, std::sync::Condvar) = (Mutex::new(false), std::sync::Condvar::new());
+
+/// The clock of the slot test: its second reading on the thread named `holder` (the one the
+/// layer takes once that thread's request has a verification slot) sets `HOLDING` and waits
+/// for `RELEASE`, so the test can look at other requests while the slot is taken.
+fn holding_clock() -> SystemTime {
+    thread_local!(static READINGS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) });
+    if std::thread::current().name() == Some("holder") {
+        let readings = READINGS.with(|r| {
+            r.set(r.get() + 1);
+            r.get()
+        });
+        if readings == 2 {
+            HOLDING.store(true, Ordering::SeqCst);
+            let mut released = RELEASE.0.lock().unwrap();
+            while !*released {
+                released = RELEASE.1.wait(released).unwrap();
+            }
+        }
+    }
+    now()
+}
+
+/// With `max_concurrent_verifications(1)`: while one request's token is being checked, another
+/// token that needs a check waits for the slot, and a token the sidecar already verified (or a
+/// request refused before any check) is decided at once; the waiting one goes on when the slot
+/// is free.
+#[test]
+fn known_callers_first_with_verification_slots() {
+    use std::task::{Context, Poll, Waker};
+    let forwarded = Arc::new(AtomicUsize::new(0));
+    let inner = {
+        let forwarded = forwarded.clone();
+        tower::service_fn(move |request: Request<String>| {
+            let forwarded = forwarded.clone();
+            async move {
+                forwarded.fetch_add(1, Ordering::SeqCst);
+                let user = request.extensions().get::<AuthenticatedUser>().unwrap();
+                Ok::<_, Infallible>(Response::new(user.name().to_owned()))
+            }
+        })
+    };
+    let layer = SidecarLayer::new(sidecar_for(&key_a()))
+        .clock(holding_clock)
+        .max_concurrent_verifications(std::num::NonZeroUsize::MIN);
+    let request = |sub: Option<&str>| {
+        let mut r = Request::get("/");
+        if let Some(sub) = sub {
+            let token = mint(key_a(), sub, AUDIENCE, now());
+            r = r.header("authorization", format!("Bearer {token}"));
+        }
+        r.body(String::new()).unwrap()
+    };
+    let known = request(Some("known"));
+    let mut known_again = Request::get("/").body(String::new()).unwrap();
+    *known_again.headers_mut() = known.headers().clone();
+    let body = |poll: Poll<Result<Response<String>, Infallible>>| match poll {
+        Poll::Ready(Ok(response)) => Some((response.status(), response.into_body())),
+        Poll::Pending => None,
+    };
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut service = layer.layer(inner.clone());
+
+    // A token verified once is known from then on (a slot was free: no wait).
+    let mut first = std::pin::pin!(service.call(known));
+    let decided = body(first.as_mut().poll(&mut cx));
+    assert_eq!(decided, Some((StatusCode::OK, "known".to_owned())));
+
+    // The holder's token takes the one slot and stays in its check until released.
+    let holder = {
+        let mut service = layer.layer(inner);
+        let request = request(Some("holder"));
+        std::thread::Builder::new()
+            .name("holder".into())
+            .spawn(move || {
+                let mut future = std::pin::pin!(service.call(request));
+                let mut cx = Context::from_waker(Waker::noop());
+                loop {
+                    if let Poll::Ready(response) = future.as_mut().poll(&mut cx) {
+                        break response.unwrap().into_body();
+                    }
+                    std::thread::yield_now();
+                }
+            })
+            .unwrap()
+    };
+    // At most 20 s (4,000 looks, 5 ms apart) for the holder to reach its check.
+    for look in 0.. {
+        if HOLDING.load(Ordering::SeqCst) {
+            break;
+        }
+        assert!(look < 4_000, "the holder never took the slot");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+
+    // Another token that needs a check waits for the slot.
+    let mut waiting = std::pin::pin!(service.call(request(Some("stranger"))));
+    assert_eq!(body(waiting.as_mut().poll(&mut cx)), None);
+    assert!(format!("{waiting:?}").contains("waiting for a verification slot"));
+    // A known caller is decided at once, and so is a request refused before any check.
+    let mut again = std::pin::pin!(service.call(known_again));
+    let decided = body(again.as_mut().poll(&mut cx));
+    assert_eq!(decided, Some((StatusCode::OK, "known".to_owned())));
+    let mut anonymous = std::pin::pin!(service.call(request(None)));
+    let decided = body(anonymous.as_mut().poll(&mut cx));
+    assert_eq!(decided, Some((StatusCode::FORBIDDEN, String::new())));
+    // The stranger still waits for the holder's slot.
+    assert_eq!(body(waiting.as_mut().poll(&mut cx)), None);
+
+    *RELEASE.0.lock().unwrap() = true;
+    RELEASE.1.notify_all();
+    assert_eq!(holder.join().unwrap(), "holder");
+    let decided = body(waiting.as_mut().poll(&mut cx));
+    assert_eq!(decided, Some((StatusCode::OK, "stranger".to_owned())));
+    assert_eq!(
+        forwarded.load(Ordering::SeqCst),
+        4,
+        "known twice, the holder, the stranger"
+    );
+}

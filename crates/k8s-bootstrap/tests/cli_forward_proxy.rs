@@ -397,3 +397,320 @@ async fn forward_proxy_refuses_bad_flags_and_bad_keys() {
         assert!(stderr.contains(expected), "{stderr}");
     }
 }
+
+/// What the raw add-on saw: connections accepted, each request (connection, request line,
+/// `Host`), and which connections the proxy closed.
+#[derive(Default, Debug)]
+struct Seen {
+    connections: usize,
+    requests: Vec<(usize, String, String)>,
+    closed_by_proxy: Vec<usize>,
+}
+
+/// Reads one request head (requests here have no body) from `stream`; `None` at end of stream.
+async fn read_head(stream: &mut tokio::net::TcpStream, buf: &mut Vec<u8>) -> Option<String> {
+    use tokio::io::AsyncReadExt as _;
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head: Vec<u8> = buf.drain(..end + 4).collect();
+            return Some(String::from_utf8(head).unwrap());
+        }
+        let mut chunk = [0u8; 4096];
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+fn header_value(head: &str, name: &str) -> String {
+    head.lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// An add-on written byte by byte, to see exactly what the proxy sends and to close
+/// connections as real servers do. By path: `/keep` answers and keeps the connection, `/close`
+/// answers with `Connection: close` and closes, `/silent` answers and closes without saying
+/// so, `/partial` sends half a body and waits, `/hang` never answers, `/delay` answers after a
+/// second.
+async fn raw_addon(seen: Arc<std::sync::Mutex<Seen>>) -> SocketAddr {
+    use tokio::io::AsyncWriteExt as _;
+    const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let id = {
+                let mut s = seen.lock().unwrap();
+                s.connections += 1;
+                s.connections
+            };
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                loop {
+                    let Some(head) = read_head(&mut stream, &mut buf).await else {
+                        seen.lock().unwrap().closed_by_proxy.push(id);
+                        return;
+                    };
+                    let line = head.lines().next().unwrap_or_default().to_owned();
+                    let host = header_value(&head, "host");
+                    seen.lock().unwrap().requests.push((id, line.clone(), host));
+                    let path = line.split(' ').nth(1).unwrap_or_default();
+                    match path.split('?').next().unwrap_or_default() {
+                        "/close" => {
+                            let close = b"HTTP/1.1 200 OK\r\nconnection: close, x-hop\r\nx-hop: 1\r\nkeep-alive: timeout=5\r\nx-end-to-end: 1\r\ncontent-length: 2\r\n\r\nok";
+                            let _ = stream.write_all(close).await;
+                            return;
+                        }
+                        "/silent" => {
+                            let _ = stream.write_all(OK).await;
+                            return;
+                        }
+                        "/partial" => {
+                            let partial = b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf.";
+                            let _ = stream.write_all(partial).await;
+                        }
+                        "/hang" => std::future::pending::<()>().await,
+                        "/delay" => {
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                            let _ = stream.write_all(OK).await;
+                        }
+                        _ => {
+                            let _ = stream.write_all(OK).await;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Sends `request` on `stream` and reads the response's status and body (by content-length).
+async fn exchange(stream: &mut tokio::net::TcpStream, request: &str) -> (u16, String) {
+    let (status, _, body) = exchange_head(stream, request).await;
+    (status, body)
+}
+
+/// [`exchange`], with the response head.
+async fn exchange_head(stream: &mut tokio::net::TcpStream, request: &str) -> (u16, String, String) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    let head = read_head(stream, &mut buf).await.expect("a response");
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let length: usize = header_value(&head, "content-length").parse().unwrap_or(0);
+    while buf.len() < length {
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "the body ended early");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    (status, head, String::from_utf8(buf).unwrap())
+}
+
+fn get(path: &str, bearer: &str) -> String {
+    format!("GET {path} HTTP/1.1\r\nhost: addon.example\r\nauthorization: {bearer}\r\n\r\n")
+}
+
+/// Each client connection forwards over one add-on connection of its own, kept across its
+/// requests, opened again when the add-on closes it (announced or not), and closed with the
+/// client connection; the add-on gets the target in origin form and a `Host` (the client's, or
+/// its own address for an HTTP/1.0 request without one); more than 100 header lines are
+/// refused before the add-on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forward_proxy_addon_connections() {
+    let seen = Arc::new(std::sync::Mutex::new(Seen::default()));
+    let upstream = raw_addon(seen.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    mount(dir.path(), "v1", &public_pem(KEY_A));
+    let (listen, http) = (free_addr(), free_addr());
+    let _proxy = start_proxy(upstream, listen, http, dir.path());
+    eventually("the proxy listens", || async {
+        tokio::net::TcpStream::connect(listen).await.is_ok()
+    })
+    .await;
+    let bearer = format!("Bearer {}", token(KEY_A, "jane"));
+    let connect = || async { tokio::net::TcpStream::connect(listen).await.unwrap() };
+
+    let mut first = connect().await;
+    for _ in 0..3 {
+        assert_eq!(
+            exchange(&mut first, &get("/keep", &bearer)).await,
+            (200, "ok".into())
+        );
+    }
+    assert_eq!(
+        seen.lock().unwrap().connections,
+        1,
+        "three requests, one add-on connection"
+    );
+    let mut second = connect().await;
+    assert_eq!(exchange(&mut second, &get("/keep", &bearer)).await.0, 200);
+    assert_eq!(
+        seen.lock().unwrap().connections,
+        2,
+        "a second client, a second connection"
+    );
+
+    // The add-on closes, saying so: the next request opens a new connection. What concerned
+    // only the add-on's connection does not reach the client (its connection stays open).
+    let (status, head, _) = exchange_head(&mut first, &get("/close", &bearer)).await;
+    assert_eq!(status, 200);
+    assert_eq!(header_value(&head, "x-end-to-end"), "1");
+    for hop in ["connection", "x-hop", "keep-alive"] {
+        assert_eq!(header_value(&head, hop), "", "{hop} in {head}");
+    }
+    assert_eq!(exchange(&mut first, &get("/keep", &bearer)).await.0, 200);
+    assert_eq!(seen.lock().unwrap().connections, 3);
+    // The add-on closes without saying so; the proxy notices, and opens a new one.
+    assert_eq!(exchange(&mut first, &get("/silent", &bearer)).await.0, 200);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(exchange(&mut first, &get("/keep", &bearer)).await.0, 200);
+    assert_eq!(seen.lock().unwrap().connections, 4);
+
+    // Origin form and Host, from an absolute-form request.
+    let absolute = format!(
+        "GET http://addon.example/keep?x=1 HTTP/1.1\r\nhost: addon.example\r\nauthorization: {bearer}\r\n\r\n"
+    );
+    assert_eq!(exchange(&mut first, &absolute).await.0, 200);
+    let (_, line, host) = seen.lock().unwrap().requests.last().unwrap().clone();
+    assert_eq!(
+        (line.as_str(), host.as_str()),
+        ("GET /keep?x=1 HTTP/1.1", "addon.example")
+    );
+    // HTTP/1.0 without Host: the add-on's address.
+    let mut old = connect().await;
+    let request = format!("GET /keep HTTP/1.0\r\nauthorization: {bearer}\r\n\r\n");
+    assert_eq!(exchange(&mut old, &request).await.0, 200);
+    let (_, line, host) = seen.lock().unwrap().requests.last().unwrap().clone();
+    assert_eq!(
+        (line.as_str(), host),
+        ("GET /keep HTTP/1.0", upstream.to_string())
+    );
+
+    // 101 header lines: 431, and the add-on never sees the request.
+    let requests = seen.lock().unwrap().requests.len();
+    let mut many = format!("GET /keep HTTP/1.1\r\nhost: a\r\nauthorization: {bearer}\r\n");
+    for i in 0..99 {
+        many.push_str(&format!("x-h{i}: v\r\n"));
+    }
+    many.push_str("\r\n");
+    assert_eq!(exchange(&mut connect().await, &many).await.0, 431);
+    assert_eq!(seen.lock().unwrap().requests.len(), requests);
+
+    // A client that leaves in the middle of a response: its add-on connection is closed.
+    let mut leaving = connect().await;
+    tokio::io::AsyncWriteExt::write_all(&mut leaving, get("/partial", &bearer).as_bytes())
+        .await
+        .unwrap();
+    eventually("the partial request reaches the add-on", || async {
+        seen.lock()
+            .unwrap()
+            .requests
+            .iter()
+            .any(|(_, l, _)| l.contains("/partial"))
+    })
+    .await;
+    let partial = seen.lock().unwrap().connections;
+    drop(leaving);
+    eventually(
+        "the add-on connection is closed with the client's",
+        || async { seen.lock().unwrap().closed_by_proxy.contains(&partial) },
+    )
+    .await;
+    // The others carry on.
+    assert_eq!(exchange(&mut second, &get("/keep", &bearer)).await.0, 200);
+    assert_eq!(exchange(&mut first, &get("/keep", &bearer)).await.0, 200);
+}
+
+/// An add-on that is not there is 502, one that does not answer within `--request-timeout`
+/// is 504 (both counted), and SIGTERM lets a request in flight finish before exiting 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forward_proxy_addon_failures_and_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    mount(dir.path(), "v1", &public_pem(KEY_A));
+    let bearer = format!("Bearer {}", token(KEY_A, "jane"));
+    let metric = |http: SocketAddr, name: &'static str| async move {
+        let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+        let request = http::Request::get(format!("http://{http}/metrics"));
+        let response = client
+            .request(request.body(Full::default()).unwrap())
+            .await
+            .unwrap();
+        let text = response.into_body().collect().await.unwrap().to_bytes();
+        let text = String::from_utf8(text.to_vec()).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap()
+    };
+
+    // Nothing listens at --forward.
+    let (listen, http) = (free_addr(), free_addr());
+    let _nowhere = start_proxy(free_addr(), listen, http, dir.path());
+    eventually("the proxy listens", || async {
+        tokio::net::TcpStream::connect(listen).await.is_ok()
+    })
+    .await;
+    let mut stream = tokio::net::TcpStream::connect(listen).await.unwrap();
+    assert_eq!(exchange(&mut stream, &get("/keep", &bearer)).await.0, 502);
+    assert_eq!(
+        metric(http, "k8s_bootstrap_forward_proxy_upstream_errors_total").await,
+        1
+    );
+
+    let seen = Arc::new(std::sync::Mutex::new(Seen::default()));
+    let upstream = raw_addon(seen.clone()).await;
+    let (listen, http) = (free_addr(), free_addr());
+    let mut proxy = start_proxy(upstream, listen, http, dir.path());
+    eventually("the proxy listens", || async {
+        tokio::net::TcpStream::connect(listen).await.is_ok()
+    })
+    .await;
+    // No answer within --request-timeout (2 s).
+    let mut stream = tokio::net::TcpStream::connect(listen).await.unwrap();
+    let started = tokio::time::Instant::now();
+    assert_eq!(exchange(&mut stream, &get("/hang", &bearer)).await.0, 504);
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(1900) && elapsed < Duration::from_secs(5),
+        "{elapsed:?}"
+    );
+    assert_eq!(
+        metric(http, "k8s_bootstrap_forward_proxy_upstream_errors_total").await,
+        1
+    );
+
+    // SIGTERM while a request waits for a slow add-on: it is answered, then the proxy exits 0.
+    let mut stream = tokio::net::TcpStream::connect(listen).await.unwrap();
+    let in_flight =
+        tokio::spawn(async move { exchange(&mut stream, &get("/delay", &bearer)).await });
+    eventually("the request reaches the add-on", || async {
+        seen.lock()
+            .unwrap()
+            .requests
+            .iter()
+            .any(|(_, l, _)| l.contains("/delay"))
+    })
+    .await;
+    let pid = proxy.id().unwrap();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(in_flight.await.unwrap(), (200, "ok".into()));
+    let status = tokio::time::timeout(Duration::from_secs(10), proxy.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+}

@@ -34,6 +34,9 @@ mod progress;
 mod signals;
 #[path = "k8s-bootstrap/token_cmd.rs"]
 mod token_cmd;
+#[cfg(feature = "sidecar")]
+#[path = "k8s-bootstrap/upstream.rs"]
+mod upstream;
 
 use std::process::ExitCode;
 

@@ -3,21 +3,14 @@
 //! add-on, and streams both bodies.
 
 use std::convert::Infallible;
-use std::future::Future;
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
-use bytes::Bytes;
-use http::{Request, Response, StatusCode};
-use http_body_util::BodyExt as _;
-use http_body_util::combinators::BoxBody;
-use hyper::body::{Body, Frame, Incoming, SizeHint};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use http::Request;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use k8s_bootstrap::addon_jwt::{
     Algorithm, Audience, Issuer, KeySet, Rejection, Sidecar, Validation,
 };
@@ -28,9 +21,7 @@ use tower::Layer as _;
 
 use crate::args::ForwardProxyArgs;
 use crate::error::CliError;
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-type ProxyBody = BoxBody<Bytes, BoxError>;
+use crate::upstream::{Link, Upstream};
 
 /// Where the keys come from; re-read when the file changes.
 #[derive(Clone)]
@@ -80,11 +71,11 @@ fn read_bounded(path: &Path) -> std::io::Result<String> {
 }
 
 /// The proxy's metrics.
-struct ProxyMetrics {
+pub(crate) struct ProxyMetrics {
     registry: Registry,
     forwarded: Counter,
     rejected: Counter,
-    upstream_errors: Counter,
+    pub(crate) upstream_errors: Counter,
     key_reloads: Counter,
     key_reload_errors: Counter,
 }
@@ -135,87 +126,6 @@ impl DecisionObserver for ProxyMetrics {
     fn rejected(&self, _: &Rejection) {
         self.rejected.inc();
     }
-}
-
-/// A response body that ends with an error once the request's lifetime is over, so no
-/// response (a watch, a long download) outlives it.
-struct Deadline {
-    inner: ProxyBody,
-    sleep: Pin<Box<tokio::time::Sleep>>,
-}
-
-impl Body for Deadline {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        if self.sleep.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(Some(Err("request lifetime exceeded".into())));
-        }
-        Pin::new(&mut self.inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
-
-/// Forwards a verified request to the add-on.
-#[derive(Clone)]
-struct Upstream {
-    client: Client<HttpConnector, Incoming>,
-    forward: Arc<str>,
-    lifetime: Duration,
-    metrics: Arc<ProxyMetrics>,
-}
-
-impl Upstream {
-    async fn call(self, request: Request<Incoming>) -> Response<ProxyBody> {
-        let deadline = tokio::time::Instant::now()
-            .checked_add(self.lifetime)
-            .unwrap_or_else(tokio::time::Instant::now);
-        let (mut parts, body) = request.into_parts();
-        let path = parts
-            .uri
-            .path_and_query()
-            .map_or("/", http::uri::PathAndQuery::as_str);
-        match format!("http://{}{path}", self.forward).parse() {
-            Ok(uri) => parts.uri = uri,
-            Err(_) => return status(StatusCode::BAD_REQUEST),
-        }
-        let sent = self.client.request(Request::from_parts(parts, body));
-        match tokio::time::timeout_at(deadline, sent).await {
-            Ok(Ok(response)) => response.map(|body| {
-                Deadline {
-                    inner: body.map_err(BoxError::from).boxed(),
-                    sleep: Box::pin(tokio::time::sleep_until(deadline)),
-                }
-                .boxed()
-            }),
-            Ok(Err(e)) => {
-                self.metrics.upstream_errors.inc();
-                tracing::warn!(error = %e, "forward-proxy: the add-on did not answer");
-                status(StatusCode::BAD_GATEWAY)
-            }
-            Err(_) => {
-                self.metrics.upstream_errors.inc();
-                status(StatusCode::GATEWAY_TIMEOUT)
-            }
-        }
-    }
-}
-
-fn status(code: StatusCode) -> Response<ProxyBody> {
-    let mut response = Response::new(ProxyBody::default());
-    *response.status_mut() = code;
-    response
 }
 
 /// The validation for `audiences` (None when there is none: nothing could be accepted).
@@ -384,58 +294,34 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
         metrics: metrics.clone(),
         cache_size: args.verified_cache_size,
     });
-    let sidecar = inputs.sidecar.clone();
-    let layer = SidecarLayer::new(sidecar.clone()).observer(metrics.clone());
-    let mut connector = HttpConnector::new();
-    connector.set_connect_timeout(Some(Duration::from_secs(5)));
-    connector.set_nodelay(true);
-    let client = Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(60))
-        .build(connector);
-    let upstream = Upstream {
-        client,
-        forward: Arc::from(args.forward.as_str()),
-        lifetime: args.request_timeout,
-        metrics: metrics.clone(),
-    };
-    let decide = layer.layer(tower::service_fn(move |request: Request<Incoming>| {
-        let upstream = upstream.clone();
-        async move { Ok::<_, Infallible>(upstream.call(request).await) }
-    }));
     // Known callers first: a request whose token the sidecar remembers is decided at once; one
     // that needs a signature check waits for one of a few slots, so a flood of forged tokens
-    // queues behind itself instead of in front of everyone.
-    // Half the CPUs by default: a flood of forged tokens gets at most that share.
-    let slots = match args.max_concurrent_verifications {
-        0 => std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1)),
-        n => n,
-    };
-    let verifications = Arc::new(tokio::sync::Semaphore::new(slots));
-    let service = {
-        let sidecar = sidecar.clone();
-        tower::service_fn(move |request: Request<Incoming>| {
-            let mut decide = decide.clone();
-            let sidecar = sidecar.clone();
-            let verifications = verifications.clone();
-            async move {
-                let now = wall_clock();
-                let cached = request
-                    .headers()
-                    .get(http::header::AUTHORIZATION)
-                    .is_some_and(|v| sidecar.current().is_cached(v.as_bytes(), now));
-                let permit = if cached {
-                    None
-                } else {
-                    verifications.acquire().await.ok()
-                };
-                tower::ServiceExt::ready(&mut decide).await?;
-                // The decision (and a signature check, if any) happens in `call`; the slot is
-                // free again before the add-on is waited for.
-                let response = tower::Service::call(&mut decide, request);
-                drop(permit);
-                response.await
-            }
-        })
+    // queues behind itself instead of in front of everyone. Half the CPUs by default.
+    let slots = NonZeroUsize::new(args.max_concurrent_verifications).unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .ok()
+            .and_then(|n| NonZeroUsize::new(n.get() / 2))
+            .unwrap_or(NonZeroUsize::MIN)
+    });
+    let layer = SidecarLayer::new(inputs.sidecar.clone())
+        .observer(metrics.clone())
+        .max_concurrent_verifications(slots);
+    let upstream = Upstream::new(&args.forward, args.request_timeout, metrics.clone())
+        .map(Arc::new)
+        .ok_or_else(|| {
+            CliError::Proxy(format!(
+                "--forward {:?} is not host:port",
+                args.forward.chars().take(64).collect::<String>()
+            ))
+        })?;
+    // One service for each client connection, forwarding over that connection's link.
+    let connection_service = move |link: Arc<Link>| {
+        let upstream = upstream.clone();
+        layer.layer(tower::service_fn(move |request: Request<Incoming>| {
+            let upstream = upstream.clone();
+            let link = link.clone();
+            async move { Ok::<_, Infallible>(upstream.forward(&link, request).await) }
+        }))
     };
 
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -553,23 +439,33 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let service = hyper_util::service::TowerToHyperService::new(service.clone());
+        let link = Arc::new(Link::default());
+        let service =
+            hyper_util::service::TowerToHyperService::new(connection_service(link.clone()));
         let lifetime = args.max_connection_duration;
         let stop = stopped();
         let mut builder = hyper::server::conn::http1::Builder::new();
+        // hyper's default of at most 100 header lines (as Envoy's) keeps its parse on the
+        // stack; more is answered 431.
         builder
             .timer(TokioTimer::new())
             .header_read_timeout(Duration::from_secs(10))
-            .max_buf_size(MAX_HEADER_BUFFER)
-            .max_headers(k8s_bootstrap::addon_jwt::MAX_REQUEST_HEADERS);
+            .max_buf_size(MAX_HEADER_BUFFER);
         connections.spawn(async move {
             let connection = builder.serve_connection(TokioIo::new(stream), service);
             let mut connection = std::pin::pin!(connection);
+            // The client connection and its add-on connection, driven together.
+            let mut both = std::future::poll_fn(|cx| {
+                link.poll_connection(cx);
+                let served = connection.as_mut().poll(cx);
+                link.poll_connection(cx);
+                served
+            });
             let limit = tokio::time::sleep(lifetime);
             let mut limit = std::pin::pin!(limit);
             let mut stop = std::pin::pin!(stop);
             tokio::select! {
-                result = connection.as_mut() => {
+                result = &mut both => {
                     if let Err(e) = result {
                         tracing::debug!(%peer, error = %e, "forward-proxy: connection ended");
                     }
@@ -581,7 +477,13 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
             // Finish the request in flight, then close; a request that does not finish within
             // its own timeout is cut by its deadline.
             connection.as_mut().graceful_shutdown();
-            let _ = connection.await;
+            let _ = std::future::poll_fn(|cx| {
+                link.poll_connection(cx);
+                let served = connection.as_mut().poll(cx);
+                link.poll_connection(cx);
+                served
+            })
+            .await;
         });
         // Reap finished connections.
         while connections.try_join_next().is_some() {}
@@ -599,15 +501,6 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
     }
     let _ = http.await;
     Ok(())
-}
-
-/// The wall clock, for the cache check (the sidecar layer reads it the same way).
-#[allow(
-    clippy::disallowed_methods,
-    reason = "the proxy is where the clock is read"
-)]
-fn wall_clock() -> SystemTime {
-    SystemTime::now()
 }
 
 /// The sidecar for the keys in `source` and these audiences.

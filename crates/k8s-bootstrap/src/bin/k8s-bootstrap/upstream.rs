@@ -1,0 +1,305 @@
+//! The forward proxy's side towards the add-on.
+//!
+//! Requests on an HTTP/1.1 connection come one at a time, so each client connection forwards
+//! over one add-on connection of its own (a [`Link`]): opened at its first request, opened
+//! again when the add-on closes it, closed with the client connection. The client
+//! connection's task drives both connections ([`Link::poll_connection`]), so a request crosses
+//! no other task, pool or lock shared with other connections.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode, Uri};
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::client::conn::http1::{Connection, SendRequest};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tokio::time::Sleep;
+
+use crate::forward_proxy::ProxyMetrics;
+
+/// How long opening a connection to the add-on may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Where requests are forwarded, and how long each may take; shared by every client
+/// connection.
+pub(crate) struct Upstream {
+    /// `--forward`: host:port.
+    address: String,
+    /// The same, as the `Host` of a request that has none (HTTP/1.0).
+    host: HeaderValue,
+    lifetime: Duration,
+    metrics: Arc<ProxyMetrics>,
+}
+
+impl Upstream {
+    /// Forwards to `address` (host:port); `None` when it is not one.
+    pub(crate) fn new(
+        address: &str,
+        lifetime: Duration,
+        metrics: Arc<ProxyMetrics>,
+    ) -> Option<Upstream> {
+        let authority: http::uri::Authority = address.parse().ok()?;
+        if authority.port_u16().is_none() || authority.as_str().contains('@') {
+            return None;
+        }
+        Some(Upstream {
+            address: address.to_owned(),
+            host: HeaderValue::from_str(authority.as_str()).ok()?,
+            lifetime,
+            metrics,
+        })
+    }
+
+    /// Sends `request` to the add-on over `link` and returns its response, whose body ends
+    /// with an error when the request's lifetime is over; 502 when the add-on cannot be
+    /// reached or fails, 504 when it does not answer within the lifetime.
+    pub(crate) async fn forward(
+        &self,
+        link: &Link,
+        request: Request<Incoming>,
+    ) -> Response<ProxyBody> {
+        let mut deadline = Box::pin(tokio::time::sleep(self.lifetime));
+        let request = self.origin_form(request);
+        let answered = tokio::select! {
+            biased;
+            answered = self.exchange(link, request) => answered,
+            () = deadline.as_mut() => {
+                self.metrics.upstream_errors.inc();
+                return status(StatusCode::GATEWAY_TIMEOUT);
+            }
+        };
+        match answered {
+            Ok(mut response) => {
+                remove_hop_by_hop(response.headers_mut());
+                response.map(|body| ProxyBody {
+                    inner: Some(body),
+                    deadline: Some(deadline),
+                })
+            }
+            Err(e) => {
+                self.metrics.upstream_errors.inc();
+                tracing::warn!(error = %e, "forward-proxy: the add-on did not answer");
+                status(StatusCode::BAD_GATEWAY)
+            }
+        }
+    }
+
+    /// The request as the add-on gets it: the target in origin form (`/path?query`, also when
+    /// the client sent an absolute URI) and a `Host` (the client's, else the add-on's
+    /// address).
+    fn origin_form(&self, request: Request<Incoming>) -> Request<Incoming> {
+        let (mut parts, body) = request.into_parts();
+        if parts.uri.scheme().is_some() || parts.uri.authority().is_some() {
+            let path = parts
+                .uri
+                .path_and_query()
+                .filter(|p| p.as_str().starts_with('/'))
+                .cloned()
+                .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
+            parts.uri = Uri::from(path);
+        }
+        parts
+            .headers
+            .entry(http::header::HOST)
+            .or_insert_with(|| self.host.clone());
+        Request::from_parts(parts, body)
+    }
+
+    /// One request and its response head. A request offered to a kept connection that the
+    /// add-on closed meanwhile comes back unsent, and goes once more over a new connection.
+    async fn exchange(
+        &self,
+        link: &Link,
+        mut request: Request<Incoming>,
+    ) -> Result<Response<Incoming>, BoxError> {
+        loop {
+            let (mut sender, kept) = match link.take_ready().await {
+                Some(sender) => (sender, true),
+                None => (self.connect(link).await?, false),
+            };
+            match sender.try_send_request(request).await {
+                Ok(response) => {
+                    link.put_back(sender);
+                    return Ok(response);
+                }
+                Err(mut e) => match e.take_message() {
+                    Some(unsent) if kept => request = unsent,
+                    _ => return Err(e.into_error().into()),
+                },
+            }
+        }
+    }
+
+    /// Opens a connection to the add-on and gives it to `link` to drive.
+    async fn connect(&self, link: &Link) -> Result<SendRequest<Incoming>, BoxError> {
+        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&*self.address))
+            .await
+            .map_err(|_| format!("connecting to {} timed out", self.address))??;
+        let _ = stream.set_nodelay(true);
+        let (sender, connection) = hyper::client::conn::http1::Builder::new()
+            .handshake(TokioIo::new(stream))
+            .await?;
+        link.install(connection);
+        Ok(sender)
+    }
+}
+
+/// Removes what concerns only the add-on's connection from its response (RFC 9110 §7.6.1):
+/// `Connection` and every header it names, and the other hop-by-hop headers. The client's
+/// connection has its own (`Connection: close` from the add-on must not close it), and
+/// hyper frames the body for the client itself.
+fn remove_hop_by_hop(headers: &mut http::HeaderMap) {
+    const HOP_BY_HOP: [&str; 7] = [
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "proxy-authenticate",
+    ];
+    // Usually there is none: one pass over the few names, no removal.
+    if !headers
+        .keys()
+        .any(|name| name == http::header::CONNECTION || HOP_BY_HOP.contains(&name.as_str()))
+    {
+        return;
+    }
+    let named: Vec<http::HeaderName> = headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| http::HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    headers.remove(http::header::CONNECTION);
+    for name in named {
+        headers.remove(name);
+    }
+    for name in HOP_BY_HOP {
+        headers.remove(name);
+    }
+}
+
+/// A response with an empty body.
+pub(crate) fn status(code: StatusCode) -> Response<ProxyBody> {
+    let mut response = Response::new(ProxyBody::default());
+    *response.status_mut() = code;
+    response
+}
+
+/// One client connection's connection to the add-on.
+#[derive(Default)]
+pub(crate) struct Link {
+    state: Mutex<LinkState>,
+}
+
+type AddonConnection = Connection<TokioIo<TcpStream>, Incoming>;
+
+#[derive(Default)]
+struct LinkState {
+    /// Taken by the request in flight, put back when its response head arrives.
+    sender: Option<SendRequest<Incoming>>,
+    connection: Option<Pin<Box<AddonConnection>>>,
+    /// The task that drives the link, woken when a new connection is installed.
+    waker: Option<Waker>,
+}
+
+impl Link {
+    /// Drives the add-on connection, if there is one, on the client connection's task: call at
+    /// each poll of that task, before and after polling the client connection.
+    pub(crate) fn poll_connection(&self, cx: &mut Context<'_>) {
+        let mut state = self.lock();
+        if !state
+            .waker
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            state.waker = Some(cx.waker().clone());
+        }
+        if let Some(connection) = state.connection.as_mut()
+            && let Poll::Ready(ended) = connection.as_mut().poll(cx)
+        {
+            if let Err(e) = ended {
+                tracing::debug!(error = %e, "forward-proxy: add-on connection ended");
+            }
+            state.connection = None;
+            state.sender = None;
+        }
+    }
+
+    /// The kept connection's sender once it can take a request; `None` when there is none or
+    /// the add-on closed it.
+    async fn take_ready(&self) -> Option<SendRequest<Incoming>> {
+        let mut sender = self.lock().sender.take()?;
+        sender.ready().await.ok()?;
+        Some(sender)
+    }
+
+    fn put_back(&self, sender: SendRequest<Incoming>) {
+        self.lock().sender = Some(sender);
+    }
+
+    /// Replaces the connection (an old one is closed) and has the driving task poll the new
+    /// one.
+    fn install(&self, connection: AddonConnection) {
+        let mut state = self.lock();
+        state.connection = Some(Box::pin(connection));
+        if let Some(waker) = &state.waker {
+            waker.wake_by_ref();
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, LinkState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A forwarded response's body: the add-on's, cut with an error once the request's lifetime
+/// is over, so no response (a watch, a long download) outlives it. Empty for the proxy's own
+/// answers (403, 502, 504).
+#[derive(Default)]
+pub(crate) struct ProxyBody {
+    inner: Option<Incoming>,
+    deadline: Option<Pin<Box<Sleep>>>,
+}
+
+impl Body for ProxyBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        if let Some(deadline) = this.deadline.as_mut()
+            && deadline.as_mut().poll(cx).is_ready()
+        {
+            this.inner = None;
+            this.deadline = None;
+            return Poll::Ready(Some(Err("request lifetime exceeded".into())));
+        }
+        match this.inner.as_mut() {
+            Some(inner) => Pin::new(inner).poll_frame(cx).map_err(BoxError::from),
+            None => Poll::Ready(None),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.as_ref().is_none_or(Body::is_end_stream)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner
+            .as_ref()
+            .map_or_else(|| SizeHint::with_exact(0), Body::size_hint)
+    }
+}

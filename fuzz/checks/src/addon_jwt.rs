@@ -103,7 +103,13 @@ pub fn addon_jwt_pem(data: &[u8]) -> Outcome {
 /// A forwarded request carries no `Authorization` and exactly one `X-Authenticated-User`
 /// (whatever its case, `_` for `-`): the last header, `X-Authenticated-User` with the only
 /// header-safe subject the reference keys ever signed. Accepted: the request is forwarded.
+///
+/// The same lines as an `http::HeaderMap` (those `http` accepts) are decided in place too, by a
+/// second sidecar whose cache starts empty for each input: `decide_header_map_if_cached`
+/// before verification gives no decision (the map untouched) or the in-place decision; after
+/// it, a forwarded token is decided alike from the cache, and a refused one as before.
 pub fn addon_jwt_sidecar(data: &[u8]) -> Outcome {
+    sidecar_header_map(data);
     static SIDECAR: OnceLock<Sidecar> = OnceLock::new();
     let headers: Vec<(String, &[u8])> = data
         .split(|b| *b == b'\n')
@@ -141,4 +147,62 @@ pub fn addon_jwt_sidecar(data: &[u8]) -> Outcome {
             .any(|(n, _)| n.eq_ignore_ascii_case("authorization"))
     );
     Outcome::Accepted
+}
+
+/// The in-place decision and its cache-only form on the lines of `data` (see
+/// [`addon_jwt_sidecar`]).
+fn sidecar_header_map(data: &[u8]) {
+    let mut map = http::HeaderMap::new();
+    for line in data.split(|b| *b == b'\n') {
+        let Some(colon) = line.iter().position(|b| *b == b':') else {
+            continue;
+        };
+        let (name, value) = line.split_at(colon);
+        let (Ok(name), Some(Ok(value))) = (
+            http::HeaderName::from_bytes(name),
+            value.get(1..).map(http::HeaderValue::from_bytes),
+        ) else {
+            continue;
+        };
+        map.append(name, value);
+    }
+    let sidecar = Sidecar::new(
+        KeySet::from_jwks(JWKS).expect("reference JWKS loads"),
+        validation(),
+    );
+    let now = addon_jwt_now();
+    let reason =
+        |d: Result<std::sync::Arc<str>, addon_jwt::Rejection>| d.map_err(|r| r.reason().clone());
+    let (mut early, mut full, mut late) = (map.clone(), map.clone(), map.clone());
+    let before = sidecar
+        .decide_header_map_if_cached(&mut early, now)
+        .map(reason);
+    let decided = reason(sidecar.decide_header_map(&mut full, now));
+    match &before {
+        None => assert_eq!(early, map, "no decision leaves the map as it was"),
+        Some(before) => {
+            assert_eq!(before, &decided);
+            assert_eq!(early, full);
+        }
+    }
+    let after = sidecar
+        .decide_header_map_if_cached(&mut late, now)
+        .map(reason);
+    match &decided {
+        Ok(user) => {
+            assert_eq!(user.as_bytes(), REFERENCE_USER);
+            assert!(!full.contains_key(http::header::AUTHORIZATION));
+            let users: Vec<_> = full.get_all("x-authenticated-user").iter().collect();
+            assert_eq!(users, [REFERENCE_USER]);
+            // Once verified, the cache alone decides alike.
+            assert_eq!(after.as_ref(), Some(&decided));
+            assert_eq!(late, full);
+        }
+        Err(_) => {
+            assert!(full.is_empty(), "a rejection empties the map");
+            // Nothing refused is remembered: the cache decides as it did before.
+            assert_eq!(after, before);
+            assert_eq!(late, early);
+        }
+    }
 }

@@ -166,10 +166,10 @@ fn sidecar_header_map(data: &[u8]) {
         };
         map.append(name, value);
     }
-    let sidecar = Sidecar::new(
-        KeySet::from_jwks(JWKS).expect("reference JWKS loads"),
-        validation(),
-    );
+    static KEYS: OnceLock<KeySet> = OnceLock::new();
+    let keys = KEYS.get_or_init(|| KeySet::from_jwks(JWKS).expect("reference JWKS loads"));
+    // A cache that starts empty for each input; the keys are parsed once.
+    let sidecar = Sidecar::new(keys.clone(), validation());
     let now = addon_jwt_now();
     let reason =
         |d: Result<std::sync::Arc<str>, addon_jwt::Rejection>| d.map_err(|r| r.reason().clone());

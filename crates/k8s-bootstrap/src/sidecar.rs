@@ -297,16 +297,25 @@ where
 
     fn call(&mut self, mut request: Request<ReqBody>) -> Self::Future {
         let now = (self.layer.clock)();
-        let decision = {
-            let sidecar = self.layer.sidecar.0.load();
-            match &self.layer.verifications {
-                None => Some(sidecar.decide_header_map(request.headers_mut(), now)),
-                Some(_) => sidecar.decide_header_map_if_cached(request.headers_mut(), now),
-            }
+        let Some(slots) = &self.layer.verifications else {
+            let decision = self
+                .layer
+                .sidecar
+                .0
+                .load()
+                .decide_header_map(request.headers_mut(), now);
+            let state = self.layer.finish(decision, request, &mut self.inner);
+            return ResponseFuture { state };
         };
-        let state = match (decision, &self.layer.verifications) {
-            (Some(decision), _) => self.layer.finish(decision, request, &mut self.inner),
-            (None, Some(slots)) => {
+        let cached = self
+            .layer
+            .sidecar
+            .0
+            .load()
+            .decide_header_map_if_cached(request.headers_mut(), now);
+        let state = match cached {
+            Some(decision) => self.layer.finish(decision, request, &mut self.inner),
+            None => {
                 // The token needs a signature check: it waits for a slot, and takes the inner
                 // service that was made ready along (a clone stays for the next request).
                 let clone = self.inner.clone();
@@ -317,8 +326,6 @@ where
                     layer: self.layer.clone(),
                 }
             }
-            // Without slots every request is decided above.
-            (None, None) => State::Forbidden,
         };
         ResponseFuture { state }
     }

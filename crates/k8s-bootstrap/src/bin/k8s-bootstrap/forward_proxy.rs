@@ -455,12 +455,7 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
             let connection = builder.serve_connection(TokioIo::new(stream), service);
             let mut connection = std::pin::pin!(connection);
             // The client connection and its add-on connection, driven together.
-            let mut both = std::future::poll_fn(|cx| {
-                link.poll_connection(cx);
-                let served = connection.as_mut().poll(cx);
-                link.poll_connection(cx);
-                served
-            });
+            let mut both = std::future::poll_fn(|cx| link.poll_beside(connection.as_mut(), cx));
             let limit = tokio::time::sleep(lifetime);
             let mut limit = std::pin::pin!(limit);
             let mut stop = std::pin::pin!(stop);
@@ -477,13 +472,7 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
             // Finish the request in flight, then close; a request that does not finish within
             // its own timeout is cut by its deadline.
             connection.as_mut().graceful_shutdown();
-            let _ = std::future::poll_fn(|cx| {
-                link.poll_connection(cx);
-                let served = connection.as_mut().poll(cx);
-                link.poll_connection(cx);
-                served
-            })
-            .await;
+            let _ = std::future::poll_fn(|cx| link.poll_beside(connection.as_mut(), cx)).await;
         });
         // Reap finished connections.
         while connections.try_join_next().is_some() {}

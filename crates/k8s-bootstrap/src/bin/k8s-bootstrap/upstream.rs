@@ -3,7 +3,7 @@
 //! Requests on an HTTP/1.1 connection come one at a time, so each client connection forwards
 //! over one add-on connection of its own (a [`Link`]): opened at its first request, opened
 //! again when the add-on closes it, closed with the client connection. The client
-//! connection's task drives both connections ([`Link::poll_connection`]), so a request crosses
+//! connection's task drives both connections ([`Link::poll_beside`]), so a request crosses
 //! no other task, pool or lock shared with other connections.
 
 use std::future::Future;
@@ -79,8 +79,7 @@ impl Upstream {
             Ok(mut response) => {
                 remove_hop_by_hop(response.headers_mut());
                 response.map(|body| ProxyBody {
-                    inner: Some(body),
-                    deadline: Some(deadline),
+                    upstream: Some((body, deadline)),
                 })
             }
             Err(e) => {
@@ -189,7 +188,7 @@ fn remove_hop_by_hop(headers: &mut http::HeaderMap) {
 }
 
 /// A response with an empty body.
-pub(crate) fn status(code: StatusCode) -> Response<ProxyBody> {
+fn status(code: StatusCode) -> Response<ProxyBody> {
     let mut response = Response::new(ProxyBody::default());
     *response.status_mut() = code;
     response
@@ -213,9 +212,8 @@ struct LinkState {
 }
 
 impl Link {
-    /// Drives the add-on connection, if there is one, on the client connection's task: call at
-    /// each poll of that task, before and after polling the client connection.
-    pub(crate) fn poll_connection(&self, cx: &mut Context<'_>) {
+    /// Drives the add-on connection, if there is one, on the client connection's task.
+    fn poll_connection(&self, cx: &mut Context<'_>) {
         let mut state = self.lock();
         if !state
             .waker
@@ -233,6 +231,20 @@ impl Link {
             state.connection = None;
             state.sender = None;
         }
+    }
+
+    /// Polls `served` (the client connection) with the add-on connection driven before and
+    /// after it on the same task, so a request the client connection just queued is written
+    /// at once.
+    pub(crate) fn poll_beside<F: Future>(
+        &self,
+        served: Pin<&mut F>,
+        cx: &mut Context<'_>,
+    ) -> Poll<F::Output> {
+        self.poll_connection(cx);
+        let polled = served.poll(cx);
+        self.poll_connection(cx);
+        polled
     }
 
     /// The kept connection's sender once it can take a request; `None` when there is none or
@@ -267,8 +279,8 @@ impl Link {
 /// answers (403, 502, 504).
 #[derive(Default)]
 pub(crate) struct ProxyBody {
-    inner: Option<Incoming>,
-    deadline: Option<Pin<Box<Sleep>>>,
+    /// The add-on's body and the request's deadline; `None` when empty or ended.
+    upstream: Option<(Incoming, Pin<Box<Sleep>>)>,
 }
 
 impl Body for ProxyBody {
@@ -279,27 +291,25 @@ impl Body for ProxyBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = &mut *self;
-        if let Some(deadline) = this.deadline.as_mut()
-            && deadline.as_mut().poll(cx).is_ready()
-        {
-            this.inner = None;
-            this.deadline = None;
+        let Some((inner, deadline)) = self.upstream.as_mut() else {
+            return Poll::Ready(None);
+        };
+        if deadline.as_mut().poll(cx).is_ready() {
+            self.upstream = None;
             return Poll::Ready(Some(Err("request lifetime exceeded".into())));
         }
-        match this.inner.as_mut() {
-            Some(inner) => Pin::new(inner).poll_frame(cx).map_err(BoxError::from),
-            None => Poll::Ready(None),
-        }
+        Pin::new(inner).poll_frame(cx).map_err(BoxError::from)
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.as_ref().is_none_or(Body::is_end_stream)
+        self.upstream
+            .as_ref()
+            .is_none_or(|(inner, _)| inner.is_end_stream())
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner
+        self.upstream
             .as_ref()
-            .map_or_else(|| SizeHint::with_exact(0), Body::size_hint)
+            .map_or_else(|| SizeHint::with_exact(0), |(inner, _)| inner.size_hint())
     }
 }

@@ -201,10 +201,7 @@ async fn forward_proxy_in_front_of_an_addon() {
     let (listen, http) = (free_addr(), free_addr());
     let mut proxy = start_proxy(upstream, listen, http, dir.path());
     let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
-    eventually("the proxy listens", || async {
-        tokio::net::TcpStream::connect(listen).await.is_ok()
-    })
-    .await;
+    listening(listen).await;
 
     // A verified request: identity in, credential and spoofed identity out, body streamed.
     let bearer = format!("Bearer {}", token(KEY_A, "jane"));
@@ -491,6 +488,29 @@ async fn raw_addon(seen: Arc<std::sync::Mutex<Seen>>) -> SocketAddr {
     addr
 }
 
+/// Waits until the proxy accepts connections on `listen`.
+async fn listening(listen: SocketAddr) {
+    eventually("the proxy listens", || async {
+        tokio::net::TcpStream::connect(listen).await.is_ok()
+    })
+    .await;
+}
+
+/// Waits until the raw add-on has seen a request for `path`.
+async fn reaches_addon(seen: &Arc<std::sync::Mutex<Seen>>, path: &str) {
+    eventually(
+        &format!("a request for {path} reaches the add-on"),
+        || async {
+            seen.lock()
+                .unwrap()
+                .requests
+                .iter()
+                .any(|(_, line, _)| line.contains(path))
+        },
+    )
+    .await;
+}
+
 /// Sends `request` on `stream` and reads the response's status and body (by content-length).
 async fn exchange(stream: &mut tokio::net::TcpStream, request: &str) -> (u16, String) {
     let (status, _, body) = exchange_head(stream, request).await;
@@ -531,10 +551,7 @@ async fn forward_proxy_addon_connections() {
     mount(dir.path(), "v1", &public_pem(KEY_A));
     let (listen, http) = (free_addr(), free_addr());
     let _proxy = start_proxy(upstream, listen, http, dir.path());
-    eventually("the proxy listens", || async {
-        tokio::net::TcpStream::connect(listen).await.is_ok()
-    })
-    .await;
+    listening(listen).await;
     let bearer = format!("Bearer {}", token(KEY_A, "jane"));
     let connect = || async { tokio::net::TcpStream::connect(listen).await.unwrap() };
 
@@ -609,14 +626,7 @@ async fn forward_proxy_addon_connections() {
     tokio::io::AsyncWriteExt::write_all(&mut leaving, get("/partial", &bearer).as_bytes())
         .await
         .unwrap();
-    eventually("the partial request reaches the add-on", || async {
-        seen.lock()
-            .unwrap()
-            .requests
-            .iter()
-            .any(|(_, l, _)| l.contains("/partial"))
-    })
-    .await;
+    reaches_addon(&seen, "/partial").await;
     let partial = seen.lock().unwrap().connections;
     drop(leaving);
     eventually(
@@ -654,10 +664,7 @@ async fn forward_proxy_addon_failures_and_shutdown() {
     // Nothing listens at --forward.
     let (listen, http) = (free_addr(), free_addr());
     let _nowhere = start_proxy(free_addr(), listen, http, dir.path());
-    eventually("the proxy listens", || async {
-        tokio::net::TcpStream::connect(listen).await.is_ok()
-    })
-    .await;
+    listening(listen).await;
     let mut stream = tokio::net::TcpStream::connect(listen).await.unwrap();
     assert_eq!(exchange(&mut stream, &get("/keep", &bearer)).await.0, 502);
     assert_eq!(
@@ -669,10 +676,7 @@ async fn forward_proxy_addon_failures_and_shutdown() {
     let upstream = raw_addon(seen.clone()).await;
     let (listen, http) = (free_addr(), free_addr());
     let mut proxy = start_proxy(upstream, listen, http, dir.path());
-    eventually("the proxy listens", || async {
-        tokio::net::TcpStream::connect(listen).await.is_ok()
-    })
-    .await;
+    listening(listen).await;
     // No answer within --request-timeout (2 s).
     let mut stream = tokio::net::TcpStream::connect(listen).await.unwrap();
     let started = tokio::time::Instant::now();
@@ -691,14 +695,7 @@ async fn forward_proxy_addon_failures_and_shutdown() {
     let mut stream = tokio::net::TcpStream::connect(listen).await.unwrap();
     let in_flight =
         tokio::spawn(async move { exchange(&mut stream, &get("/delay", &bearer)).await });
-    eventually("the request reaches the add-on", || async {
-        seen.lock()
-            .unwrap()
-            .requests
-            .iter()
-            .any(|(_, l, _)| l.contains("/delay"))
-    })
-    .await;
+    reaches_addon(&seen, "/delay").await;
     let pid = proxy.id().unwrap();
     assert!(
         std::process::Command::new("kill")

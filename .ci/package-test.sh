@@ -17,6 +17,7 @@ crates=(
   "k8s-bootstrap:cli,loopback-server,sidecar,controllers"
 )
 
+# Builds into the workspace's target directory: dependencies built alike are built once.
 cargo package --workspace --exclude k8s-bootstrap-examples --exclude k8s-bootstrap-benches \
   --exclude k8s-bootstrap-fuzz-checks --locked --no-verify
 
@@ -43,9 +44,8 @@ for entry in "${crates[@]}"; do
   done
   (
     cd "$unpacked/$dir"
-    CARGO_TARGET_DIR="$root/target/package-test-target" \
+    CARGO_TARGET_DIR="$root/target" \
       cargo test "${patches[@]}" ${features:+--features "$features"} --quiet
   )
 done
-rm -rf "$root/target/package-test-target"
 echo "package-test: ${#crates[@]} passed, 0 failed"

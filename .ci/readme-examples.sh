@@ -8,6 +8,7 @@ root=$(pwd)
 work="${TMPDIR:-/tmp}/k8s-bootstrap-readme-examples"
 rm -rf "$work"
 mkdir -p "$work"
+# Builds into the workspace's target directory: dependencies built alike are built once.
 n=0
 # Arguments: the crates to check (default: every published crate).
 if [ $# -gt 0 ]; then readmes=(); for c in "$@"; do readmes+=("crates/$c/README.md"); done
@@ -48,8 +49,7 @@ TOML
     (cd "$project" && cargo add --quiet "${@:3}")
   done <<< "$adds"
   echo "--- $crate"
-  (cd "$project" && CARGO_TARGET_DIR="$root/target/readme-examples" cargo run --quiet > /dev/null)
+  (cd "$project" && CARGO_TARGET_DIR="$root/target" cargo run --quiet > /dev/null)
   n=$((n + 1))
 done
-rm -rf "$root/target/readme-examples"
 echo "readme-examples: $n passed, 0 failed"

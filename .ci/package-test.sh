@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-# name and the features its unpacked tests enable (dev-dependencies pick k8s-openapi's version).
+# name and the features its unpacked feature-gated tests enable (dev-dependencies pick
+# k8s-openapi's version); each crate is also tested with its default features alone.
 crates=(
   "jws-detached:"
   "bootstrap-token:yaml,k8s-openapi"
@@ -42,10 +43,15 @@ for entry in "${crates[@]}"; do
   for f in LICENSE-APACHE LICENSE-MIT README.md; do
     [ -f "$unpacked/$dir/$f" ] && [ ! -L "$unpacked/$dir/$f" ] || { echo "$dir: $f missing from the package" >&2; exit 1; }
   done
-  (
-    cd "$unpacked/$dir"
-    CARGO_TARGET_DIR="$root/target" \
-      cargo test "${patches[@]}" ${features:+--features "$features"} --quiet
-  )
+  # With its default features, as a distribution or crater runs it, then with the features its
+  # feature-gated tests need.
+  for f in "" ${features:+"$features"}; do
+    echo "--- $dir: cargo test ${f:+--features $f}"
+    (
+      cd "$unpacked/$dir"
+      CARGO_TARGET_DIR="$root/target" \
+        cargo test "${patches[@]}" ${f:+--features "$f"} --quiet
+    )
+  done
 done
 echo "package-test: ${#crates[@]} passed, 0 failed"

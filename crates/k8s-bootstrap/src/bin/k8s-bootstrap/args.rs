@@ -211,7 +211,8 @@ pub(crate) struct CreateArgs {
     /// The token to create (<6 chars [a-z0-9]>.<16 chars [a-z0-9]>); generated when absent.
     #[arg(value_name = "TOKEN")]
     pub(crate) token: Option<String>,
-    /// The token's lifetime (Go duration); 0 means it never expires [default: 24h0m0s].
+    /// The token's lifetime (Go duration); 0 means it never expires, a negative one is refused
+    /// [default: 24h0m0s].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = go_duration)]
     pub(crate) ttl: Option<Duration>,
     /// Usages of the token [default: signing,authentication].
@@ -310,12 +311,19 @@ pub(crate) struct JoinArgs {
     pub(crate) tls_bootstrap_timeout: Duration,
 }
 
-/// A Go duration (`1h30m`, `90s`, `0`), read by the core's parser; a negative duration reads
-/// as zero, as kubeadm's TTL does.
-fn go_duration(s: &str) -> Result<Duration, bootstrap_token::Error> {
+/// A Go duration (`1h30m`, `90s`, `0`), read by the core's parser. A negative duration is
+/// refused: kubeadm reads `--ttl -5m` as a token that never expires, which is never what a
+/// negative lifetime meant (`0` says "never" explicitly).
+fn go_duration(s: &str) -> Result<Duration, String> {
     let json = serde_json::json!({ "ttl": s }).to_string();
-    let parsed = bootstrap_token::KubeadmToken::from_json(json.as_bytes())?;
-    Ok(parsed.ttl.unwrap_or_default())
+    let parsed =
+        bootstrap_token::KubeadmToken::from_json(json.as_bytes()).map_err(|e| e.to_string())?;
+    // The core reads a negative duration as zero, as kubeadm does: the sign tells them apart.
+    let negative = s.starts_with('-') && s.bytes().any(|b| matches!(b, b'1'..=b'9'));
+    match parsed.ttl {
+        Some(d) if !negative => Ok(d),
+        _ => Err("a negative duration is not allowed (0 means no limit)".to_owned()),
+    }
 }
 
 #[cfg(test)]
@@ -357,11 +365,31 @@ mod tests {
     fn go_durations() {
         assert_eq!(go_duration("1h30m").unwrap(), Duration::from_secs(5400));
         assert_eq!(go_duration("0").unwrap(), Duration::ZERO);
-        assert_eq!(go_duration("-1h").unwrap(), Duration::ZERO);
+        assert_eq!(go_duration("-0s").unwrap(), Duration::ZERO);
         assert!(go_duration("1 day").is_err());
         let err = Cli::try_parse_from(["k8s-bootstrap", "token", "create", "--ttl", "1 day"])
             .unwrap_err();
         assert_eq!(err.exit_code(), 2);
+    }
+
+    #[test]
+    fn negative_durations_are_refused_naming_the_flag() {
+        // kubeadm reads `--ttl -5m` as "never expires"; here it is a usage error.
+        assert!(go_duration("-1h").is_err());
+        let err =
+            Cli::try_parse_from(["k8s-bootstrap", "token", "create", "--ttl", "-5m"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        let message = err.to_string();
+        assert!(message.contains("--ttl"), "{message}");
+        assert!(message.contains("negative"), "{message}");
+        let cli = Cli::try_parse_from(["k8s-bootstrap", "token", "create", "--ttl", "0"]).unwrap();
+        let Command::Token(TokenArgs {
+            command: TokenCommand::Create(c),
+        }) = cli.command
+        else {
+            panic!("not create")
+        };
+        assert_eq!(c.ttl, Some(Duration::ZERO));
     }
 
     #[test]

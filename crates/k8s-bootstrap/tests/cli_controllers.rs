@@ -223,6 +223,14 @@ async fn unknown_controller_and_bad_durations_are_refused() {
             ],
             "--leader-elect-renew-deadline must be shorter",
         ),
+        (
+            vec![
+                "controllers",
+                "--leader-elect-renew-deadline=2s",
+                "--leader-elect-retry-period=2s",
+            ],
+            "the renew deadline must be longer than 6/5 of the retry period",
+        ),
     ] {
         let output = Command::new(BIN)
             .args(&args)

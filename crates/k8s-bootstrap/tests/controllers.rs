@@ -1001,10 +1001,14 @@ async fn health_readiness_and_metrics_endpoints() {
         "k8s_bootstrap_signed_tokens",
         "k8s_bootstrap_cluster_info_writes_total",
         "k8s_bootstrap_deleted_tokens_total",
-        "k8s_bootstrap_leader 1",
     ] {
         assert!(text.contains(name), "{name} missing from:\n{text}");
     }
+    // The sample line itself, not the metric's `# HELP` line.
+    assert!(
+        text.lines().any(|l| l == "k8s_bootstrap_leader 1"),
+        "leader sample missing from:\n{text}"
+    );
     assert!(
         text.trim_end().ends_with("# EOF"),
         "OpenMetrics text ends with # EOF"

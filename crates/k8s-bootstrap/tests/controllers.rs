@@ -887,11 +887,13 @@ async fn leader_cut_off(shutdown_during_cut: bool) {
         .filter(|r| r.user.as_deref() == Some("replica-a"))
         .cloned()
         .collect();
-    assert!(
-        late.iter()
-            .any(|r| r.method != "GET" && r.path.contains("/leases/")),
-        "a Lease write from A arrived late: {late:?}"
-    );
+    // Whether a Lease write of A was in flight at the cut (and so arrives now) depends on
+    // where in its retry period A was cut off; when one arrives it must fail like the rest.
+    let late_lease_writes = late
+        .iter()
+        .filter(|r| r.method != "GET" && r.path.contains("/leases/"))
+        .count();
+    eprintln!("{late_lease_writes} Lease write(s) of A arrived late: {late:?}");
     for r in &late {
         assert!(
             r.method == "GET" || r.status >= 400,

@@ -81,13 +81,13 @@ const EXPECTED_RULES: &[Rule] = &[
         &[],
         &["list", "watch", "delete"],
     ),
-    // Leader election: GET and PATCH (server-side apply, strategic merge) of its Lease...
+    // Leader election: GET and UPDATE (with the resourceVersion read) of its Lease...
     (
         "kube-system",
         "coordination.k8s.io",
         "leases",
         &[NAME],
-        &["get", "patch"],
+        &["get", "update"],
     ),
     // ... and CREATE when it is missing, which resourceNames cannot restrict.
     (
@@ -97,13 +97,17 @@ const EXPECTED_RULES: &[Rule] = &[
         &[],
         &["create"],
     ),
-    // The signer lists and watches kube-public/cluster-info and replaces it.
+    // The signer lists and watches kube-public/cluster-info (list and watch cannot be
+    // restricted by name)...
+    ("kube-public", "", "configmaps", &[], &["list", "watch"]),
+    // ... and replaces it, and nothing else (as kube-controller-manager's bootstrap-signer
+    // Role).
     (
         "kube-public",
         "",
         "configmaps",
-        &[],
-        &["list", "watch", "update"],
+        &["cluster-info"],
+        &["update"],
     ),
 ];
 
@@ -503,8 +507,9 @@ async fn rbac_grants_exactly_what_the_controllers_use() {
     let metrics = Arc::new(Metrics::new());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let mut election = LeaderElection::new("replica-a");
-    election.lease_duration = Duration::from_secs(2);
-    election.grace = Duration::from_secs(1);
+    election.lease_duration = Duration::from_secs(4);
+    election.renew_deadline = Duration::from_secs(3);
+    election.retry_period = Duration::from_millis(200);
     let run = tokio::spawn(controllers::run(
         client,
         Enabled::all(),

@@ -19,8 +19,9 @@
 //! re-lists and resumes. Metrics go to a [`Metrics`] (Prometheus text format).
 //!
 //! [`run`] is what `k8s-bootstrap controllers` runs: the chosen controllers behind leader
-//! election on a `coordination.k8s.io` Lease (kube-lease-manager), so several replicas are
-//! safe; [`serve_http`] serves `/healthz`, `/readyz` and `/metrics` beside them.
+//! election on a `coordination.k8s.io` Lease (client-go's semantics: conditional writes, a
+//! renew deadline on the monotonic clock, a timeout on every request), so several replicas
+//! are safe; [`serve_http`] serves `/healthz`, `/readyz` and `/metrics` beside them.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -28,6 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod cleaner;
+mod election;
 mod http;
 mod metrics;
 mod signer;
@@ -47,11 +49,13 @@ pub enum Error {
     /// A watch cache's writer went away before it was first filled.
     #[error("the watch cache stopped before its first list completed")]
     CacheStopped,
-    /// The leader lease could not be set up (the Lease API refused or is unreachable).
-    #[error("leader election failed")]
-    LeaderElection(#[source] kube_lease_manager::LeaseManagerError),
-    /// This process held the leader lease and lost it: it stops, as kube-controller-manager
-    /// does, so that two leaders never work at once; its supervisor restarts it as a standby.
+    /// The leader-election settings are inconsistent ([`LeaderElection::validate`]).
+    #[error("invalid leader election settings: {0}")]
+    LeaderElection(&'static str),
+    /// This process held the leader lease and lost it (another replica holds it, or it could
+    /// not be renewed within the renew deadline): the controllers are stopped and the run
+    /// ends, as kube-controller-manager's does, so that two leaders never work at once; its
+    /// supervisor restarts it as a standby.
     #[error("leader election lost")]
     LeadershipLost,
     /// The HTTP endpoint could not listen.
@@ -107,7 +111,8 @@ impl Enabled {
     }
 }
 
-/// Leader election on a `coordination.k8s.io/v1` Lease.
+/// Leader election on a `coordination.k8s.io/v1` Lease, with client-go's semantics (see
+/// [`run`]).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct LeaderElection {
@@ -117,10 +122,22 @@ pub struct LeaderElection {
     pub lease_name: String,
     /// This process's identity in the Lease (a pod name; unique per replica).
     pub identity: String,
-    /// How long a lease is valid without renewal (15 s by default, as kube-controller-manager).
+    /// How long a standby waits, from when it last saw the Lease change, before it takes the
+    /// Lease over (15 s by default, as kube-controller-manager's
+    /// `--leader-elect-lease-duration`). Written to the Lease as `leaseDurationSeconds`, in
+    /// whole seconds rounded up.
     pub lease_duration: Duration,
-    /// How long before the lease expires the holder renews it (5 s by default).
-    pub grace: Duration,
+    /// How long the leader counts itself the leader after the start of its last successful
+    /// renewal: past it, it stops the controllers (10 s by default, as
+    /// `--leader-elect-renew-deadline`). Shorter than `lease_duration`: the difference is the
+    /// margin between the leader stopping and a standby starting.
+    pub renew_deadline: Duration,
+    /// How often the leader renews and a standby tries to acquire the Lease, plus up to a
+    /// fifth at random (2 s by default, as `--leader-elect-retry-period`).
+    pub retry_period: Duration,
+    /// The timeout of every Lease request (5 s by default); the leader's renewals are also
+    /// cut at the renew deadline.
+    pub request_timeout: Duration,
 }
 
 impl LeaderElection {
@@ -132,21 +149,63 @@ impl LeaderElection {
             lease_name: "k8s-bootstrap-controllers".to_owned(),
             identity: identity.into(),
             lease_duration: Duration::from_secs(15),
-            grace: Duration::from_secs(5),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+            request_timeout: Duration::from_secs(5),
         }
+    }
+
+    /// Checks the settings as client-go does: an identity, a lease duration longer than the
+    /// renew deadline, a renew deadline longer than the retry period with its jitter (6/5 of
+    /// it), and non-zero periods.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LeaderElection`] naming the first rule broken.
+    pub fn validate(&self) -> Result<(), Error> {
+        let invalid = |reason| Err(Error::LeaderElection(reason));
+        if self.identity.is_empty() {
+            return invalid("the identity is empty");
+        }
+        if self.renew_deadline >= self.lease_duration {
+            return invalid("the renew deadline must be shorter than the lease duration");
+        }
+        if self.retry_period.is_zero() || self.request_timeout.is_zero() {
+            return invalid("the retry period and the request timeout must not be zero");
+        }
+        if self
+            .retry_period
+            .saturating_add(self.retry_period.checked_div(5).unwrap_or_default())
+            >= self.renew_deadline
+        {
+            return invalid("the renew deadline must be longer than 6/5 of the retry period");
+        }
+        if self.lease_duration.as_secs() >= u64::from(i32::MAX.unsigned_abs()) {
+            return invalid("the lease duration is out of range");
+        }
+        Ok(())
     }
 }
 
 /// Runs the `enabled` controllers until `shutdown` completes, behind leader election when
-/// `leader_election` is given: a standby waits for the lease (and is ready meanwhile); a leader
-/// runs the controllers and renews the lease; losing it ends the run with
-/// [`Error::LeadershipLost`]. On shutdown the lease is released, so a standby takes over at
-/// once instead of after the lease duration.
+/// `leader_election` is given.
+///
+/// Leader election follows client-go's: a standby (ready meanwhile) tries to take the Lease
+/// every retry period and does so only when it is free or its holder has not renewed it for
+/// the lease duration, as measured on the standby's monotonic clock; every write is a PUT
+/// conditional on the `resourceVersion` it was computed from, and every request has a
+/// timeout. The leader runs the controllers and renews every retry period; when another
+/// replica holds the Lease, or no renewal succeeded within the renew deadline of the start of
+/// the last successful one (the API server unreachable, say), the controllers are cancelled
+/// at once, the `k8s_bootstrap_leader` metric drops to 0 and the run ends with
+/// [`Error::LeadershipLost`]. On shutdown the leader stops the controllers, then releases the
+/// Lease (again conditionally), so a standby takes over within a retry period instead of
+/// after the lease duration.
 ///
 /// # Errors
 ///
-/// [`Error::LeaderElection`] if the Lease cannot be set up, [`Error::LeadershipLost`], and the
-/// controllers' errors.
+/// [`Error::LeaderElection`] for inconsistent settings ([`LeaderElection::validate`]),
+/// [`Error::LeadershipLost`], and the controllers' errors.
 pub async fn run(
     client: kube::Client,
     enabled: Enabled,
@@ -156,6 +215,9 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), Error> {
     use std::sync::atomic::Ordering;
+    if let Some(election) = &leader_election {
+        election.validate()?;
+    }
     metrics
         .expect_signer
         .store(enabled.bootstrap_signer, Ordering::Release);
@@ -203,50 +265,40 @@ pub async fn run(
             }
         };
     };
-    let manager = kube_lease_manager::LeaseManagerBuilder::new(client, election.lease_name)
-        .with_namespace(election.namespace)
-        .with_identity(election.identity)
-        .with_duration(election.lease_duration.as_secs().max(1))
-        .with_grace(election.grace.as_secs().max(1))
-        .with_field_manager("k8s-bootstrap-controllers")
-        .build()
-        .await
-        .map_err(Error::LeaderElection)?;
-    let (mut leading, lease_task) = manager.watch().await;
+    let mut elector = election::Elector::new(client, election);
     metrics.standby.store(true, Ordering::Release);
     tokio::pin!(shutdown);
-    let result = async {
-        // Standby until the lease is ours.
+    // Standby until the lease is ours.
+    let acquired_at = tokio::select! {
+        at = elector.acquire() => at,
+        () = &mut shutdown => return Ok(()),
+    };
+    tracing::info!("leader election: acquired the lease, starting the controllers");
+    metrics.standby.store(false, Ordering::Release);
+    metrics.leader.set(1);
+    let (result, lost) = {
+        let renewing = elector.keep(acquired_at);
+        tokio::pin!(renewing, controllers);
         tokio::select! {
-            acquired = async { leading.wait_for(|leader| *leader).await.is_ok() } => {
-                if !acquired {
-                    return Err(Error::LeadershipLost);
-                }
-            }
-            () = &mut shutdown => return Ok(()),
-        }
-        tracing::info!("leader election: acquired the lease, starting the controllers");
-        metrics.standby.store(false, Ordering::Release);
-        metrics.leader.set(1);
-        tokio::pin!(controllers);
-        tokio::select! {
-            result = &mut controllers => result,
+            result = &mut controllers => (result, false),
+            () = &mut renewing => (Err(Error::LeadershipLost), true),
             () = &mut shutdown => {
                 let _ = stop_tx.send(true);
-                controllers.await
-            }
-            _ = async { leading.wait_for(|leader| !*leader).await.is_ok() } => {
-                tracing::error!("leader election: lost the lease, stopping");
-                let _ = stop_tx.send(true);
-                Err(Error::LeadershipLost)
+                // The controllers stop gracefully, still under the renew deadline.
+                tokio::select! {
+                    result = &mut controllers => (result, false),
+                    () = &mut renewing => (Err(Error::LeadershipLost), true),
+                }
             }
         }
-    }
-    .await;
+        // Leaving this block drops (cancels) the controllers and the renewal loop.
+    };
     metrics.leader.set(0);
-    // Closing the channel makes the lease task release the lease and end.
-    drop(leading);
-    let _ = tokio::time::timeout(Duration::from_secs(5), lease_task).await;
+    if lost {
+        tracing::error!("leader election: lost the lease, the controllers are stopped");
+    } else if elector.release().await {
+        tracing::info!("leader election: released the lease");
+    }
     result
 }
 

@@ -80,6 +80,12 @@ where
     }
 }
 
+/// Whether the metrics text has exactly this sample line (a `contains` would also match the
+/// metric's `# HELP` line).
+fn has_line(metrics: &str, line: &str) -> bool {
+    metrics.lines().any(|l| l == line)
+}
+
 fn holder(server: &LoopbackApiServer) -> Option<String> {
     server
         .object("kube-system", "leases", "k8s-bootstrap-controllers")?
@@ -167,14 +173,14 @@ async fn two_replicas_sign_clean_report_and_hand_over_on_sigterm() {
     .await;
     let (status, metrics) = http_get(leader_http, "/metrics").await.unwrap();
     assert_eq!(status, 200);
-    assert!(metrics.contains("k8s_bootstrap_leader 1"), "{metrics}");
+    assert!(has_line(&metrics, "k8s_bootstrap_leader 1"), "{metrics}");
     assert!(
-        metrics.contains("k8s_bootstrap_deleted_tokens_total 1"),
+        has_line(&metrics, "k8s_bootstrap_deleted_tokens_total 1"),
         "{metrics}"
     );
     let (_, standby_metrics) = http_get(standby_http, "/metrics").await.unwrap();
     assert!(
-        standby_metrics.contains("k8s_bootstrap_leader 0"),
+        has_line(&standby_metrics, "k8s_bootstrap_leader 0"),
         "{standby_metrics}"
     );
 
@@ -197,7 +203,7 @@ async fn two_replicas_sign_clean_report_and_hand_over_on_sigterm() {
         holder(&server).is_some_and(|h| h != leader_id)
             && http_get(standby_http, "/metrics")
                 .await
-                .is_some_and(|(_, m)| m.contains("k8s_bootstrap_leader 1"))
+                .is_some_and(|(_, m)| has_line(&m, "k8s_bootstrap_leader 1"))
     })
     .await;
     sigterm(standby);
@@ -222,6 +228,14 @@ async fn unknown_controller_and_bad_durations_are_refused() {
                 "--leader-elect-renew-deadline=10s",
             ],
             "--leader-elect-renew-deadline must be shorter",
+        ),
+        (
+            vec![
+                "controllers",
+                "--leader-elect-renew-deadline=2s",
+                "--leader-elect-retry-period=2s",
+            ],
+            "the renew deadline must be longer than 6/5 of the retry period",
         ),
     ] {
         let output = Command::new(BIN)

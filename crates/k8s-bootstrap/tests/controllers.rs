@@ -483,14 +483,29 @@ async fn cleaner_deletes_expired_tokens_when_they_expire_and_keeps_the_rest() {
     running.stop().await;
 }
 
-/// One replica of `k8s-bootstrap controllers` with leader election.
-fn replica(client: Client, identity: &str, metrics: Arc<Metrics>) -> Running {
+/// Leader election for a test replica: `lease` duration, `renew` deadline, `retry` period and
+/// per-request `timeout`.
+fn election(
+    identity: &str,
+    lease: Duration,
+    renew: Duration,
+    retry: Duration,
+    timeout: Duration,
+) -> controllers::LeaderElection {
     let mut election = controllers::LeaderElection::new(identity);
-    // Short for a test, with room for a loaded machine: the leader renews when 3 s remain, so
-    // only a 3 s stall of its renewal could let the standby take a lease the leader still
-    // believes it holds (2 s and 1 s were seen to fail under CI load).
-    election.lease_duration = Duration::from_secs(8);
-    election.grace = Duration::from_secs(3);
+    election.lease_duration = lease;
+    election.renew_deadline = renew;
+    election.retry_period = retry;
+    election.request_timeout = timeout;
+    election
+}
+
+/// One replica of `k8s-bootstrap controllers` with leader election.
+fn replica(
+    client: Client,
+    election: controllers::LeaderElection,
+    metrics: Arc<Metrics>,
+) -> Running {
     start(move |rx| {
         controllers::run(
             client,
@@ -505,45 +520,95 @@ fn replica(client: Client, identity: &str, metrics: Arc<Metrics>) -> Running {
     })
 }
 
+/// The Lease's holder as the server holds it (`""` once released).
+fn holder(server: &LoopbackApiServer) -> Option<String> {
+    server
+        .object("kube-system", "leases", "k8s-bootstrap-controllers")?
+        .pointer("/spec/holderIdentity")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// Checks, every few milliseconds until aborted, that at most one replica reports itself the
+/// leader and that a replica reporting it is the Lease's holder on the server (read just
+/// before and just after the metrics, so a handover between the reads is not mistaken for a
+/// second leader).
+fn one_leader_sampler(
+    replicas: [(&'static str, Arc<Metrics>); 2],
+    server: &Arc<LoopbackApiServer>,
+) -> tokio::task::JoinHandle<()> {
+    let server = server.clone();
+    tokio::spawn(async move {
+        loop {
+            let before = holder(&server);
+            let leading: Vec<&str> = replicas
+                .iter()
+                .filter(|(_, m)| m.is_leader())
+                .map(|(id, _)| *id)
+                .collect();
+            let after = holder(&server);
+            assert!(leading.len() < 2, "two leaders at once: {leading:?}");
+            for id in leading {
+                assert!(
+                    before.as_deref() == Some(id) || after.as_deref() == Some(id),
+                    "{id} reports itself the leader while the Lease names {before:?} then {after:?}"
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+}
+
+/// Ends a sampler, failing if it failed.
+async fn end_sampler(sampler: tokio::task::JoinHandle<()>) {
+    assert!(!sampler.is_finished(), "{:?}", sampler.await);
+    sampler.abort();
+    assert!(sampler.await.unwrap_err().is_cancelled());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_one_leader_and_a_handover_on_shutdown() {
-    let server = server(true).await;
+    let server = Arc::new(server(true).await);
     let client = client(&server).await;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), "kube-system");
     let keys: BTreeMap<&str, &str> = SECRETS.into_iter().collect();
     let (metrics_a, metrics_b) = (Arc::new(Metrics::new()), Arc::new(Metrics::new()));
-    let a = replica(client.clone(), "replica-a", metrics_a.clone());
-    let b = replica(client.clone(), "replica-b", metrics_b.clone());
-
-    // Never two leaders: sampled all along.
-    let (ma, mb) = (metrics_a.clone(), metrics_b.clone());
-    let sampler = tokio::spawn(async move {
-        loop {
-            assert!(!(ma.is_leader() && mb.is_leader()), "two leaders at once");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    });
-    eventually("one replica leads", || {
-        metrics_a.is_leader() || metrics_b.is_leader()
-    })
-    .await;
-    eventually("both are ready (leader synced, standby waiting)", || {
-        metrics_a.is_ready() && metrics_b.is_ready()
-    })
-    .await;
-    let (leader, standby, leader_metrics, standby_metrics, leader_id, standby_id) =
-        if metrics_a.is_leader() {
-            (a, b, metrics_a, metrics_b, "replica-a", "replica-b")
-        } else {
-            (b, a, metrics_b, metrics_a, "replica-b", "replica-a")
-        };
-    let holder = |server: &LoopbackApiServer| {
-        server
-            .object("kube-system", "leases", "k8s-bootstrap-controllers")
-            .and_then(|l| l.pointer("/spec/holderIdentity").cloned())
-            .and_then(|h| h.as_str().map(str::to_owned))
+    // Never two leaders, and the one reporting it holds the Lease: sampled all along.
+    let sampler = one_leader_sampler(
+        [
+            ("replica-a", metrics_a.clone()),
+            ("replica-b", metrics_b.clone()),
+        ],
+        &server,
+    );
+    // Room for a loaded machine: a leader stops 3 s before a standby may take over.
+    let settings = |id| {
+        election(
+            id,
+            Duration::from_secs(8),
+            Duration::from_secs(5),
+            Duration::from_millis(200),
+            Duration::from_secs(2),
+        )
     };
-    assert_eq!(holder(&server).as_deref(), Some(leader_id));
+    let a = replica(client.clone(), settings("replica-a"), metrics_a.clone());
+    let b = replica(client.clone(), settings("replica-b"), metrics_b.clone());
+
+    eventually("one replica holds the Lease", || {
+        holder(&server).is_some_and(|h| !h.is_empty())
+    })
+    .await;
+    let leader_id = holder(&server).unwrap();
+    let (leader, standby, leader_metrics, standby_metrics, standby_id) = if leader_id == "replica-a"
+    {
+        (a, b, metrics_a, metrics_b, "replica-b")
+    } else {
+        (b, a, metrics_b, metrics_a, "replica-a")
+    };
+    eventually("the holder leads, synced; the standby waits, ready", || {
+        leader_metrics.is_leader() && leader_metrics.is_ready() && standby_metrics.is_ready()
+    })
+    .await;
     secrets
         .create(
             &PostParams::default(),
@@ -557,13 +622,21 @@ async fn two_replicas_one_leader_and_a_handover_on_shutdown() {
         0,
         "the standby never works"
     );
+    assert!(!standby_metrics.is_leader());
 
     // The leader shuts down and releases the lease: the standby takes over well before the
     // lease would have expired on its own.
     leader.stop().await;
     assert!(!leader_metrics.is_leader());
-    eventually("the standby takes over", || standby_metrics.is_leader()).await;
-    assert_eq!(holder(&server).as_deref(), Some(standby_id));
+    assert_ne!(
+        holder(&server).as_deref(),
+        Some(leader_id.as_str()),
+        "released"
+    );
+    eventually("the standby takes over", || {
+        standby_metrics.is_leader() && holder(&server).as_deref() == Some(standby_id)
+    })
+    .await;
     secrets
         .create(
             &PostParams::default(),
@@ -575,12 +648,294 @@ async fn two_replicas_one_leader_and_a_handover_on_shutdown() {
         signed(&server, &keys) == ["abcdef", "ghijkl"]
     })
     .await;
-    sampler.abort();
-    assert!(
-        sampler.await.unwrap_err().is_cancelled(),
-        "the sampler never saw two leaders"
-    );
+    end_sampler(sampler).await;
     standby.stop().await;
+}
+
+/// A TCP forwarder on loopback in front of the API server that can be cut off: while cut, it
+/// passes nothing on (bytes it read wait in it, new connections wait unconnected), as a
+/// network partition that drops nothing; when reconnected it delivers what waited, late.
+struct Forwarder {
+    addr: std::net::SocketAddr,
+    cut: tokio::sync::watch::Sender<bool>,
+    /// Connections accepted and not yet closed at both ends.
+    open: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Forwarder {
+    async fn start(upstream: std::net::SocketAddr) -> Forwarder {
+        use std::sync::atomic::Ordering;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (cut, cut_rx) = tokio::sync::watch::channel(false);
+        let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = open.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let mut cut = cut_rx.clone();
+                let open = count.clone();
+                open.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    if cut.wait_for(|c| !*c).await.is_ok()
+                        && let Ok(server) = tokio::net::TcpStream::connect(upstream).await
+                    {
+                        forward(client, server, cut).await;
+                    }
+                    open.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+        Forwarder { addr, cut, open }
+    }
+
+    fn set_cut(&self, cut: bool) {
+        self.cut.send_replace(cut);
+    }
+
+    fn open(&self) -> usize {
+        self.open.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Forwards one connection both ways, holding what it reads while cut. When the client has
+/// gone and bytes it sent during the cut were delivered late, the server's side stays open
+/// until the server has answered them (so the late request is processed, not dropped with a
+/// half-closed connection).
+async fn forward(
+    client: tokio::net::TcpStream,
+    server: tokio::net::TcpStream,
+    cut: tokio::sync::watch::Receiver<bool>,
+) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let (mut client_read, mut client_write) = client.into_split();
+    let (mut server_read, mut server_write) = server.into_split();
+    // Chunks read from the server so far.
+    let (answers_tx, answers) = tokio::sync::watch::channel(0_u64);
+    let up = {
+        let mut cut = cut.clone();
+        let mut answers = answers.clone();
+        async move {
+            let mut buf = vec![0; 16 * 1024];
+            let mut late_at = None;
+            loop {
+                let n = match client_read.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                let held = *cut.borrow();
+                if cut.wait_for(|c| !*c).await.is_err()
+                    || server_write.write_all(&buf[..n]).await.is_err()
+                {
+                    break;
+                }
+                if held {
+                    late_at = Some(*answers.borrow());
+                }
+            }
+            if let Some(seen) = late_at {
+                let _ = answers.wait_for(|n| *n > seen).await;
+            }
+            let _ = server_write.shutdown().await;
+        }
+    };
+    let down = {
+        let mut cut = cut;
+        async move {
+            let mut buf = vec![0; 16 * 1024];
+            let mut client_gone = false;
+            loop {
+                let n = match server_read.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                answers_tx.send_modify(|a| *a += 1);
+                if cut.wait_for(|c| !*c).await.is_err() {
+                    break;
+                }
+                // Keep reading the server after the client has gone: a late request's answer
+                // still counts.
+                if !client_gone {
+                    client_gone = client_write.write_all(&buf[..n]).await.is_err();
+                }
+            }
+            let _ = client_write.shutdown().await;
+        }
+    };
+    tokio::join!(up, down);
+}
+
+/// Replica A leads through a forwarder that is then cut off; replica B talks to the server
+/// directly. A must stop working (metric 0, controllers cancelled) within its renew deadline,
+/// before B may take over; B takes over; once A's connection comes back, the requests A sent
+/// during the cut reach the server late and must not change the Lease (nor anything else).
+/// With `shutdown_during_cut`, A is also shut down during the cut, so its release is among
+/// the late requests.
+async fn leader_cut_off(shutdown_during_cut: bool) {
+    let server = Arc::new(
+        LoopbackApiServer::builder()
+            .bootstrap_signer(false)
+            .static_token(
+                "replica-a-token-0123456789",
+                "replica-a",
+                &["system:masters"],
+            )
+            .start()
+            .await
+            .unwrap(),
+    );
+    let upstream: std::net::SocketAddr = server
+        .url()
+        .strip_prefix("https://")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let forwarder = Forwarder::start(upstream).await;
+    let yaml = server
+        .admin_kubeconfig_yaml()
+        .replace(&server.url(), &format!("https://{}", forwarder.addr))
+        .replace(server.admin_token(), "replica-a-token-0123456789");
+    let client_a = Client::try_from(
+        Config::from_custom_kubeconfig(
+            Kubeconfig::from_yaml(&yaml).unwrap(),
+            &KubeConfigOptions::default(),
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    let client_b = client(&server).await;
+    let keys: BTreeMap<&str, &str> = SECRETS.into_iter().collect();
+    let (metrics_a, metrics_b) = (Arc::new(Metrics::new()), Arc::new(Metrics::new()));
+    let sampler = one_leader_sampler(
+        [
+            ("replica-a", metrics_a.clone()),
+            ("replica-b", metrics_b.clone()),
+        ],
+        &server,
+    );
+    // A leader stops 3 s before a standby may take over: room for a loaded machine.
+    let settings = |id| {
+        election(
+            id,
+            Duration::from_secs(6),
+            Duration::from_secs(3),
+            Duration::from_millis(300),
+            Duration::from_secs(1),
+        )
+    };
+    let a = replica(client_a, settings("replica-a"), metrics_a.clone());
+    eventually("A leads", || {
+        metrics_a.is_leader() && holder(&server).as_deref() == Some("replica-a")
+    })
+    .await;
+    let b = replica(client_b.clone(), settings("replica-b"), metrics_b.clone());
+    eventually("A is synced and B waits, ready", || {
+        metrics_a.is_ready() && metrics_b.is_ready()
+    })
+    .await;
+    Api::<Secret>::namespaced(client_b.clone(), "kube-system")
+        .create(
+            &PostParams::default(),
+            &token("abcdef", keys["abcdef"], &[]),
+        )
+        .await
+        .unwrap();
+    eventually("A signs", || signed(&server, &keys) == ["abcdef"]).await;
+    eventually("A has renewed the Lease at least once", || {
+        server.requests().iter().any(|r| {
+            matches!(r.method.as_str(), "PUT" | "PATCH")
+                && r.path.ends_with("/leases/k8s-bootstrap-controllers")
+                && r.user.as_deref() == Some("replica-a")
+                && r.status == 200
+        })
+    })
+    .await;
+
+    forwarder.set_cut(true);
+    if shutdown_during_cut {
+        // A stops its controllers at once and tries to release the Lease: the release waits
+        // in the forwarder and times out.
+        a.stop().await;
+        assert!(!metrics_a.is_leader());
+    } else {
+        // A cannot renew: it must stop within its renew deadline (3 s) of its last renewal.
+        let Running { stop: _stop, task } = a;
+        let ended = tokio::time::timeout(Duration::from_secs(30), task)
+            .await
+            .expect("A stops when it cannot renew")
+            .unwrap();
+        assert!(
+            matches!(ended, Err(controllers::Error::LeadershipLost)),
+            "{ended:?}"
+        );
+        assert!(!metrics_a.is_leader(), "the leader metric says 0");
+    }
+    eventually("B takes over once A's lease has run out", || {
+        metrics_b.is_leader() && holder(&server).as_deref() == Some("replica-b")
+    })
+    .await;
+    let taken_over = server.requests().len();
+    let lease_of_b = server
+        .object("kube-system", "leases", "k8s-bootstrap-controllers")
+        .unwrap();
+
+    // Reconnected: A's requests from the cut reach the server now.
+    forwarder.set_cut(false);
+    eventually("every connection of A is closed", || forwarder.open() == 0).await;
+    let late: Vec<_> = server.requests()[taken_over..]
+        .iter()
+        .filter(|r| r.user.as_deref() == Some("replica-a"))
+        .cloned()
+        .collect();
+    // Whether a Lease write of A was in flight at the cut (and so arrives now) depends on
+    // where in its retry period A was cut off; when one arrives it must fail like the rest.
+    let late_lease_writes = late
+        .iter()
+        .filter(|r| r.method != "GET" && r.path.contains("/leases/"))
+        .count();
+    eprintln!("{late_lease_writes} Lease write(s) of A arrived late: {late:?}");
+    for r in &late {
+        assert!(
+            r.method == "GET" || r.status >= 400,
+            "a late request of A changed something: {r:?}"
+        );
+    }
+    // B keeps the Lease and keeps renewing it.
+    let rv = |lease: &Value| {
+        lease["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    eventually("B renews after A's late requests", || {
+        server
+            .object("kube-system", "leases", "k8s-bootstrap-controllers")
+            .is_some_and(|l| {
+                l["spec"]["holderIdentity"] == "replica-b" && rv(&l) != rv(&lease_of_b)
+            })
+    })
+    .await;
+    assert!(metrics_b.is_leader());
+    Api::<Secret>::namespaced(client_b, "kube-system")
+        .create(
+            &PostParams::default(),
+            &token("ghijkl", keys["ghijkl"], &[]),
+        )
+        .await
+        .unwrap();
+    eventually("B signs", || signed(&server, &keys) == ["abcdef", "ghijkl"]).await;
+    end_sampler(sampler).await;
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_cut_off_stops_within_its_renew_deadline_and_its_late_writes_fail() {
+    leader_cut_off(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_shut_down_while_cut_off_cannot_release_the_next_leaders_lease() {
+    leader_cut_off(true).await;
 }
 
 /// A plain HTTP/1.1 GET on loopback: status and body.
@@ -648,10 +1003,14 @@ async fn health_readiness_and_metrics_endpoints() {
         "k8s_bootstrap_signed_tokens",
         "k8s_bootstrap_cluster_info_writes_total",
         "k8s_bootstrap_deleted_tokens_total",
-        "k8s_bootstrap_leader 1",
     ] {
         assert!(text.contains(name), "{name} missing from:\n{text}");
     }
+    // The sample line itself, not the metric's `# HELP` line.
+    assert!(
+        text.lines().any(|l| l == "k8s_bootstrap_leader 1"),
+        "leader sample missing from:\n{text}"
+    );
     assert!(
         text.trim_end().ends_with("# EOF"),
         "OpenMetrics text ends with # EOF"

@@ -89,7 +89,7 @@ impl Metrics {
         registry.register("reconciles", "Reconciles run", reconciles.clone());
         registry.register(
             "leader",
-            "1 while this process leads (or runs without leader election)",
+            "Whether this process leads: 1 while it does (or runs without leader election), else 0",
             leader.clone(),
         );
         registry.register("reconcile_errors", "Reconciles that failed", errors.clone());

@@ -71,8 +71,9 @@ enum Outcome {
 /// delay. A signing token's expiry also wakes it, so an expired token's signature goes
 /// without waiting for the token cleaner.
 ///
-/// Needs `get`, `list`, `watch` on Secrets in `kube-system`, and `get`, `list`, `watch`,
-/// `update` on ConfigMaps in `kube-public` (the manifests in `deploy/` grant exactly these).
+/// Needs `list`, `watch` on Secrets in `kube-system`, `list`, `watch` on ConfigMaps in
+/// `kube-public` and `update` on `kube-public/cluster-info` (the manifests in `deploy/` grant
+/// exactly these).
 ///
 /// # Errors
 ///

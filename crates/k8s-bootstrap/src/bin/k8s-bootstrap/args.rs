@@ -87,13 +87,17 @@ pub(crate) struct ControllersArgs {
     /// process ID).
     #[arg(long, env = "POD_NAME", value_name = "ID")]
     pub(crate) leader_elect_identity: Option<String>,
-    /// How long a lease is valid without renewal.
+    /// How long a standby waits, from when it last saw the Lease renewed, before taking it
+    /// over.
     #[arg(long, default_value = "15s", value_name = "DURATION", value_parser = go_duration)]
     pub(crate) leader_elect_lease_duration: Duration,
-    /// How long the leader keeps trying to renew before its lease runs out (the renewal starts
-    /// this long before the lease expires: lease duration minus renew deadline).
+    /// How long the leader may go without a successful renewal before it stops the
+    /// controllers (shorter than the lease duration).
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = go_duration)]
     pub(crate) leader_elect_renew_deadline: Duration,
+    /// How often the leader renews the Lease and a standby tries to acquire it.
+    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = go_duration)]
+    pub(crate) leader_elect_retry_period: Duration,
     /// Where to serve /healthz, /readyz and /metrics (plain HTTP).
     #[arg(long, default_value = "0.0.0.0:10258", value_name = "ADDR:PORT")]
     pub(crate) http_address: std::net::SocketAddr,

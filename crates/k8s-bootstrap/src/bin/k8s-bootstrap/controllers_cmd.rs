@@ -13,11 +13,9 @@ pub(crate) async fn run(global: &Global, args: &ControllersArgs) -> Result<(), C
     let enabled = Enabled::from_names(args.controllers.iter().map(String::as_str))
         .map_err(CliError::UnknownController)?;
     let election = if args.leader_elect {
-        let grace = args
-            .leader_elect_lease_duration
-            .checked_sub(args.leader_elect_renew_deadline)
-            .filter(|g| !g.is_zero())
-            .ok_or(CliError::RenewDeadline)?;
+        if args.leader_elect_renew_deadline >= args.leader_elect_lease_duration {
+            return Err(CliError::RenewDeadline);
+        }
         let mut election = LeaderElection::new(identity(args));
         election
             .namespace
@@ -26,7 +24,9 @@ pub(crate) async fn run(global: &Global, args: &ControllersArgs) -> Result<(), C
             .lease_name
             .clone_from(&args.leader_elect_resource_name);
         election.lease_duration = args.leader_elect_lease_duration;
-        election.grace = grace;
+        election.renew_deadline = args.leader_elect_renew_deadline;
+        election.retry_period = args.leader_elect_retry_period;
+        election.validate().map_err(CliError::Controllers)?;
         Some(election)
     } else {
         None

@@ -1,5 +1,6 @@
 //! Checks for the `tls-bootstrap` entry points.
 
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tls_bootstrap::{
@@ -99,17 +100,21 @@ pub fn tls_bootstrap_csr_yaml(data: &[u8]) -> Outcome {
 /// An accepted certificate is the fixture node's, re-accepts from its own PEM, and its
 /// rotation deadline lies within its validity. Accepted: the certificate is accepted.
 pub fn tls_bootstrap_certificate(data: &[u8]) -> Outcome {
-    let key = NodeKey::from_pem(TLS_NODE_KEY_PEM.as_bytes()).unwrap();
+    // The fixture key is parsed once: reading it computes its public point (a scalar
+    // multiplication) and builds the provider's key pair, which cost more than rejecting most
+    // inputs.
+    static KEY: OnceLock<NodeKey> = OnceLock::new();
+    let key = KEY.get_or_init(|| NodeKey::from_pem(TLS_NODE_KEY_PEM.as_bytes()).unwrap());
     let node: NodeName = "fuzz".parse().unwrap();
     let now = fixture_now();
-    let Ok(cert) = accept_certificate(data, TLS_CA_PEM.as_bytes(), &key, &node, now) else {
+    let Ok(cert) = accept_certificate(data, TLS_CA_PEM.as_bytes(), key, &node, now) else {
         return Outcome::Rejected;
     };
     assert_eq!(cert.node(), &node);
     let again = accept_certificate(
         cert.to_pem().as_bytes(),
         TLS_CA_PEM.as_bytes(),
-        &key,
+        key,
         &node,
         now,
     )

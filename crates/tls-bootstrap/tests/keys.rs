@@ -423,3 +423,57 @@ fn row_55_rsa_and_p384_keys() {
         assert!(!format!("{key:?}").contains(&body[..16]));
     }
 }
+
+/// DER of one TLV.
+fn tlv(tag: u8, body: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    let len = body.len();
+    if len < 0x80 {
+        out.push(len as u8);
+    } else if len < 0x100 {
+        out.extend([0x81, len as u8]);
+    } else {
+        out.extend([0x82, (len >> 8) as u8, len as u8]);
+    }
+    out.extend_from_slice(body);
+    out
+}
+
+/// Limit L5 (RSA modulus at most 8192 bits; here 4096, what kubeadm writes and ring signs
+/// with): a PKCS#1 key with a 4104-bit modulus is refused on its size, before any provider
+/// sees it, in both PEM forms.
+#[test]
+fn rsa_moduli_over_4096_bits_are_refused_on_size() {
+    use base64::Engine as _;
+    let int = |bytes: &[u8]| tlv(0x02, bytes);
+    let mut modulus = vec![0x00, 0xc5];
+    modulus.extend(std::iter::repeat_n(0x5a, 512));
+    let mut body = int(&[0]);
+    body.extend(int(&modulus));
+    body.extend(int(&[0x01, 0x00, 0x01]));
+    for _ in 0..6 {
+        body.extend(int(&[0x33; 64]));
+    }
+    let pkcs1 = tlv(0x30, &body);
+    // PKCS#8: version 0, rsaEncryption with NULL, the PKCS#1 key in an OCTET STRING.
+    let mut info = int(&[0]);
+    info.extend(tlv(
+        0x30,
+        &[
+            0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01, 0x05, 0x00,
+        ],
+    ));
+    info.extend(tlv(0x04, &pkcs1));
+    let pkcs8 = tlv(0x30, &info);
+    let b64 = base64::engine::general_purpose::STANDARD;
+    for (label, der) in [("RSA PRIVATE KEY", &pkcs1), ("PRIVATE KEY", &pkcs8)] {
+        let pem = format!(
+            "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
+            b64.encode(der)
+        );
+        match NodeKey::from_pem(pem.as_bytes()) {
+            Err(Error::InvalidKey { reason }) => assert!(reason.contains("4096"), "{reason}"),
+            other => panic!("{label}: {other:?}"),
+        }
+    }
+}

@@ -399,3 +399,29 @@ fn judge(
         _ => Ok(None),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    /// client-go's `WaitForCertificate` messages for a denied and a failed request.
+    #[test]
+    fn denied_and_failed_read_as_client_go_writes_them() {
+        let denied = Error::Denied {
+            reason: "R".to_owned(),
+            message: "M".to_owned(),
+        };
+        assert_eq!(
+            denied.to_string(),
+            "certificate signing request is denied, reason: R, message: M"
+        );
+        let failed = Error::Failed {
+            reason: "SignerValidationFailure".to_owned(),
+            message: "M".to_owned(),
+        };
+        assert_eq!(
+            failed.to_string(),
+            "certificate signing request failed, reason: SignerValidationFailure, message: M"
+        );
+    }
+}

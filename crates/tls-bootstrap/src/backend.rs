@@ -190,9 +190,11 @@ impl Signer {
 
     /// A DER ECDSA signature, or a PKCS#1 v1.5 RSA signature, of `message`.
     pub(crate) fn sign(&self, message: &[u8]) -> Result<Vec<u8>, Error> {
-        let failed = |_| Error::InvalidKey {
-            reason: "signing failed",
-        };
+        fn failed<E>(_: E) -> Error {
+            Error::InvalidKey {
+                reason: "signing failed",
+            }
+        }
         match self {
             #[cfg(feature = "ring")]
             Signer::RingEcdsa(k) => k
@@ -202,13 +204,15 @@ impl Signer {
             #[cfg(feature = "ring")]
             Signer::RingRsa(k) => {
                 let mut sig = vec![0u8; k.public().modulus_len()];
+                // ring checks its result against the public key (a fault or an inconsistent
+                // key fails here).
                 k.sign(
                     &ring::signature::RSA_PKCS1_SHA256,
                     &ring::rand::SystemRandom::new(),
                     message,
                     &mut sig,
                 )
-                .map_err(|_| Error::Rng)?;
+                .map_err(failed)?;
                 Ok(sig)
             }
             #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
@@ -225,7 +229,7 @@ impl Signer {
                     message,
                     &mut sig,
                 )
-                .map_err(|_| Error::Rng)?;
+                .map_err(failed)?;
                 Ok(sig)
             }
             Signer::P256(k) => {

@@ -73,7 +73,9 @@ pub const MAX_RSA_BITS: usize = 4096;
 /// | RSA 2048–4096 | `RSA PRIVATE KEY`, `PRIVATE KEY` | RSA PKCS#1 v1.5 with SHA-256 | `digital signature`, `client auth`, `key encipherment` |
 ///
 /// RSA keys need a provider (the `ring` or `aws-lc-rs` feature): without one no RSA
-/// private-key operation is done.
+/// private-key operation is done. The provider checks the key's consistency; ring takes
+/// primes whose size is a multiple of 512 bits (2048, 3072 and 4096-bit keys, kubeadm's
+/// sizes).
 pub struct NodeKey {
     secret: Secret,
     // EC: the uncompressed public point; RSA: the PKCS#1 `RSAPublicKey` DER.

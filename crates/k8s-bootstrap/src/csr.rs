@@ -7,11 +7,13 @@
 //! as the kubelet's `bootstrap` package and client-go's `certificate/csr` do:
 //!
 //! 1. create `certificatesigningrequests/node-csr-<hash>`; if it already exists (a restarted
-//!    node), reuse it when it is compatible (same subject, signer and key);
+//!    node), reuse it when it is compatible (same subject, signer and key, and no issued
+//!    certificate expired);
 //! 2. list it by `metadata.name` and watch it from that list's resource version, re-listing
 //!    when the watch ends or expires (410);
-//! 3. `Denied` or `Failed` end the wait with the condition's reason and message; deletion or a
-//!    changed UID too; `Approved` with a certificate ends it with that certificate;
+//! 3. a `Denied` or `Failed` condition (whatever its status, as client-go reads them) ends the
+//!    wait with its reason and message; deletion or a changed UID too; `Approved` with a
+//!    certificate ends it with that certificate;
 //! 4. the certificate is accepted only if it chains to the cluster CA from discovery, holds the
 //!    node's key and subject, and allows client authentication.
 //!
@@ -42,7 +44,8 @@ use futures_util::TryStreamExt as _;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest as ApiCsr;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use tls_bootstrap::{
-    CertificateRequest, CertificateSigningRequest, IssuedCertificate, NodeKey, NodeName, State,
+    CertificateRequest, CertificateSigningRequest, IssuedCertificate, KUBELET_CLIENT_SIGNER,
+    NodeKey, NodeName, State,
 };
 
 /// How long the kubelet waits for its bootstrap certificate (one hour).
@@ -90,7 +93,8 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    /// A request of ours already exists but was filed for another key, subject or signer.
+    /// A request of ours already exists but was filed for another key, subject or signer, or
+    /// a certificate issued for it has expired.
     #[error("certificate signing request {name} already exists: {source}")]
     Incompatible {
         /// The request's name.
@@ -126,7 +130,7 @@ pub enum Error {
         message: String,
     },
     /// The signer failed the request.
-    #[error("certificate signing request is failed, reason: {reason}, message: {message}")]
+    #[error("certificate signing request failed, reason: {reason}, message: {message}")]
     Failed {
         /// The condition's reason.
         reason: String,
@@ -282,7 +286,7 @@ async fn create_or_reuse(
                     source,
                 }
             })?;
-            ours.ensure_compatible(request)
+            ours.ensure_compatible(request, KUBELET_CLIENT_SIGNER, crate::clock::now())
                 .map_err(|source| Error::Incompatible {
                     name: name.to_owned(),
                     source,
@@ -393,5 +397,31 @@ fn judge(
             message: owned(message),
         }),
         _ => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    /// client-go's `WaitForCertificate` messages for a denied and a failed request.
+    #[test]
+    fn denied_and_failed_read_as_client_go_writes_them() {
+        let denied = Error::Denied {
+            reason: "R".to_owned(),
+            message: "M".to_owned(),
+        };
+        assert_eq!(
+            denied.to_string(),
+            "certificate signing request is denied, reason: R, message: M"
+        );
+        let failed = Error::Failed {
+            reason: "SignerValidationFailure".to_owned(),
+            message: "M".to_owned(),
+        };
+        assert_eq!(
+            failed.to_string(),
+            "certificate signing request failed, reason: SignerValidationFailure, message: M"
+        );
     }
 }

@@ -351,3 +351,69 @@ async fn kubectl_creates_gets_and_approves_our_object() {
     )
     .unwrap();
 }
+
+/// A node whose key is RSA (as kubeadm writes it, made here by openssl): its request asks for
+/// `key encipherment` too, as the kubelet's does; the double's approver and signer (the
+/// `tls-bootstrap` rules) approve and issue it, and the node accepts the certificate.
+#[tokio::test]
+async fn an_rsa_node_key_is_approved_and_issued() {
+    let dir = std::env::temp_dir().join(format!("loopback-rsa-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key_file = dir.join("node.key");
+    let out = std::process::Command::new("openssl")
+        .args([
+            "genrsa",
+            "-traditional",
+            "-out",
+            key_file.to_str().unwrap(),
+            "2048",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let key = NodeKey::from_pem(&std::fs::read(&key_file).unwrap()).unwrap();
+
+    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let client = token_client(
+        &server,
+        "rsaaaa",
+        "system:bootstrappers:kubeadm:default-node-token",
+    )
+    .await;
+    let node: NodeName = "worker-rsa".parse().unwrap();
+    let request = CertificateRequest::for_node(&node, &key).unwrap();
+    let csr = CertificateSigningRequest::for_node(&request, None).unwrap();
+    assert_eq!(
+        csr.spec.usages,
+        [
+            KeyUsage::DigitalSignature,
+            KeyUsage::ClientAuth,
+            KeyUsage::KeyEncipherment
+        ]
+    );
+    let name = Api::<ApiCsr>::all(client)
+        .create(&PostParams::default(), &ApiCsr::try_from(&csr).unwrap())
+        .await
+        .unwrap()
+        .metadata
+        .name
+        .unwrap();
+    assert_eq!(Some(name.as_str()), csr.name());
+    let issued = read(&server, &name).await;
+    let State::Issued(pem) = issued.state() else {
+        panic!("{issued:?}")
+    };
+    let cert = tls_bootstrap::accept_certificate(
+        pem,
+        server.ca_pem().as_bytes(),
+        &key,
+        &node,
+        SystemTime::now(),
+    )
+    .unwrap();
+    assert_eq!(cert.node(), &node);
+}

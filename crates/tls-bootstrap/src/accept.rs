@@ -38,8 +38,11 @@ pub struct IssuedCertificate {
 
 /// Checks the certificate the signer issued (`status.certificate`) before the node uses it:
 ///
-/// 1. one to [`MAX_CHAIN_CERTIFICATES`] `CERTIFICATE` PEM blocks, nothing else; the first is
-///    the node's, the others may be intermediates;
+/// 1. one to [`MAX_CHAIN_CERTIFICATES`] `CERTIFICATE` PEM blocks without headers, as
+///    Kubernetes validates `status.certificate`: text before, between and after the blocks is
+///    skipped (RFC 7468's explanatory text, as Go's `pem.Decode` and so client-go's
+///    certificate store skip it), a block of another type is refused; the first is the
+///    node's, the others may be intermediates;
 /// 2. its public key is `key`'s;
 /// 3. its subject is exactly `O=system:nodes, CN=system:node:<node>`;
 /// 4. it allows `digital signature` and `client auth`;
@@ -59,19 +62,17 @@ pub fn accept_certificate(
     node: &NodeName,
     now: SystemTime,
 ) -> Result<IssuedCertificate, Error> {
-    let chain = certificates(
-        certificate_pem,
-        "issued certificate",
-        MAX_CERTIFICATE_PEM_BYTES,
-        MAX_CHAIN_CERTIFICATES,
-    )?;
-    let cas = certificates(
-        ca_pem,
-        "CA bundle",
-        MAX_CA_BUNDLE_BYTES,
-        MAX_CA_CERTIFICATES,
-    )?;
-    let (Some(leaf_der), Some(_)) = (chain.first(), cas.first()) else {
+    // Cheapest first: sizes, the chain's PEM and the leaf's DER, then the CA bundle; the
+    // signatures last.
+    if ca_pem.len() > MAX_CA_BUNDLE_BYTES {
+        return Err(Error::TooLarge {
+            what: "CA bundle",
+            len: ca_pem.len(),
+            max: MAX_CA_BUNDLE_BYTES,
+        });
+    }
+    let chain = issued_certificates(certificate_pem)?;
+    let Some(leaf_der) = chain.first() else {
         return Err(Error::InvalidCertificate {
             reason: "no certificate",
         });
@@ -79,6 +80,12 @@ pub fn accept_certificate(
     let leaf = Certificate::from_der(leaf_der).map_err(|_| Error::InvalidCertificate {
         reason: "not a DER X.509 certificate",
     })?;
+    let cas = certificates(
+        ca_pem,
+        "CA bundle",
+        MAX_CA_BUNDLE_BYTES,
+        MAX_CA_CERTIFICATES,
+    )?;
     let tbs = &leaf.tbs_certificate;
 
     let spki = tbs
@@ -225,6 +232,40 @@ pub fn rotation_deadline(not_before: SystemTime, not_after: SystemTime, jitter: 
     let fraction = 0.7 + 0.2 * jitter;
     let offset = Duration::try_from_secs_f64(lifetime.as_secs_f64() * fraction).unwrap_or(lifetime);
     not_before.checked_add(offset).unwrap_or(not_after)
+}
+
+/// The DER certificates of `status.certificate` (at most [`MAX_CERTIFICATE_PEM_BYTES`]), as
+/// kube-apiserver validates it: one or more `CERTIFICATE` PEM blocks without headers, text
+/// around them skipped (Go's `pem.Decode`), at most [`MAX_CHAIN_CERTIFICATES`].
+pub(crate) fn issued_certificates(input: &[u8]) -> Result<Vec<Vec<u8>>, Error> {
+    const WHAT: &str = "issued certificate";
+    if input.len() > MAX_CERTIFICATE_PEM_BYTES {
+        return Err(Error::TooLarge {
+            what: WHAT,
+            len: input.len(),
+            max: MAX_CERTIFICATE_PEM_BYTES,
+        });
+    }
+    let pem = |reason| Error::Pem { what: WHAT, reason };
+    let blocks = pem::go_blocks(input, MAX_CHAIN_CERTIFICATES.saturating_add(1));
+    if blocks.is_empty() {
+        return Err(pem("must contain at least one CERTIFICATE PEM block"));
+    }
+    if blocks.len() > MAX_CHAIN_CERTIFICATES {
+        return Err(pem("too many PEM blocks"));
+    }
+    blocks
+        .into_iter()
+        .map(|b| {
+            if b.label != "CERTIFICATE" {
+                Err(pem("only CERTIFICATE PEM blocks are allowed"))
+            } else if b.headers {
+                Err(pem("no PEM block headers are permitted"))
+            } else {
+                Ok(b.der)
+            }
+        })
+        .collect()
 }
 
 fn certificates(

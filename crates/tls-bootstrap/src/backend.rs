@@ -49,58 +49,111 @@ fn value_bytes(alg: &AlgorithmIdentifierOwned) -> Result<Vec<u8>, Error> {
     Ok(out)
 }
 
-/// ECDSA P-256 with SHA-256 signing, DER signatures: on the provider when one is enabled (ring
-/// first), else RustCrypto's `p256` (deterministic nonces, RFC 6979).
-pub(crate) enum EcdsaSigner {
+/// Signs the node's certificate requests: ECDSA (P-256 with SHA-256, P-384 with SHA-384, DER
+/// signatures) and RSA PKCS#1 v1.5 with SHA-256, the algorithms Go's
+/// `x509.CreateCertificateRequest` picks for those keys. On the provider when one is enabled
+/// (ring first); without one, ECDSA on RustCrypto's `p256`/`p384` (deterministic nonces,
+/// RFC 6979) and no RSA (no RSA private-key operation is ever done outside a provider: the
+/// pure-Rust `rsa` crate is not constant-time).
+pub(crate) enum Signer {
     #[cfg(feature = "ring")]
-    Ring(ring::signature::EcdsaKeyPair),
+    RingEcdsa(ring::signature::EcdsaKeyPair),
+    #[cfg(feature = "ring")]
+    RingRsa(ring::signature::RsaKeyPair),
     #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
-    AwsLc(aws_lc_rs::signature::EcdsaKeyPair),
+    AwsLcEcdsa(aws_lc_rs::signature::EcdsaKeyPair),
+    #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
+    AwsLcRsa(aws_lc_rs::signature::RsaKeyPair),
     #[cfg_attr(any(feature = "ring", feature = "aws-lc-rs"), allow(dead_code))]
-    RustCrypto(p256::ecdsa::SigningKey),
+    P256(p256::ecdsa::SigningKey),
+    #[cfg_attr(any(feature = "ring", feature = "aws-lc-rs"), allow(dead_code))]
+    P384(p384::ecdsa::SigningKey),
 }
 
-impl EcdsaSigner {
-    /// The signer for `secret`, whose uncompressed public point is `public_point`.
-    pub(crate) fn new(secret: &p256::SecretKey, public_point: &[u8]) -> Result<EcdsaSigner, Error> {
-        let scalar = zeroize::Zeroizing::new(secret.to_bytes());
-        let _ = (&scalar, public_point);
+/// Which ECDSA curve a [`Signer::ecdsa`] key is on.
+#[derive(Clone, Copy)]
+pub(crate) enum Curve {
+    P256,
+    P384,
+}
+
+impl Signer {
+    /// The ECDSA signer for the big-endian `scalar` on `curve`, whose uncompressed public
+    /// point is `public_point` (checked by the provider).
+    pub(crate) fn ecdsa(curve: Curve, scalar: &[u8], public_point: &[u8]) -> Result<Signer, Error> {
+        fn refused<E>(_: E) -> Error {
+            Error::InvalidKey {
+                reason: "the provider refused the key",
+            }
+        }
+        let _ = (scalar, public_point);
         #[cfg(feature = "ring")]
         {
+            use ring::signature::{
+                ECDSA_P256_SHA256_ASN1_SIGNING, ECDSA_P384_SHA384_ASN1_SIGNING, EcdsaKeyPair,
+            };
+            let alg = match curve {
+                Curve::P256 => &ECDSA_P256_SHA256_ASN1_SIGNING,
+                Curve::P384 => &ECDSA_P384_SHA384_ASN1_SIGNING,
+            };
             let rng = ring::rand::SystemRandom::new();
-            return ring::signature::EcdsaKeyPair::from_private_key_and_public_key(
-                &ring::signature::ECDSA_P256_SHA256_ASN1_SIGNING,
-                AsRef::<[u8]>::as_ref(&*scalar),
-                public_point,
-                &rng,
-            )
-            .map(EcdsaSigner::Ring)
-            .map_err(|_| Error::InvalidKey {
-                reason: "the provider refused the key",
-            });
+            return EcdsaKeyPair::from_private_key_and_public_key(alg, scalar, public_point, &rng)
+                .map(Signer::RingEcdsa)
+                .map_err(refused);
         }
         #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
         {
-            return aws_lc_rs::signature::EcdsaKeyPair::from_private_key_and_public_key(
-                &aws_lc_rs::signature::ECDSA_P256_SHA256_ASN1_SIGNING,
-                AsRef::<[u8]>::as_ref(&*scalar),
-                public_point,
-            )
-            .map(EcdsaSigner::AwsLc)
-            .map_err(|_| Error::InvalidKey {
-                reason: "the provider refused the key",
-            });
+            use aws_lc_rs::signature::{
+                ECDSA_P256_SHA256_ASN1_SIGNING, ECDSA_P384_SHA384_ASN1_SIGNING, EcdsaKeyPair,
+            };
+            let alg = match curve {
+                Curve::P256 => &ECDSA_P256_SHA256_ASN1_SIGNING,
+                Curve::P384 => &ECDSA_P384_SHA384_ASN1_SIGNING,
+            };
+            return EcdsaKeyPair::from_private_key_and_public_key(alg, scalar, public_point)
+                .map(Signer::AwsLcEcdsa)
+                .map_err(refused);
         }
         #[allow(unreachable_code, reason = "reached only without a provider")]
-        Ok(EcdsaSigner::RustCrypto(p256::ecdsa::SigningKey::from(
-            secret,
-        )))
+        match curve {
+            Curve::P256 => p256::ecdsa::SigningKey::from_slice(scalar)
+                .map(Signer::P256)
+                .map_err(refused),
+            Curve::P384 => p384::ecdsa::SigningKey::from_slice(scalar)
+                .map(Signer::P384)
+                .map_err(refused),
+        }
     }
 
-    /// A fresh key from the provider's generator (the operating system's randomness), with its
-    /// public key; `None` without a provider.
-    pub(crate) fn generate()
-    -> Option<Result<(p256::SecretKey, p256::PublicKey, EcdsaSigner), Error>> {
+    /// The RSA signer for a PKCS#1 `RSAPrivateKey`; the provider checks the key's consistency.
+    ///
+    /// [`Error::NoCryptoBackend`] without a provider.
+    pub(crate) fn rsa(pkcs1_der: &[u8]) -> Result<Signer, Error> {
+        let _ = pkcs1_der;
+        #[cfg(feature = "ring")]
+        {
+            return ring::signature::RsaKeyPair::from_der(pkcs1_der)
+                .map(Signer::RingRsa)
+                .map_err(|_| Error::InvalidKey {
+                    reason: "the provider refused the RSA key",
+                });
+        }
+        #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
+        {
+            return aws_lc_rs::signature::RsaKeyPair::from_der(pkcs1_der)
+                .map(Signer::AwsLcRsa)
+                .map_err(|_| Error::InvalidKey {
+                    reason: "the provider refused the RSA key",
+                });
+        }
+        #[allow(unreachable_code, reason = "reached only without a provider")]
+        Err(Error::NoCryptoBackend)
+    }
+
+    /// A fresh P-256 key from the provider's generator (the operating system's randomness),
+    /// with its public key; `None` without a provider.
+    pub(crate) fn generate_p256()
+    -> Option<Result<(p256::SecretKey, p256::PublicKey, Signer), Error>> {
         #[cfg(feature = "ring")]
         {
             use ring::signature::{
@@ -113,7 +166,7 @@ impl EcdsaSigner {
                     let pair = EcdsaKeyPair::from_pkcs8(&ALG, pkcs8.as_ref(), &rng)
                         .map_err(|_| Error::Rng)?;
                     let (secret, public) = parts(pkcs8.as_ref(), pair.public_key().as_ref())?;
-                    Ok((secret, public, EcdsaSigner::Ring(pair)))
+                    Ok((secret, public, Signer::RingEcdsa(pair)))
                 });
             return Some(made);
         }
@@ -127,7 +180,7 @@ impl EcdsaSigner {
                 .and_then(|pair| {
                     let pkcs8 = pair.to_pkcs8v1().map_err(|_| Error::Rng)?;
                     let (secret, public) = parts(pkcs8.as_ref(), pair.public_key().as_ref())?;
-                    Ok((secret, public, EcdsaSigner::AwsLc(pair)))
+                    Ok((secret, public, Signer::AwsLcEcdsa(pair)))
                 });
             return Some(made);
         }
@@ -135,25 +188,58 @@ impl EcdsaSigner {
         None
     }
 
-    /// A DER ECDSA signature of `message`.
+    /// A DER ECDSA signature, or a PKCS#1 v1.5 RSA signature, of `message`.
     pub(crate) fn sign(&self, message: &[u8]) -> Result<Vec<u8>, Error> {
-        let failed = |_| Error::InvalidKey {
-            reason: "signing failed",
-        };
+        fn failed<E>(_: E) -> Error {
+            Error::InvalidKey {
+                reason: "signing failed",
+            }
+        }
         match self {
             #[cfg(feature = "ring")]
-            EcdsaSigner::Ring(k) => k
+            Signer::RingEcdsa(k) => k
                 .sign(&ring::rand::SystemRandom::new(), message)
                 .map(|s| s.as_ref().to_vec())
                 .map_err(|_| Error::Rng),
+            #[cfg(feature = "ring")]
+            Signer::RingRsa(k) => {
+                let mut sig = vec![0u8; k.public().modulus_len()];
+                // ring checks its result against the public key (a fault or an inconsistent
+                // key fails here).
+                k.sign(
+                    &ring::signature::RSA_PKCS1_SHA256,
+                    &ring::rand::SystemRandom::new(),
+                    message,
+                    &mut sig,
+                )
+                .map_err(failed)?;
+                Ok(sig)
+            }
             #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
-            EcdsaSigner::AwsLc(k) => k
+            Signer::AwsLcEcdsa(k) => k
                 .sign(&aws_lc_rs::rand::SystemRandom::new(), message)
                 .map(|s| s.as_ref().to_vec())
                 .map_err(|_| Error::Rng),
-            EcdsaSigner::RustCrypto(k) => {
+            #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
+            Signer::AwsLcRsa(k) => {
+                let mut sig = vec![0u8; k.public_modulus_len()];
+                k.sign(
+                    &aws_lc_rs::signature::RSA_PKCS1_SHA256,
+                    &aws_lc_rs::rand::SystemRandom::new(),
+                    message,
+                    &mut sig,
+                )
+                .map_err(failed)?;
+                Ok(sig)
+            }
+            Signer::P256(k) => {
                 use signature::Signer as _;
                 let sig: p256::ecdsa::DerSignature = k.try_sign(message).map_err(failed)?;
+                Ok(sig.as_bytes().to_vec())
+            }
+            Signer::P384(k) => {
+                use signature::Signer as _;
+                let sig: p384::ecdsa::DerSignature = k.try_sign(message).map_err(failed)?;
                 Ok(sig.as_bytes().to_vec())
             }
         }

@@ -42,6 +42,10 @@ pub enum Error {
     /// A usage string the `certificates.k8s.io` API does not know.
     #[error("unknown key usage")]
     UnknownUsage,
+    /// `spec.request` does not start with a `CERTIFICATE REQUEST` PEM block (Kubernetes'
+    /// `ParseCSR` message: no PEM block at all, or another kind first).
+    #[error("PEM block type must be CERTIFICATE REQUEST")]
+    NotCertificateRequestPem,
     /// The PKCS#10 request is malformed.
     #[error("invalid certificate request: {reason}")]
     InvalidRequest {
@@ -83,11 +87,12 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
-    /// An existing request under our name is not the one we would have filed (the kubelet's
+    /// An existing request under our name is not the one we would have filed (client-go's
     /// `ensureCompatible`).
     #[error("retrieved csr is not compatible: different {what}")]
     Incompatible {
-        /// What differs: `subject`, `signerName` or `public key`.
+        /// What differs: `subject`, `signerName` or `public key`; or `certificate (expired)`
+        /// when a certificate it was issued has expired.
         what: &'static str,
     },
     /// The issued certificate is malformed.

@@ -23,22 +23,26 @@ pub use accept::{
     MAX_CHAIN_CERTIFICATES, accept_certificate, rotation_deadline,
 };
 pub use error::Error;
-pub use key::{MAX_KEY_PEM_BYTES, NodeKey};
+pub use key::{MAX_KEY_PEM_BYTES, MAX_RSA_BITS, MIN_RSA_BITS, NodeKey};
 pub use kubeconfig::{
     KUBELET_CLIENT_PEM, KUBELET_CLUSTER, KUBELET_CONTEXT, KUBELET_USER, kubelet_kubeconfig,
     kubelet_kubeconfig_inline,
 };
 pub use node_name::{MAX_NODE_NAME_LEN, NODE_USER_PREFIX, NODES_GROUP, NodeName};
 pub use object::{
-    API_VERSION, CertificateSigningRequest, Condition, KIND, KUBELET_CLIENT_SIGNER,
-    KUBELET_CLIENT_USAGES, MAX_CONDITIONS, MAX_OBJECT_BYTES, MIN_EXPIRATION_SECONDS,
-    NODE_CSR_NAME_PREFIX, ObjectMeta, Spec, State, Status, node_csr_name,
+    API_VERSION, CertificateSigningRequest, CertificateSigningRequestBuilder, Condition, KIND,
+    KUBELET_CLIENT_SIGNER, KUBELET_CLIENT_USAGES, KUBELET_CLIENT_USAGES_RSA, MAX_CONDITIONS,
+    MAX_OBJECT_BYTES, MIN_EXPIRATION_SECONDS, NODE_CSR_NAME_PREFIX, ObjectMeta, Spec, State,
+    Status, kubelet_client_usages, node_csr_name,
 };
-pub use policy::{AccessReview, Approval, Recognizer, Rejection, approve, validate_kubelet_client};
+pub use policy::{
+    AccessReview, Approval, Recognizer, Rejection, approve, is_node_client_cert,
+    is_self_node_client_cert, validate_kubelet_client,
+};
 pub use request::{CertificateRequest, KeyType, MAX_REQUEST_BYTES, MAX_REQUEST_NAMES};
 pub use signer::{
     BACKDATE, DEFAULT_SIGNING_DURATION, MIN_LIFETIME, SHORT_LIFETIME, SignerConfig, Signing,
-    SigningPlan, sign,
+    SigningPlan, sign, signing_duration,
 };
 pub use time::rfc3339;
 pub use usage::KeyUsage;

@@ -1,14 +1,14 @@
 //! The `certificates.k8s.io/v1` `CertificateSigningRequest` object.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
 use crate::error::Error;
-use crate::request::CertificateRequest;
+use crate::request::{CertificateRequest, KeyType};
 use crate::usage::KeyUsage;
 
 /// `apiVersion` of the objects this module reads and writes.
@@ -29,6 +29,23 @@ pub const MIN_EXPIRATION_SECONDS: i32 = 600;
 /// The usages a kubelet requests for an ECDSA or Ed25519 client key: `digital signature`,
 /// `client auth` (since Kubernetes 1.27 `key encipherment` is added only for RSA keys).
 pub const KUBELET_CLIENT_USAGES: [KeyUsage; 2] = [KeyUsage::DigitalSignature, KeyUsage::ClientAuth];
+
+/// The usages a kubelet requests for an RSA client key, in its order: `digital signature`,
+/// `client auth`, `key encipherment`.
+pub const KUBELET_CLIENT_USAGES_RSA: [KeyUsage; 3] = [
+    KeyUsage::DigitalSignature,
+    KeyUsage::ClientAuth,
+    KeyUsage::KeyEncipherment,
+];
+
+/// The usages a kubelet requests for a client key of type `key_type`:
+/// [`KUBELET_CLIENT_USAGES_RSA`] for RSA, [`KUBELET_CLIENT_USAGES`] otherwise.
+pub fn kubelet_client_usages(key_type: KeyType) -> &'static [KeyUsage] {
+    match key_type {
+        KeyType::Rsa => &KUBELET_CLIENT_USAGES_RSA,
+        _ => &KUBELET_CLIENT_USAGES,
+    }
+}
 
 /// A `CertificateSigningRequest`, as the API server returns it and as clients create it.
 ///
@@ -121,6 +138,10 @@ impl Status {
 }
 
 /// One status condition.
+///
+/// Kubernetes reads `Approved`, `Denied` and `Failed` mostly by type: see
+/// [`CertificateSigningRequest::state`], [`CertificateSigningRequest::is_approved`] and
+/// [`CertificateSigningRequest::has_true_condition`] for which status each reader honours.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -128,7 +149,9 @@ pub struct Condition {
     /// `Approved`, `Denied`, `Failed`, or another type.
     #[serde(rename = "type")]
     pub type_: String,
-    /// `True`, `False` or `Unknown`.
+    /// `True`, `False` or `Unknown` (the v1 API requires `True` for `Approved`, `Denied` and
+    /// `Failed`; v1beta1 defaulted an empty status to `True`; objects from elsewhere may carry
+    /// any).
     pub status: String,
     /// A machine-readable reason (`AutoApproved`, `SignerValidationFailure`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -155,6 +178,121 @@ impl Condition {
             last_update_time: None,
             last_transition_time: None,
         }
+    }
+
+    /// The same condition with status `status` (any string, the empty one included).
+    ///
+    /// ```
+    /// let c = tls_bootstrap::Condition::new("Approved", "ByHand", "ok").with_status("");
+    /// assert_eq!(c.status, "");
+    /// ```
+    #[must_use]
+    pub fn with_status(mut self, status: &str) -> Condition {
+        status.clone_into(&mut self.status);
+        self
+    }
+}
+
+/// Builds a [`CertificateSigningRequest`] field by field (the type is `#[non_exhaustive]`),
+/// as any client or controller may have written it; from
+/// [`CertificateSigningRequest::builder`].
+///
+/// ```
+/// use tls_bootstrap::{CertificateSigningRequest, Condition, KeyUsage, State};
+///
+/// let csr = CertificateSigningRequest::builder(
+///     "-----BEGIN CERTIFICATE REQUEST-----\n...",
+///     "kubernetes.io/kube-apiserver-client-kubelet",
+/// )
+/// .name("node-csr-abc")
+/// .usages(&[KeyUsage::DigitalSignature, KeyUsage::ClientAuth])
+/// .username("system:bootstrap:abcdef")
+/// .groups(["system:bootstrappers"])
+/// .condition(Condition::new("Denied", "ByHand", "no").with_status(""))
+/// .build();
+/// assert!(matches!(csr.state(), State::Denied { .. }));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[must_use]
+pub struct CertificateSigningRequestBuilder {
+    csr: CertificateSigningRequest,
+}
+
+impl CertificateSigningRequestBuilder {
+    /// `metadata.name`.
+    pub fn name(mut self, name: &str) -> Self {
+        self.csr.metadata.name = Some(name.to_owned());
+        self
+    }
+
+    /// `metadata.uid`.
+    pub fn object_uid(mut self, uid: &str) -> Self {
+        self.csr.metadata.uid = Some(uid.to_owned());
+        self
+    }
+
+    /// `spec.usages`.
+    pub fn usages(mut self, usages: &[KeyUsage]) -> Self {
+        self.csr.spec.usages = usages.to_vec();
+        self
+    }
+
+    /// `spec.expirationSeconds` (not checked: objects from elsewhere may carry any value).
+    pub fn expiration_seconds(mut self, seconds: i32) -> Self {
+        self.csr.spec.expiration_seconds = Some(seconds);
+        self
+    }
+
+    /// `spec.username`, the requester.
+    pub fn username(mut self, user: &str) -> Self {
+        self.csr.spec.username = Some(user.to_owned());
+        self
+    }
+
+    /// `spec.uid`, the requester's UID.
+    pub fn uid(mut self, uid: &str) -> Self {
+        self.csr.spec.uid = Some(uid.to_owned());
+        self
+    }
+
+    /// `spec.groups`, the requester's groups.
+    pub fn groups<I, S>(mut self, groups: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.csr.spec.groups = groups.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// One `spec.extra` entry.
+    pub fn extra<I, S>(mut self, key: &str, values: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.csr
+            .spec
+            .extra
+            .insert(key.to_owned(), values.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Appends a status condition.
+    pub fn condition(mut self, condition: Condition) -> Self {
+        self.csr.status.conditions.push(condition);
+        self
+    }
+
+    /// `status.certificate` (PEM).
+    pub fn certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.csr.status.certificate = Some(pem.into());
+        self
+    }
+
+    /// The object.
+    pub fn build(self) -> CertificateSigningRequest {
+        self.csr
     }
 }
 
@@ -187,8 +325,10 @@ pub enum State<'a> {
 impl CertificateSigningRequest {
     /// The object a kubelet creates for its bootstrap request: named with
     /// [`node_csr_name`] (so a restarted node finds its earlier request), signer
-    /// [`KUBELET_CLIENT_SIGNER`], usages [`KUBELET_CLIENT_USAGES`], and `expirationSeconds`
-    /// when `expiration` is given (rounded down to whole seconds; at least 600 s).
+    /// [`KUBELET_CLIENT_SIGNER`], usages [`kubelet_client_usages`] for the request's key type
+    /// ([`KUBELET_CLIENT_USAGES`], or [`KUBELET_CLIENT_USAGES_RSA`] for an RSA key, so the
+    /// name changes with them as the kubelet's does), and `expirationSeconds` when
+    /// `expiration` is given (rounded down to whole seconds; at least 600 s).
     ///
     /// # Errors
     ///
@@ -214,7 +354,7 @@ impl CertificateSigningRequest {
                 Some(secs)
             }
         };
-        let usages = KUBELET_CLIENT_USAGES.to_vec();
+        let usages = kubelet_client_usages(request.key_type()).to_vec();
         let name = node_csr_name(request, &usages)?;
         Ok(CertificateSigningRequest {
             api_version: API_VERSION.to_owned(),
@@ -318,37 +458,94 @@ impl CertificateSigningRequest {
         self.metadata.name.as_deref()
     }
 
-    /// Parses and checks `spec.request`.
+    /// A builder for an object with `spec.request` `request_pem` for signer `signer_name`,
+    /// and nothing else set.
+    pub fn builder(
+        request_pem: impl Into<Vec<u8>>,
+        signer_name: &str,
+    ) -> CertificateSigningRequestBuilder {
+        CertificateSigningRequestBuilder {
+            csr: CertificateSigningRequest {
+                api_version: API_VERSION.to_owned(),
+                kind: KIND.to_owned(),
+                metadata: ObjectMeta::default(),
+                spec: Spec {
+                    request: request_pem.into(),
+                    signer_name: signer_name.to_owned(),
+                    ..Spec::default()
+                },
+                status: Status::default(),
+            },
+        }
+    }
+
+    /// Parses and checks `spec.request` as Kubernetes' `ParseCSR` reads it: the first PEM
+    /// block (text around it is skipped) must be a `CERTIFICATE REQUEST`; its self-signature
+    /// is checked as kube-apiserver does on create.
     ///
     /// # Errors
     ///
-    /// Those of [`CertificateRequest::from_pem`].
+    /// [`Error::TooLarge`]; [`Error::NotCertificateRequestPem`] (Kubernetes' message) when no
+    /// PEM block is found or the first is of another type; those of
+    /// [`CertificateRequest::from_der`].
     pub fn certificate_request(&self) -> Result<CertificateRequest, Error> {
-        CertificateRequest::from_pem(&self.spec.request)
+        crate::request::check_size(self.spec.request.len())?;
+        let block = crate::pem::go_blocks(&self.spec.request, 1)
+            .into_iter()
+            .next();
+        match block {
+            Some(b) if b.label == "CERTIFICATE REQUEST" => CertificateRequest::from_der(&b.der),
+            _ => Err(Error::NotCertificateRequestPem),
+        }
     }
 
-    /// The condition of type `type_`, if present.
+    /// The first condition of type `type_`, if present.
     pub fn condition(&self, type_: &str) -> Option<&Condition> {
         self.status.conditions.iter().find(|c| c.type_ == type_)
     }
 
-    /// Where the request stands: `Denied` and `Failed` win over `Approved` (the kubelet checks
-    /// them first); `Issued` needs `Approved` and a non-empty certificate.
+    /// Whether the request is approved as Kubernetes' controllers read it
+    /// (`IsCertificateRequestApproved` in `pkg/controller/certificates`): a condition of type
+    /// `Approved` and none of type `Denied`, whatever their status.
+    pub fn is_approved(&self) -> bool {
+        self.condition("Approved").is_some() && self.condition("Denied").is_none()
+    }
+
+    /// Whether a condition of type `type_` has status `True` or an empty status
+    /// (`HasTrueCondition` in `pkg/controller/certificates`; the signer skips requests with
+    /// such a `Failed` condition).
+    pub fn has_true_condition(&self, type_: &str) -> bool {
+        self.status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == type_ && (c.status.is_empty() || c.status == "True"))
+    }
+
+    /// Where the request stands, as client-go's `WaitForCertificate` (the kubelet's wait)
+    /// reads it: the conditions in order, the first of type `Denied` or `Failed` ends the wait
+    /// whatever its status; a condition of type `Approved`, whatever its status, with a
+    /// non-empty certificate is `Issued`.
     pub fn state(&self) -> State<'_> {
-        let is_true = |c: &&Condition| c.status == "True";
-        if let Some(c) = self.condition("Denied").filter(is_true) {
-            return State::Denied {
-                reason: c.reason.as_deref(),
-                message: c.message.as_deref(),
-            };
+        let mut approved = false;
+        for c in &self.status.conditions {
+            match c.type_.as_str() {
+                "Denied" => {
+                    return State::Denied {
+                        reason: c.reason.as_deref(),
+                        message: c.message.as_deref(),
+                    };
+                }
+                "Failed" => {
+                    return State::Failed {
+                        reason: c.reason.as_deref(),
+                        message: c.message.as_deref(),
+                    };
+                }
+                "Approved" => approved = true,
+                _ => {}
+            }
         }
-        if let Some(c) = self.condition("Failed").filter(is_true) {
-            return State::Failed {
-                reason: c.reason.as_deref(),
-                message: c.message.as_deref(),
-            };
-        }
-        if self.condition("Approved").filter(is_true).is_some() {
+        if approved {
             return match self.status.certificate.as_deref() {
                 Some(cert) if !cert.is_empty() => State::Issued(cert),
                 _ => State::Approved,
@@ -357,25 +554,51 @@ impl CertificateSigningRequest {
         State::Pending
     }
 
-    /// Whether an existing object with our name is the request we would have filed: the same
-    /// subject, the same signer, and a request signed by the same key (the kubelet's
-    /// `ensureCompatible`; usages are not compared, as there).
+    /// Whether an existing object with our name may be reused for `ours`, as client-go's
+    /// `ensureCompatible` decides: the same subject (common name and organizations); the same
+    /// signer unless either is empty (objects written before signer names have none);
+    /// `spec.request` signed by the same key; and, if it already holds a certificate, none of
+    /// its certificates expired at `now`. Usages are not compared, as there.
     ///
     /// # Errors
     ///
-    /// [`Error::Incompatible`] naming what differs, or the existing request's parse error.
-    pub fn ensure_compatible(&self, ours: &CertificateRequest) -> Result<(), Error> {
+    /// [`Error::Incompatible`] naming what differs; [`Error::Expired`] when an issued
+    /// certificate has expired; the existing request's parse error, or
+    /// [`Error::TooLarge`], [`Error::Pem`] and [`Error::InvalidCertificate`] for its
+    /// certificate.
+    pub fn ensure_compatible(
+        &self,
+        ours: &CertificateRequest,
+        signer_name: &str,
+        now: SystemTime,
+    ) -> Result<(), Error> {
         let theirs = self.certificate_request()?;
         if theirs.common_name() != ours.common_name()
             || theirs.organizations() != ours.organizations()
         {
             return Err(Error::Incompatible { what: "subject" });
         }
-        if self.spec.signer_name != KUBELET_CLIENT_SIGNER {
+        if !self.spec.signer_name.is_empty()
+            && !signer_name.is_empty()
+            && self.spec.signer_name != signer_name
+        {
             return Err(Error::Incompatible { what: "signerName" });
         }
         if theirs.public_key_der() != ours.public_key_der() {
             return Err(Error::Incompatible { what: "public key" });
+        }
+        if let Some(pem) = self.status.certificate.as_deref().filter(|c| !c.is_empty()) {
+            for der in crate::accept::issued_certificates(pem)? {
+                let cert =
+                    <x509_cert::Certificate as der::Decode>::from_der(&der).map_err(|_| {
+                        Error::InvalidCertificate {
+                            reason: "not a DER X.509 certificate",
+                        }
+                    })?;
+                if now > cert.tbs_certificate.validity.not_after.to_system_time() {
+                    return Err(Error::Expired);
+                }
+            }
         }
         Ok(())
     }

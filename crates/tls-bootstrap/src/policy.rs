@@ -3,33 +3,60 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::error::Error;
 use crate::node_name::{NODE_USER_PREFIX, NODES_GROUP};
 use crate::object::{CertificateSigningRequest, Condition, KUBELET_CLIENT_SIGNER};
 use crate::request::CertificateRequest;
 use crate::usage::KeyUsage;
 
-/// Why a rule refused a request: Kubernetes' own message, for a human.
+/// Why a rule refused a request: Kubernetes' own message, for a human, and the typed error
+/// behind it when there is one (a request that does not parse).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rejection(String);
+pub struct Rejection {
+    message: String,
+    error: Option<Error>,
+}
 
 impl Rejection {
     pub(crate) fn new(message: impl Into<String>) -> Rejection {
-        Rejection(message.into())
+        Rejection {
+            message: message.into(),
+            error: None,
+        }
+    }
+
+    /// Kubernetes' message for `error`, wrapped as `context: <error>`.
+    pub(crate) fn caused_by(context: &str, error: Error) -> Rejection {
+        Rejection {
+            message: format!("{context}: {error}"),
+            error: Some(error),
+        }
     }
 
     /// The message.
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.message
+    }
+
+    /// The typed error behind the message, if any (also [`std::error::Error::source`]).
+    pub fn error(&self) -> Option<&Error> {
+        self.error.as_ref()
     }
 }
 
 impl fmt::Display for Rejection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
-impl std::error::Error for Rejection {}
+impl std::error::Error for Rejection {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// Checks a request for signer `kubernetes.io/kube-apiserver-client-kubelet` as Kubernetes'
 /// `ValidateKubeletClientCSR` does, in its order and with its messages: organization exactly
@@ -132,6 +159,15 @@ impl Recognizer {
         }
     }
 
+    /// Whether this recognizer matches `csr`, whose parsed `spec.request` is `request`:
+    /// [`is_self_node_client_cert`] or [`is_node_client_cert`].
+    pub fn recognizes(self, csr: &CertificateSigningRequest, request: &CertificateRequest) -> bool {
+        match self {
+            Recognizer::SelfNodeClient => is_self_node_client_cert(csr, request),
+            Recognizer::NodeClient => is_node_client_cert(csr, request),
+        }
+    }
+
     /// The approval message Kubernetes writes.
     pub fn message(self) -> &'static str {
         match self {
@@ -143,6 +179,25 @@ impl Recognizer {
             }
         }
     }
+}
+
+/// The approver's `nodeclient` recognizer (`isNodeClientCert`): signer
+/// [`KUBELET_CLIENT_SIGNER`] and a request that passes [`validate_kubelet_client`] with the
+/// object's usages.
+pub fn is_node_client_cert(csr: &CertificateSigningRequest, request: &CertificateRequest) -> bool {
+    csr.spec.signer_name == KUBELET_CLIENT_SIGNER
+        && validate_kubelet_client(request, &csr.spec.usages).is_ok()
+}
+
+/// The approver's `selfnodeclient` recognizer (`isSelfNodeClientCert`): the requester
+/// (`spec.username`, empty if unset) is the request's common name, and
+/// [`is_node_client_cert`].
+pub fn is_self_node_client_cert(
+    csr: &CertificateSigningRequest,
+    request: &CertificateRequest,
+) -> bool {
+    csr.spec.username.as_deref().unwrap_or_default() == request.common_name().unwrap_or_default()
+        && is_node_client_cert(csr, request)
 }
 
 /// The approver's verdict on one object.
@@ -163,14 +218,17 @@ pub enum Approval {
     NotRecognized(Rejection),
     /// Recognized, but the requester may not have it approved; the approver retries later.
     NotAuthorized(Rejection),
-    /// `spec.request` does not parse; the approver retries later and sets no condition.
+    /// `spec.request` does not parse; the approver retries later and sets no condition. The
+    /// message is Kubernetes' (`unable to parse csr "<name>": ...`);
+    /// [`Rejection::error`] holds the typed parse error.
     Unparseable(Rejection),
 }
 
 /// The CSR approver (kube-controller-manager's `csrapproving`) for one object.
 ///
-/// Skips objects that already have a certificate or an `Approved`/`Denied` condition. Parses
-/// the request; tries [`Recognizer::SelfNodeClient`] (requester is the node itself) and then
+/// Skips objects that already have a certificate or a condition of type `Approved` or
+/// `Denied`, whatever its status (Kubernetes' `GetCertApprovalCondition` reads types only).
+/// Parses the request as Kubernetes' `ParseCSR` does; tries [`Recognizer::SelfNodeClient`] (requester is the node itself) and then
 /// [`Recognizer::NodeClient`]; for each that matches, asks `authorize` (the caller's
 /// `SubjectAccessReview`) and approves on the first yes.
 ///
@@ -212,14 +270,13 @@ pub fn approve(
     let request = match csr.certificate_request() {
         Ok(r) => r,
         Err(e) => {
-            return Approval::Unparseable(Rejection::new(format!(
-                "unable to parse csr {name:?}: {e}"
-            )));
+            return Approval::Unparseable(Rejection::caused_by(
+                &format!("unable to parse csr {name:?}"),
+                e,
+            ));
         }
     };
-    let node_client = csr.spec.signer_name == KUBELET_CLIENT_SIGNER
-        && validate_kubelet_client(&request, &csr.spec.usages).is_ok();
-    if !node_client {
+    if !is_node_client_cert(csr, &request) {
         return Approval::NotRecognized(Rejection::new(format!(
             "csr {name:?} is not a kubelet client certificate request"
         )));
@@ -227,7 +284,7 @@ pub fn approve(
     let user = csr.spec.username.as_deref().unwrap_or_default();
     let mut tried = Vec::new();
     for recognizer in [Recognizer::SelfNodeClient, Recognizer::NodeClient] {
-        if recognizer == Recognizer::SelfNodeClient && request.common_name() != Some(user) {
+        if !recognizer.recognizes(csr, &request) {
             continue;
         }
         tried.push(recognizer.subresource());

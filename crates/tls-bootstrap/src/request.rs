@@ -29,6 +29,8 @@ const OID_EXTENSION_REQUEST: ObjectIdentifier =
     ObjectIdentifier::new_unwrap("1.2.840.113549.1.9.14");
 pub(crate) const OID_SAN: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.29.17");
 const OID_ECDSA_WITH_SHA256: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.4.3.2");
+const OID_ECDSA_WITH_SHA384: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.4.3.3");
+const OID_SHA256_WITH_RSA: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.1.11");
 const OID_EC_PUBLIC_KEY: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.2.1");
 const OID_RSA: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.1.1");
 const OID_ED25519: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.101.112");
@@ -74,7 +76,9 @@ pub struct CertificateRequest {
 impl CertificateRequest {
     /// The request a kubelet files for `node`: subject `O=system:nodes, CN=system:node:<node>`
     /// (organization first, as Go encodes a `pkix.Name`), no subject alternative names, no
-    /// attributes, signed ECDSA with SHA-256 by `key`.
+    /// attributes, signed by `key` with the algorithm Go's `x509.CreateCertificateRequest`
+    /// picks for it: ECDSA with SHA-256 (P-256), ECDSA with SHA-384 (P-384), RSA PKCS#1 v1.5
+    /// with SHA-256 (RSA).
     ///
     /// ```
     /// # fn main() -> Result<(), tls_bootstrap::Error> {
@@ -89,9 +93,10 @@ impl CertificateRequest {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidKey`] if the key cannot be encoded (it always can).
+    /// [`Error::InvalidKey`] if the key cannot be encoded or signing fails (it does not for a
+    /// valid key), [`Error::Rng`] if the provider's randomness fails.
     pub fn for_node(node: &NodeName, key: &NodeKey) -> Result<CertificateRequest, Error> {
-        let build = || -> Result<Vec<u8>, der::Error> {
+        let build = || -> Result<Result<Vec<u8>, Error>, der::Error> {
             let subject: Name = RdnSequence(vec![
                 rdn(OID_O, NODES_GROUP)?,
                 rdn(OID_CN, &node.user_name())?,
@@ -103,22 +108,36 @@ impl CertificateRequest {
                 attributes: Default::default(),
             };
             let tbs = info.to_der()?;
-            let signature = key
-                .sign(&tbs)
-                .map_err(|_| der::Error::from(der::ErrorKind::Failed))?;
-            CertReq {
-                info,
-                algorithm: AlgorithmIdentifierOwned {
+            let signature = match key.sign(&tbs) {
+                Ok(s) => s,
+                Err(e) => return Ok(Err(e)),
+            };
+            let algorithm = match key.key_type() {
+                KeyType::EcdsaP384 => AlgorithmIdentifierOwned {
+                    oid: OID_ECDSA_WITH_SHA384,
+                    parameters: None,
+                },
+                // As Go encodes it: with NULL parameters.
+                KeyType::Rsa => AlgorithmIdentifierOwned {
+                    oid: OID_SHA256_WITH_RSA,
+                    parameters: Some(der::Any::null()),
+                },
+                _ => AlgorithmIdentifierOwned {
                     oid: OID_ECDSA_WITH_SHA256,
                     parameters: None,
                 },
+            };
+            CertReq {
+                info,
+                algorithm,
                 signature: BitString::from_bytes(&signature)?,
             }
             .to_der()
+            .map(Ok)
         };
         let der = build().map_err(|_| Error::InvalidKey {
             reason: "couldn't encode the certificate request",
-        })?;
+        })??;
         // Just built from known parts and signed with our own key: nothing to parse or verify
         // (so no verification backend is needed to file a request).
         Ok(CertificateRequest {
@@ -130,8 +149,8 @@ impl CertificateRequest {
             ip_addresses: Vec::new(),
             uris: Vec::new(),
             spki_der: key.public_key_der().to_vec(),
-            public_key_bits: key.public_point().to_vec(),
-            key_type: KeyType::EcdsaP256,
+            public_key_bits: key.public_bits().to_vec(),
+            key_type: key.key_type(),
         })
     }
 
@@ -140,7 +159,8 @@ impl CertificateRequest {
     ///
     /// # Errors
     ///
-    /// [`Error::TooLarge`], [`Error::Pem`], and those of [`CertificateRequest::from_der`].
+    /// [`Error::TooLarge`], [`Error::Pem`], [`Error::NotCertificateRequestPem`] for a block of
+    /// another type, and those of [`CertificateRequest::from_der`].
     pub fn from_pem(pem_bytes: &[u8]) -> Result<CertificateRequest, Error> {
         check_size(pem_bytes.len())?;
         let blocks = pem::blocks(pem_bytes, "certificate request PEM", 1)?;
@@ -151,10 +171,7 @@ impl CertificateRequest {
             });
         };
         if block.label != "CERTIFICATE REQUEST" {
-            return Err(Error::Pem {
-                what: "certificate request PEM",
-                reason: "PEM block type must be CERTIFICATE REQUEST",
-            });
+            return Err(Error::NotCertificateRequestPem);
         }
         CertificateRequest::from_der(&block.der)
     }
@@ -291,7 +308,7 @@ impl std::fmt::Debug for CertificateRequest {
     }
 }
 
-fn check_size(len: usize) -> Result<(), Error> {
+pub(crate) fn check_size(len: usize) -> Result<(), Error> {
     if len > MAX_REQUEST_BYTES {
         return Err(Error::TooLarge {
             what: "certificate request",

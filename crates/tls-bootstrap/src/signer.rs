@@ -79,12 +79,15 @@ pub enum Signing {
 /// kube-controller-manager's `csrsigning` controller for the kubelet client signer, on one
 /// object at `now`.
 ///
-/// Signs only approved (and not denied or failed) requests for
-/// [`KUBELET_CLIENT_SIGNER`] without a certificate. A request that breaks
+/// Signs requests for [`KUBELET_CLIENT_SIGNER`] without a certificate that are approved as
+/// Kubernetes' signer reads conditions: [`CertificateSigningRequest::is_approved`] (a condition
+/// of type `Approved` and none of type `Denied`, whatever their status) and no `Failed`
+/// condition whose status is `True` or empty
+/// ([`CertificateSigningRequest::has_true_condition`]). A request that breaks
 /// [`validate_kubelet_client`] gets a `Failed` condition. The lifetime is
-/// `expirationSeconds` clamped to [[`MIN_LIFETIME`], `max_duration`] (or `max_duration`),
-/// `notBefore` is backdated by [`BACKDATE`], and a lifetime of [`SHORT_LIFETIME`] or more
-/// loses the backdate at its end; `notAfter` never passes the CA's.
+/// [`signing_duration`], `notBefore` is backdated by [`BACKDATE`], and a lifetime of
+/// [`SHORT_LIFETIME`] or more loses the backdate at its end; `notAfter` never passes the
+/// CA's.
 ///
 /// ```
 /// # fn main() -> Result<(), tls_bootstrap::Error> {
@@ -107,11 +110,9 @@ pub enum Signing {
 /// # Ok(()) }
 /// ```
 pub fn sign(csr: &CertificateSigningRequest, config: &SignerConfig, now: SystemTime) -> Signing {
-    let is_true = |t: &str| csr.condition(t).is_some_and(|c| c.status == "True");
-    if csr.spec.signer_name != KUBELET_CLIENT_SIGNER
-        || !is_true("Approved")
-        || csr.condition("Denied").is_some()
-        || is_true("Failed")
+    if !csr.is_approved()
+        || csr.has_true_condition("Failed")
+        || csr.spec.signer_name != KUBELET_CLIENT_SIGNER
         || csr
             .status
             .certificate
@@ -122,7 +123,13 @@ pub fn sign(csr: &CertificateSigningRequest, config: &SignerConfig, now: SystemT
     }
     let request = match csr.certificate_request() {
         Ok(r) => r,
-        Err(e) => return Signing::Retry(Rejection::new(format!("unable to parse csr: {e}"))),
+        Err(e) => {
+            let name = csr.name().unwrap_or_default();
+            return Signing::Retry(Rejection::caused_by(
+                &format!("unable to parse csr {name:?}"),
+                e,
+            ));
+        }
     };
     if let Err(e) = validate_kubelet_client(&request, &csr.spec.usages) {
         return Signing::Fail(Condition::new(
@@ -131,13 +138,7 @@ pub fn sign(csr: &CertificateSigningRequest, config: &SignerConfig, now: SystemT
             e.as_str(),
         ));
     }
-    let ttl = match csr.spec.expiration_seconds {
-        None => config.max_duration,
-        Some(s) => {
-            let requested = Duration::from_secs(u64::try_from(s).unwrap_or(0));
-            requested.clamp(MIN_LIFETIME, config.max_duration.max(MIN_LIFETIME))
-        }
-    };
+    let ttl = signing_duration(csr.spec.expiration_seconds, config.max_duration);
     let (Some(not_before), Some(mut not_after)) = (
         now.checked_sub(BACKDATE),
         if ttl < SHORT_LIFETIME {
@@ -175,6 +176,34 @@ pub fn sign(csr: &CertificateSigningRequest, config: &SignerConfig, now: SystemT
         public_key_bits: request.public_key_bits().to_vec(),
         key_type: request.key_type(),
     })
+}
+
+/// The lifetime the signer gives a request with `spec.expirationSeconds`
+/// `expiration_seconds` when its cap (`--cluster-signing-duration`) is `max_duration`, as
+/// Kubernetes' signer decides it: the cap when none is requested or more than the cap is;
+/// otherwise at least [`MIN_LIFETIME`] (negative requests included); otherwise what is
+/// requested. (With a cap under ten minutes, a request over the cap gets the cap.)
+///
+/// ```
+/// use std::time::Duration;
+/// let hour = Duration::from_secs(3600);
+/// assert_eq!(tls_bootstrap::signing_duration(None, hour), hour);
+/// assert_eq!(tls_bootstrap::signing_duration(Some(1800), hour), hour / 2);
+/// assert_eq!(tls_bootstrap::signing_duration(Some(-60), hour), Duration::from_secs(600));
+/// ```
+pub fn signing_duration(expiration_seconds: Option<i32>, max_duration: Duration) -> Duration {
+    let Some(seconds) = expiration_seconds else {
+        return max_duration;
+    };
+    // A negative request is shorter than the minimum; the magnitude does not matter.
+    let requested = u64::try_from(seconds).map_or(Duration::ZERO, Duration::from_secs);
+    if requested > max_duration {
+        max_duration
+    } else if requested < MIN_LIFETIME {
+        MIN_LIFETIME
+    } else {
+        requested
+    }
 }
 
 /// Splits API usages into key usage bits and extended key usages, canonical and deduplicated.

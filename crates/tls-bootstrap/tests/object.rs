@@ -122,9 +122,12 @@ fn states() {
             message: Some("bad")
         }
     );
+    // client-go reads the conditions in order: the Failed one, first, decides.
     csr.status
         .conditions
         .push(tls_bootstrap::Condition::new("Denied", "Nope", "no"));
+    assert!(matches!(csr.state(), State::Failed { .. }));
+    csr.status.conditions.retain(|c| c.type_ != "Failed");
     assert!(matches!(csr.state(), State::Denied { .. }));
 }
 

@@ -22,6 +22,73 @@ static KEY: LazyLock<NodeKey> = LazyLock::new(|| NodeKey::generate().unwrap());
 static REQUEST: LazyLock<CertificateRequest> =
     LazyLock::new(|| CertificateRequest::for_node(&"worker-1".parse().unwrap(), &KEY).unwrap());
 
+/// Key PEM blocks made by openssl once: (label, DER) for P-384 SEC 1, RSA-2048 PKCS#1 and
+/// PKCS#8.
+static KEY_BLOCKS: LazyLock<Vec<(&'static str, Vec<u8>)>> = LazyLock::new(|| {
+    use base64::Engine as _;
+    let dir = std::env::temp_dir().join(format!("tls-bootstrap-prop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p384 = dir.join("p384.key");
+    let rsa8 = dir.join("rsa8.key");
+    let rsa1 = dir.join("rsa1.key");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let s = |p: &std::path::Path| p.to_str().unwrap().to_owned();
+    run(&[
+        "ecparam",
+        "-name",
+        "secp384r1",
+        "-genkey",
+        "-noout",
+        "-out",
+        &s(&p384),
+    ]);
+    run(&[
+        "genpkey",
+        "-algorithm",
+        "RSA",
+        "-pkeyopt",
+        "rsa_keygen_bits:2048",
+        "-out",
+        &s(&rsa8),
+    ]);
+    run(&["rsa", "-in", &s(&rsa8), "-traditional", "-out", &s(&rsa1)]);
+    [
+        ("EC PRIVATE KEY", p384),
+        ("PRIVATE KEY", rsa8),
+        ("RSA PRIVATE KEY", rsa1),
+    ]
+    .into_iter()
+    .map(|(label, path)| {
+        let pem = std::fs::read_to_string(path).unwrap();
+        let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+        (
+            label,
+            base64::engine::general_purpose::STANDARD
+                .decode(body)
+                .unwrap(),
+        )
+    })
+    .collect()
+});
+
+fn key_pem(label: &str, der: &[u8]) -> String {
+    use base64::Engine as _;
+    format!(
+        "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
+        base64::engine::general_purpose::STANDARD.encode(der)
+    )
+}
+
 fn node_name() -> impl Strategy<Value = String> {
     "[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?){0,3}"
 }
@@ -69,6 +136,33 @@ proptest! {
         let _ = CertificateRequest::from_der(&bytes);
         let _ = CertificateRequest::from_pem(&bytes);
         let _ = NodeKey::from_pem(&bytes);
+    }
+
+    #[test]
+    fn key_parsers_never_panic(
+        der in prop::collection::vec(any::<u8>(), 0..1400),
+        label in prop::sample::select(vec!["EC PRIVATE KEY", "RSA PRIVATE KEY", "PRIVATE KEY"]),
+    ) {
+        let _ = NodeKey::from_pem(key_pem(label, &der).as_bytes());
+    }
+
+    /// A one-byte change to a P-384 or RSA key never panics; a changed key that is still read
+    /// never signs a request that does not verify (a provider may also refuse to sign with it).
+    #[test]
+    fn changed_keys_are_refused_or_consistent(
+        which in 0usize..3,
+        index in any::<prop::sample::Index>(),
+        flip in 1u8..=255,
+    ) {
+        let (label, der) = &KEY_BLOCKS[which];
+        let mut der = der.clone();
+        let i = index.index(der.len());
+        der[i] ^= flip;
+        if let Ok(key) = NodeKey::from_pem(key_pem(label, &der).as_bytes())
+            && let Ok(req) = CertificateRequest::for_node(&"n".parse().unwrap(), &key)
+        {
+            prop_assert_eq!(CertificateRequest::from_der(req.as_der()).unwrap(), req);
+        }
     }
 
     #[test]

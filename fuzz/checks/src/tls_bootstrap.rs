@@ -1,11 +1,12 @@
 //! Checks for the `tls-bootstrap` entry points.
 
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tls_bootstrap::{
-    CertificateRequest, CertificateSigningRequest, KUBELET_CLIENT_USAGES, MAX_OBJECT_BYTES,
-    NodeKey, NodeName, SignerConfig, accept_certificate, approve, node_csr_name, sign,
-    validate_kubelet_client,
+    CertificateRequest, CertificateSigningRequest, KUBELET_CLIENT_SIGNER, KUBELET_CLIENT_USAGES,
+    MAX_OBJECT_BYTES, NodeKey, NodeName, SignerConfig, accept_certificate, approve, node_csr_name,
+    sign, validate_kubelet_client,
 };
 
 use crate::outcome::Outcome;
@@ -50,7 +51,8 @@ pub fn tls_bootstrap_request(data: &[u8]) -> Outcome {
 /// `CertificateSigningRequest::from_json` on the whole input.
 ///
 /// A parsed object serialises and parses back to itself (when the output fits the limit); its
-/// state, the approver and the signer run on it without panicking. Accepted: the input parses.
+/// state, the reuse check (`ensure_compatible`, which reads `status.certificate`), the approver
+/// and the signer run on it without panicking. Accepted: the input parses.
 pub fn tls_bootstrap_csr_json(data: &[u8]) -> Outcome {
     let Ok(csr) = CertificateSigningRequest::from_json(data) else {
         return Outcome::Rejected;
@@ -60,6 +62,13 @@ pub fn tls_bootstrap_csr_json(data: &[u8]) -> Outcome {
         assert_eq!(CertificateSigningRequest::from_json(&json).unwrap(), csr);
     }
     let _ = csr.state();
+    // As a node that finds this object under its request's name: may it be reused?
+    static OURS: OnceLock<CertificateRequest> = OnceLock::new();
+    let ours = OURS.get_or_init(|| {
+        let key = NodeKey::from_pem(TLS_NODE_KEY_PEM.as_bytes()).unwrap();
+        CertificateRequest::for_node(&"fuzz".parse().unwrap(), &key).unwrap()
+    });
+    let _ = csr.ensure_compatible(ours, KUBELET_CLIENT_SIGNER, fixture_now());
     let _ = approve(&csr, |r| {
         r.groups.iter().any(|g| g == "system:bootstrappers")
     });
@@ -99,17 +108,21 @@ pub fn tls_bootstrap_csr_yaml(data: &[u8]) -> Outcome {
 /// An accepted certificate is the fixture node's, re-accepts from its own PEM, and its
 /// rotation deadline lies within its validity. Accepted: the certificate is accepted.
 pub fn tls_bootstrap_certificate(data: &[u8]) -> Outcome {
-    let key = NodeKey::from_pem(TLS_NODE_KEY_PEM.as_bytes()).unwrap();
+    // The fixture key is parsed once: reading it computes its public point (a scalar
+    // multiplication) and builds the provider's key pair, which cost more than rejecting most
+    // inputs.
+    static KEY: OnceLock<NodeKey> = OnceLock::new();
+    let key = KEY.get_or_init(|| NodeKey::from_pem(TLS_NODE_KEY_PEM.as_bytes()).unwrap());
     let node: NodeName = "fuzz".parse().unwrap();
     let now = fixture_now();
-    let Ok(cert) = accept_certificate(data, TLS_CA_PEM.as_bytes(), &key, &node, now) else {
+    let Ok(cert) = accept_certificate(data, TLS_CA_PEM.as_bytes(), key, &node, now) else {
         return Outcome::Rejected;
     };
     assert_eq!(cert.node(), &node);
     let again = accept_certificate(
         cert.to_pem().as_bytes(),
         TLS_CA_PEM.as_bytes(),
-        &key,
+        key,
         &node,
         now,
     )

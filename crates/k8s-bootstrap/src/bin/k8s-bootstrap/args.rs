@@ -292,9 +292,20 @@ pub(crate) struct JoinArgs {
     /// The API server endpoint (host:port) for token discovery.
     #[arg(value_name = "ENDPOINT")]
     pub(crate) endpoint: Option<String>,
-    /// The token for both discovery and the TLS bootstrap.
-    #[arg(long, value_name = "TOKEN")]
+    /// The token for both discovery and the TLS bootstrap; also read from
+    /// $K8S_BOOTSTRAP_TOKEN. A command line is visible to every local user (/proc/*/cmdline)
+    /// for as long as join runs: prefer --token-file or the environment variable.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "K8S_BOOTSTRAP_TOKEN",
+        hide_env_values = true
+    )]
     pub(crate) token: Option<String>,
+    /// A file holding the token for both discovery and the TLS bootstrap (a trailing newline
+    /// is ignored); instead of --token or $K8S_BOOTSTRAP_TOKEN.
+    #[arg(long, value_name = "PATH", conflicts_with = "token")]
+    pub(crate) token_file: Option<PathBuf>,
     /// The token for discovery (defaults to --token).
     #[arg(long, value_name = "TOKEN")]
     pub(crate) discovery_token: Option<String>,

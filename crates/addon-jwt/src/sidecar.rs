@@ -977,7 +977,8 @@ fn is_always_dropped(name: &[u8]) -> bool {
 
 /// Whether `name` is one of [`STRIPPED_IDENTITY_HEADERS`] (any case, `_` for `-`).
 fn is_default_identity(name: &[u8]) -> bool {
-    // By length first, as in `is_always_dropped`; the prefixes need at least 12 bytes.
+    // By length first, as in `is_always_dropped`; the prefixes need at least 12 bytes. No
+    // allocation, and a few byte comparisons for a name that is none of these.
     let any = |names: &[&str]| names.iter().any(|n| same_name(name, n.as_bytes()));
     let exact = match name.len() {
         11 => any(&["remote-user"]),
@@ -994,9 +995,14 @@ fn is_default_identity(name: &[u8]) -> bool {
         name.get(..prefix.len())
             .is_some_and(|head| same_name(head, prefix.as_bytes()))
     };
-    exact
-        || (name.len() >= 12
-            && (starts("impersonate-") || starts("x-remote-extra-") || starts("x-auth-request-")))
+    // The prefixes by their first letter: most names start with neither.
+    let prefixed = name.len() >= 12
+        && match name.first().map(u8::to_ascii_lowercase) {
+            Some(b'i') => starts("impersonate-"),
+            Some(b'x') => starts("x-remote-extra-") || starts("x-auth-request-"),
+            _ => false,
+        };
+    exact || prefixed
 }
 
 /// An RFC 9110 §5.6.2 token: one or more of `!#$%&'*+-.^_`|~`, digits and letters.

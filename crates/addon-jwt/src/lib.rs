@@ -33,7 +33,8 @@ pub use serviceaccount::{
 };
 pub use sidecar::{
     AUTHENTICATED_USER_HEADER, DEFAULT_VERIFIED_CACHE, Decision, Forward, ForwardHeaders,
-    MAX_REQUEST_HEADER_BYTES, MAX_REQUEST_HEADERS, RejectReason, Rejection, Sidecar,
+    MAX_REQUEST_HEADER_BYTES, MAX_REQUEST_HEADERS, RejectReason, Rejection,
+    STRIPPED_IDENTITY_HEADERS, Sidecar,
 };
 pub use sign::{DEFAULT_MINT_CACHE, DEFAULT_TTL, Minter, SigningKey};
 pub use token::BearerToken;

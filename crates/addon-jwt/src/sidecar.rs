@@ -26,6 +26,36 @@ const CACHE_SHARDS: usize = 16;
 /// [`AUTHENTICATED_USER_HEADER`] in lower case (as `http` spells header names).
 const USER_HEADER_LOWER: &str = "x-authenticated-user";
 
+/// Identity headers that other authenticating proxies, kube-apiserver's front proxy and
+/// Kubernetes impersonation use, removed from every forwarded request by default (in any case,
+/// `_` read as `-`; a trailing `*` matches every name that starts with the rest): a client
+/// could otherwise claim any identity to an add-on that reads or passes one of them on.
+///
+/// * `X-Remote-User`, `X-Remote-Uid`, `X-Remote-Group`, `X-Remote-Extra-*`: kube-apiserver's
+///   request-header (front-proxy) authentication;
+/// * `Impersonate-*`: Kubernetes impersonation (`Impersonate-User`, `-Group`, `-Uid`,
+///   `-Extra-*`);
+/// * `X-Forwarded-User`, `X-Forwarded-Email`, `X-Forwarded-Groups`,
+///   `X-Forwarded-Preferred-Username`, `X-Auth-Request-*`: oauth2-proxy and nginx
+///   `auth_request` set-ups;
+/// * `Remote-User`: the CGI-style name several authenticating proxies set.
+///
+/// [`Sidecar::strip_headers`] adds more. The only identity header an add-on behind the sidecar
+/// can trust is [`AUTHENTICATED_USER_HEADER`].
+pub const STRIPPED_IDENTITY_HEADERS: [&str; 11] = [
+    "X-Remote-User",
+    "X-Remote-Uid",
+    "X-Remote-Group",
+    "X-Remote-Extra-*",
+    "Impersonate-*",
+    "X-Forwarded-User",
+    "X-Forwarded-Email",
+    "X-Forwarded-Groups",
+    "X-Forwarded-Preferred-Username",
+    "X-Auth-Request-*",
+    "Remote-User",
+];
+
 /// The decision a sidecar proxy in front of an add-on takes for one request.
 ///
 /// For each request, [`Sidecar::decide`] takes the header list (moved in, never copied) and
@@ -36,6 +66,9 @@ const USER_HEADER_LOWER: &str = "x-authenticated-user";
 ///
 /// * every client-supplied `X-Authenticated-User`, in any case and with `_` for `-`, is removed
 ///   on every path, and so is every `Authorization` header;
+/// * the other identity headers of [`STRIPPED_IDENTITY_HEADERS`] (`X-Remote-User`,
+///   `Impersonate-*`, `X-Forwarded-User`, ...), and those added with
+///   [`Sidecar::strip_headers`], are removed too, in any case and with `_` for `-`;
 /// * hop-by-hop headers, `Connection` and every header `Connection` names are removed *before*
 ///   `X-Authenticated-User` is added, so no `Connection` header can strip it;
 /// * exactly one `Authorization` header, `Bearer` in any case, exactly one space, then a token68
@@ -94,6 +127,27 @@ pub struct Sidecar {
     /// Capacity of each shard (the total capacity split evenly, rounded up).
     shard_capacity: usize,
     shards: [Mutex<Shard>; CACHE_SHARDS],
+    /// Names removed besides the default ones ([`Sidecar::strip_headers`]).
+    stripped: Vec<StrippedName>,
+}
+
+/// A header name [`Sidecar::strip_headers`] added: lower case, `-` for `_`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct StrippedName {
+    name: Box<[u8]>,
+    /// The name ended in `*`: every name starting with `name` matches.
+    prefix: bool,
+}
+
+impl StrippedName {
+    fn matches(&self, name: &[u8]) -> bool {
+        if self.prefix {
+            name.get(..self.name.len())
+                .is_some_and(|head| same_name(head, &self.name))
+        } else {
+            same_name(name, &self.name)
+        }
+    }
 }
 
 /// One shard of the verified-token cache.
@@ -114,6 +168,7 @@ impl Clone for Sidecar {
                         .unwrap_or_default(),
                 )
             }),
+            stripped: self.stripped.clone(),
         }
     }
 }
@@ -146,8 +201,9 @@ pub enum Decision<N, V> {
 }
 
 /// The headers to forward: the request's end-to-end header lines (moved in from the request,
-/// in order) without `Authorization`, any client `X-Authenticated-User`, hop-by-hop or
-/// `Connection`-named headers, then exactly one `X-Authenticated-User: <sub>`.
+/// in order) without `Authorization`, any client `X-Authenticated-User`, the other identity
+/// headers the sidecar strips ([`STRIPPED_IDENTITY_HEADERS`], [`Sidecar::strip_headers`]),
+/// hop-by-hop or `Connection`-named headers, then exactly one `X-Authenticated-User: <sub>`.
 ///
 /// Only a [`Decision::Forward`] holds one. The removed lines are dropped when the decision is
 /// made; this value never holds the bearer token.
@@ -317,7 +373,90 @@ impl Sidecar {
             validation,
             shard_capacity: DEFAULT_VERIFIED_CACHE.div_ceil(CACHE_SHARDS),
             shards: Default::default(),
+            stripped: Vec::new(),
         }
+    }
+
+    /// Also removes these headers from every forwarded request, besides
+    /// [`STRIPPED_IDENTITY_HEADERS`] (which are always removed): names in any case, `_` read as
+    /// `-`, a trailing `*` matching every name that starts with the rest (`X-Tenant-*`). For the
+    /// identity headers an add-on or its libraries read besides `X-Authenticated-User`.
+    ///
+    /// Each request's header names are compared with these (a length check first), so keep
+    /// the list short.
+    ///
+    /// ```
+    /// # use std::time::{Duration, UNIX_EPOCH};
+    /// # use addon_jwt::{Audience, Issuer, Minter, Sidecar, SigningKey, Validation, Decision};
+    /// # let pem = "-----BEGIN PRIVATE KEY-----\n\
+    /// # MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
+    /// # -----END PRIVATE KEY-----\n";
+    /// # let key = SigningKey::from_pkcs8_pem(pem)?;
+    /// # let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    /// # let keys = key.public_key_set()?;
+    /// # let token = Minter::new(key, Issuer::new("iss")).mint("jane", &Audience::new("dash"), now)?;
+    /// let sidecar = Sidecar::new(keys, Validation::new(Issuer::new("iss"), Audience::new("dash")))
+    ///     .strip_headers(["X-WebAuth-User", "X-Tenant-*"])?;
+    /// let auth = format!("Bearer {}", token.expose_secret());
+    /// let request = [
+    ///     ("authorization", auth.as_str()),
+    ///     ("x-webauth-user", "admin"),   // added above: removed
+    ///     ("x_tenant_id", "other"),      // added above: removed
+    ///     ("x-remote-user", "admin"),    // removed by default
+    ///     ("impersonate-group", "system:masters"), // removed by default
+    ///     ("accept", "text/html"),
+    /// ];
+    /// let Decision::Forward(fwd) = sidecar.decide(request, now) else { panic!() };
+    /// let names: Vec<&str> = fwd.headers().map(|(n, _)| n).collect();
+    /// assert_eq!(names, ["accept", "X-Authenticated-User"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] if a name (without its trailing `*`) is empty or not an RFC 9110
+    /// token.
+    pub fn strip_headers<I, S>(mut self, names: I) -> Result<Sidecar, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        for name in names {
+            let name = name.as_ref();
+            let (name, prefix) = match name.strip_suffix('*') {
+                Some(head) => (head, true),
+                None => (name, false),
+            };
+            if !is_token(name.as_bytes()) {
+                return Err(Error::InvalidInput("header name to strip"));
+            }
+            let folded: Box<[u8]> = name
+                .bytes()
+                .map(|b| {
+                    if b == b'_' {
+                        b'-'
+                    } else {
+                        b.to_ascii_lowercase()
+                    }
+                })
+                .collect();
+            let entry = StrippedName {
+                name: folded,
+                prefix,
+            };
+            if !self.stripped.contains(&entry) {
+                self.stripped.push(entry);
+            }
+        }
+        Ok(self)
+    }
+
+    /// Whether a forwarded request loses the header `name`, whatever `Connection` says:
+    /// credentials, identity headers, hop-by-hop headers.
+    fn strips(&self, name: &[u8]) -> bool {
+        is_always_dropped(name)
+            || is_default_identity(name)
+            || self.stripped.iter().any(|s| s.matches(name))
     }
 
     /// Sets the verified-token cache capacity (0 disables it). The cache is split into 16
@@ -519,7 +658,7 @@ impl Sidecar {
         let mut keep = [0u64; MAX_REQUEST_HEADERS.div_ceil(64)];
         for (i, (name, _)) in lines.iter().enumerate() {
             let name = name.as_ref().as_bytes();
-            let dropped = is_always_dropped(name)
+            let dropped = self.strips(name)
                 || (connection
                     && named_by_connection(
                         name,
@@ -595,7 +734,7 @@ impl Sidecar {
         let connection = headers.contains_key(http::header::CONNECTION);
         for name in headers.keys() {
             let bytes = name.as_str().as_bytes();
-            let dropped = is_always_dropped(bytes)
+            let dropped = self.strips(bytes)
                 || (connection
                     && named_by_connection(
                         bytes,
@@ -766,9 +905,11 @@ enum Victim {
     Named(http::HeaderName),
 }
 
-/// The names [`is_always_dropped`] matches, in the lower case `http` uses.
+/// The names [`is_always_dropped`] matches, and the exact names of
+/// [`STRIPPED_IDENTITY_HEADERS`] and of Kubernetes impersonation, in the lower case `http`
+/// uses: removed by their static spelling (no clone of the map's name).
 #[cfg(feature = "http")]
-const LISTED: [&str; 11] = [
+const LISTED: [&str; 22] = [
     "authorization",
     USER_HEADER_LOWER,
     "connection",
@@ -780,6 +921,17 @@ const LISTED: [&str; 11] = [
     "trailer",
     "transfer-encoding",
     "upgrade",
+    "x-remote-user",
+    "x-remote-uid",
+    "x-remote-group",
+    "impersonate-user",
+    "impersonate-group",
+    "impersonate-uid",
+    "x-forwarded-user",
+    "x-forwarded-email",
+    "x-forwarded-groups",
+    "x-forwarded-preferred-username",
+    "remote-user",
 ];
 
 /// The verified-token cache's hasher. Its keys are SHA-256 digests of tokens that passed
@@ -821,6 +973,36 @@ fn is_always_dropped(name: &[u8]) -> bool {
         20 => any(&[USER_HEADER_LOWER]),
         _ => false,
     }
+}
+
+/// Whether `name` is one of [`STRIPPED_IDENTITY_HEADERS`] (any case, `_` for `-`).
+fn is_default_identity(name: &[u8]) -> bool {
+    // By length first, as in `is_always_dropped`; the prefixes need at least 12 bytes. No
+    // allocation, and a few byte comparisons for a name that is none of these.
+    let any = |names: &[&str]| names.iter().any(|n| same_name(name, n.as_bytes()));
+    let exact = match name.len() {
+        11 => any(&["remote-user"]),
+        12 => any(&["x-remote-uid"]),
+        13 => any(&["x-remote-user"]),
+        14 => any(&["x-remote-group"]),
+        16 => any(&["x-forwarded-user"]),
+        17 => any(&["x-forwarded-email"]),
+        18 => any(&["x-forwarded-groups"]),
+        30 => any(&["x-forwarded-preferred-username"]),
+        _ => false,
+    };
+    let starts = |prefix: &str| {
+        name.get(..prefix.len())
+            .is_some_and(|head| same_name(head, prefix.as_bytes()))
+    };
+    // The prefixes by their first letter: most names start with neither.
+    let prefixed = name.len() >= 12
+        && match name.first().map(u8::to_ascii_lowercase) {
+            Some(b'i') => starts("impersonate-"),
+            Some(b'x') => starts("x-remote-extra-") || starts("x-auth-request-"),
+            _ => false,
+        };
+    exact || prefixed
 }
 
 /// An RFC 9110 §5.6.2 token: one or more of `!#$%&'*+-.^_`|~`, digits and letters.
@@ -992,13 +1174,61 @@ mod tests {
 
     #[cfg(feature = "http")]
     #[test]
-    fn listed_names_are_the_always_dropped_ones() {
-        assert_eq!(LISTED.len(), HOP_BY_HOP.len() + 2);
+    fn listed_names_are_the_stripped_ones() {
         for name in HOP_BY_HOP
             .iter()
             .chain(&["authorization", USER_HEADER_LOWER])
         {
             assert!(LISTED.contains(name), "{name}");
+        }
+        for name in LISTED {
+            assert_eq!(name, name.to_ascii_lowercase());
+            assert!(
+                is_always_dropped(name.as_bytes()) || is_default_identity(name.as_bytes()),
+                "{name}"
+            );
+        }
+    }
+
+    /// `is_default_identity` matches exactly the documented list, in every spelling.
+    #[test]
+    fn default_identity_names_are_the_documented_ones() {
+        for listed in STRIPPED_IDENTITY_HEADERS {
+            let (name, prefix) = match listed.strip_suffix('*') {
+                Some(head) => (head.to_owned() + "anything", true),
+                None => (listed.to_owned(), false),
+            };
+            for spelling in [
+                name.clone(),
+                name.to_ascii_lowercase(),
+                name.to_ascii_uppercase().replace('-', "_"),
+            ] {
+                assert!(is_default_identity(spelling.as_bytes()), "{spelling}");
+            }
+            assert!(
+                !is_default_identity(format!("x{name}").as_bytes()),
+                "x{name}"
+            );
+            if !prefix {
+                assert!(
+                    !is_default_identity(format!("{name}s").as_bytes()),
+                    "{name}s"
+                );
+                let shorter = name.get(..name.len() - 1).unwrap();
+                assert!(!is_default_identity(shorter.as_bytes()), "{shorter}");
+            }
+        }
+        for kept in [
+            "impersonate",
+            "x-remote-extra",
+            "x-auth-request",
+            "x-forwarded-for",
+            "x-forwarded-proto",
+            "x-remote-addr",
+            "remote-addr",
+            "accept",
+        ] {
+            assert!(!is_default_identity(kept.as_bytes()), "{kept}");
         }
     }
 

@@ -3,7 +3,7 @@
 //!
 //! A cache hit allocates exactly once for a list of pairs (the vector the lines are moved into)
 //! and not at all when an `http::HeaderMap` is edited in place (also when only the cache may
-//! decide).
+//! decide), also when the request carries identity headers the sidecar strips.
 #![allow(
     clippy::unwrap_used,
     clippy::panic,
@@ -41,6 +41,8 @@ fn cache_hits_allocate_once_for_pairs_and_never_in_place() {
         ("Accept", "text/html"),
         ("Authorization", auth.as_str()),
         ("X-Authenticated-User", "admin"),
+        ("X-Remote-User", "admin"),
+        ("Impersonate-Group", "system:masters"),
         ("Connection", "keep-alive"),
         ("Keep-Alive", "timeout=5"),
     ];

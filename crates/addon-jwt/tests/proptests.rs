@@ -14,7 +14,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, UNIX_EPOCH};
 
 use addon_jwt::{
-    Algorithm, Audience, Decision, Issuer, KeySet, Sidecar, SigningKey, Validation, verify,
+    Algorithm, Audience, Decision, Issuer, KeySet, STRIPPED_IDENTITY_HEADERS, Sidecar, SigningKey,
+    Validation, verify,
 };
 use base64::Engine as _;
 use hmac::Mac as _;
@@ -212,6 +213,60 @@ fn at(now: u64) -> std::time::SystemTime {
     UNIX_EPOCH + Duration::from_secs(now)
 }
 
+/// Header names around the identity headers the sidecar strips: the listed ones (a `*` filled
+/// in), their neighbours, and an extra name, with up to three more letters, each character's
+/// case and `-`/`_` picked at random.
+fn identity_like_name() -> impl Strategy<Value = String> {
+    let mut bases: Vec<String> = STRIPPED_IDENTITY_HEADERS
+        .iter()
+        .map(|n| n.replace('*', ""))
+        .collect();
+    bases.extend(
+        [
+            "X-Forwarded-For",
+            "X-Remote",
+            "Impersonate",
+            "X-Auth-Request",
+            "Remote",
+            "X-Tenant",
+            "Accept",
+        ]
+        .map(str::to_owned),
+    );
+    (
+        prop::sample::select(bases),
+        "[a-z]{0,3}",
+        prop::collection::vec(any::<bool>(), 40),
+    )
+        .prop_map(|(base, tail, flips)| {
+            format!("{base}{tail}")
+                .chars()
+                .zip(flips.into_iter().chain(std::iter::repeat(false)))
+                .map(|(c, flip)| match (c, flip) {
+                    ('-', true) => '_',
+                    (c, true) => c.to_ascii_uppercase(),
+                    (c, false) => c.to_ascii_lowercase(),
+                })
+                .collect()
+        })
+}
+
+/// The reference rule: the name, lower case with `-` for `_`, is a listed name, or starts
+/// with a listed prefix (or with the extra `x-tenant-`).
+fn reference_stripped(name: &str) -> bool {
+    let folded = name.to_ascii_lowercase().replace('_', "-");
+    STRIPPED_IDENTITY_HEADERS
+        .iter()
+        .chain(&["X-Tenant-*"])
+        .any(|listed| {
+            let listed = listed.to_ascii_lowercase();
+            match listed.strip_suffix('*') {
+                Some(prefix) => folded.starts_with(prefix),
+                None => folded == listed,
+            }
+        })
+}
+
 const B64URL: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 proptest! {
@@ -254,6 +309,39 @@ proptest! {
         match sidecar.decide(headers, at(1_750_000_000)) {
             Decision::Reject(r) => prop_assert_eq!(r.status(), 403),
             other => prop_assert!(false, "forwarded without a token: {:?}", other),
+        }
+    }
+
+    #[test]
+    fn proptest_sidecar_strips_identity_headers(names in prop::collection::vec(identity_like_name(), 0..12),
+                                                 user in user()) {
+        let f = fixture();
+        let sidecar = Sidecar::new(f.keys.clone(), validation("a/b")).strip_headers(["X-Tenant-*"]).unwrap();
+        let now = 1_750_000_000;
+        let auth = format!("Bearer {}", hs256_token(&user, "a/b", now));
+        let mut headers = vec![("authorization", auth.as_str())];
+        headers.extend(names.iter().map(|n| (n.as_str(), "system:masters")));
+        let Decision::Forward(fwd) = sidecar.decide(headers.clone(), at(now)) else {
+            panic!("rejected: {names:?}");
+        };
+        let mut expected: Vec<&str> = names.iter().map(String::as_str).filter(|n| !reference_stripped(n)).collect();
+        expected.push("X-Authenticated-User");
+        let forwarded: Vec<&str> = fwd.headers().map(|(n, _)| n).collect();
+        prop_assert_eq!(&forwarded, &expected);
+        // In place, the same names are left (in lower case; the map groups equal names).
+        #[cfg(feature = "http")]
+        {
+        let mut map = http::HeaderMap::new();
+        for (n, v) in &headers {
+            map.append(http::HeaderName::from_bytes(n.as_bytes()).unwrap(), v.parse().unwrap());
+        }
+        prop_assert!(sidecar.decide_header_map(&mut map, at(now)).is_ok());
+        let mut left: Vec<String> = map.keys().map(|k| k.as_str().to_owned()).collect();
+        left.sort();
+        let mut want: Vec<String> = expected.iter().map(|n| n.to_ascii_lowercase()).collect();
+        want.sort();
+        want.dedup();
+        prop_assert_eq!(left, want);
         }
     }
 

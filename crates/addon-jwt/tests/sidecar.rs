@@ -11,8 +11,8 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use addon_jwt::{
-    Audience, Decision, Error, Forward, Issuer, Minter, RejectReason, Sidecar, SigningKey,
-    Validation,
+    Audience, Decision, Error, Forward, Issuer, Minter, RejectReason, STRIPPED_IDENTITY_HEADERS,
+    Sidecar, SigningKey, Validation,
 };
 
 const ED25519_PKCS8: &str = "-----BEGIN PRIVATE KEY-----\n\
@@ -98,6 +98,114 @@ fn spoofed_user_headers_never_reach_upstream() {
         // Without a token: rejected, nothing forwarded.
         let r = reject(sidecar.decide([(spoof, "admin")], now()));
         assert_eq!(r, RejectReason::MissingAuthorization);
+    }
+}
+
+/// Identity headers other than `X-Authenticated-User` that add-ons and their libraries read
+/// (kube-apiserver's front proxy, impersonation, oauth2-proxy): removed on both paths, by
+/// default, in every spelling; `strip_headers` adds names and prefixes.
+#[test]
+fn other_identity_headers_never_reach_upstream() {
+    let (sidecar, mut minter) = setup();
+    let auth = bearer(&mut minter, "jane");
+    let spoofed = [
+        "X-Remote-User",
+        "x-remote-uid",
+        "X_REMOTE_GROUP",
+        "X-Remote-Extra-Scopes",
+        "x-remote-extra-",
+        "Impersonate-User",
+        "impersonate-group",
+        "Impersonate-Uid",
+        "Impersonate-Extra-Acme.com%2Fproject",
+        "X-Forwarded-User",
+        "x_forwarded_email",
+        "X-Forwarded-Groups",
+        "X-Forwarded-Preferred-Username",
+        "X-Auth-Request-User",
+        "x-auth-request-email",
+        "Remote-User",
+    ];
+    let kept = [
+        "X-Forwarded-For",
+        "X-Forwarded-Proto",
+        "X-Remote-Addr",
+        "X-Tenant",
+        "Impersonate",
+        "X-WebAuth-User",
+    ];
+    let mut headers: Vec<(&str, &str)> = vec![("Authorization", auth.as_str())];
+    headers.extend(spoofed.iter().map(|n| (*n, "system:masters")));
+    headers.extend(kept.iter().map(|n| (*n, "v")));
+    let f = forward(sidecar.decide(headers.clone(), now()));
+    let names: Vec<&str> = f.headers().map(|(n, _)| n).collect();
+    let mut expected: Vec<&str> = kept.to_vec();
+    expected.push("X-Authenticated-User");
+    assert_eq!(names, expected);
+
+    // More names, and prefixes, for this add-on.
+    let strict = setup()
+        .0
+        .strip_headers(["x-webauth-user", "X_Tenant*"])
+        .unwrap();
+    let f = forward(strict.decide(headers.clone(), now()));
+    let names: Vec<&str> = f.headers().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        [
+            "X-Forwarded-For",
+            "X-Forwarded-Proto",
+            "X-Remote-Addr",
+            "Impersonate",
+            "X-Authenticated-User"
+        ]
+    );
+    for bad in ["", "*", "X Tenant", "x:y*", "x\0"] {
+        assert!(
+            matches!(setup().0.strip_headers([bad]), Err(Error::InvalidInput(_))),
+            "{bad:?}"
+        );
+    }
+
+    #[cfg(feature = "http")]
+    {
+        let mut all: Vec<&str> = kept.to_vec();
+        all.push("X-Authenticated-User");
+        let strict_kept: Vec<&str> = names.clone();
+        for (sidecar, expected) in [(&sidecar, all), (&strict, strict_kept)] {
+            let mut expected: Vec<String> =
+                expected.iter().map(|n| n.to_ascii_lowercase()).collect();
+            expected.sort();
+            // The first pass verifies, the second is decided from the cache alone.
+            for pass in 0..2 {
+                let mut map = http::HeaderMap::new();
+                for (n, v) in &headers {
+                    map.append(
+                        http::HeaderName::from_bytes(n.as_bytes()).unwrap(),
+                        v.parse().unwrap(),
+                    );
+                }
+                let decided = if pass == 0 {
+                    sidecar.decide_header_map(&mut map, now())
+                } else {
+                    sidecar
+                        .decide_header_map_if_cached(&mut map, now())
+                        .unwrap()
+                };
+                assert_eq!(&*decided.unwrap(), "jane");
+                let mut left: Vec<String> = map.keys().map(|k| k.as_str().to_owned()).collect();
+                left.sort();
+                assert_eq!(left, expected, "pass {pass}");
+            }
+        }
+    }
+    for name in STRIPPED_IDENTITY_HEADERS {
+        let name = name.replace('*', "x");
+        let f = forward(sidecar.decide(
+            [("authorization", auth.as_str()), (name.as_str(), "a")],
+            now(),
+        ));
+        assert_eq!(f.headers().len(), 1, "{name}");
     }
 }
 

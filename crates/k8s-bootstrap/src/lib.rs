@@ -60,6 +60,8 @@ pub use kube;
 #[cfg(feature = "tls-bootstrap")]
 pub use tls_bootstrap;
 
+#[cfg(feature = "accept")]
+pub mod accept;
 #[cfg(feature = "controllers")]
 pub mod controllers;
 #[cfg(feature = "tls-bootstrap")]

@@ -8,9 +8,13 @@
 //!   audience or issuer, a look-alike identity header, oversized headers) is answered `403
 //!   Forbidden` with an empty body, and the inner service never sees it;
 //! * otherwise the inner service gets the request with every `Authorization`, client-supplied
-//!   `X-Authenticated-User` (any spelling), hop-by-hop and `Connection`-named header removed and
-//!   `x-authenticated-user: <sub>` added, and the verified user as an [`AuthenticatedUser`]
-//!   request extension (axum: `Extension<AuthenticatedUser>`).
+//!   `X-Authenticated-User` (any spelling), other identity header
+//!   ([`addon_jwt::STRIPPED_IDENTITY_HEADERS`]: `X-Remote-User`, `Impersonate-*`,
+//!   `X-Forwarded-User`, ..., and those added with [`Sidecar::strip_headers`]), hop-by-hop and
+//!   `Connection`-named header removed and `x-authenticated-user: <sub>` added, and the
+//!   verified user as an [`AuthenticatedUser`] request extension (axum:
+//!   `Extension<AuthenticatedUser>`). `X-Authenticated-User` is the one identity header the
+//!   inner service can trust.
 //!
 //! That covers both of the design's patterns: verify in process (the layer around the add-on's
 //! own router) or behind a proxy (the layer around a client that forwards upstream, as

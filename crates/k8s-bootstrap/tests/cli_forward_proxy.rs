@@ -84,6 +84,14 @@ async fn addon(hits: Arc<AtomicUsize>) -> SocketAddr {
                 "x-seen-extra",
                 headers.get("x-extra").map_or("", |v| v.to_str().unwrap()),
             )
+            .header(
+                "x-seen-names",
+                headers
+                    .keys()
+                    .map(http::HeaderName::as_str)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            )
             .body(body)
             .unwrap()
     }
@@ -171,19 +179,43 @@ where
 }
 
 fn start_proxy(upstream: SocketAddr, listen: SocketAddr, http: SocketAddr, keys: &Path) -> Child {
+    start_proxy_with(upstream, listen, http, keys, &[])
+}
+
+/// The proxy's flags for these addresses and keys, and `extra`.
+fn proxy_args(
+    upstream: SocketAddr,
+    listen: SocketAddr,
+    http: SocketAddr,
+    keys: &Path,
+    extra: &[&str],
+) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "forward-proxy".to_owned(),
+        format!("--listen={listen}"),
+        format!("--forward={upstream}"),
+        format!("--issuer={ISSUER}"),
+        format!("--audience={AUDIENCE}"),
+        format!("--public-key-file={}", keys.join("key.pem").display()),
+        "--algorithm=EdDSA".to_owned(),
+        "--request-timeout=2s".to_owned(),
+        "--reload-interval=100ms".to_owned(),
+        format!("--http-address={http}"),
+    ]
+    .into();
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    args
+}
+
+fn start_proxy_with(
+    upstream: SocketAddr,
+    listen: SocketAddr,
+    http: SocketAddr,
+    keys: &Path,
+    extra: &[&str],
+) -> Child {
     Command::new(BIN)
-        .args([
-            "forward-proxy",
-            &format!("--listen={listen}"),
-            &format!("--forward={upstream}"),
-            &format!("--issuer={ISSUER}"),
-            &format!("--audience={AUDIENCE}"),
-            &format!("--public-key-file={}", keys.join("key.pem").display()),
-            "--algorithm=EdDSA",
-            "--request-timeout=2s",
-            "--reload-interval=100ms",
-            &format!("--http-address={http}"),
-        ])
+        .args(proxy_args(upstream, listen, http, keys, extra))
         .env_remove("RUST_LOG")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -199,7 +231,13 @@ async fn forward_proxy_in_front_of_an_addon() {
     let dir = tempfile::tempdir().unwrap();
     mount(dir.path(), "v1", &public_pem(KEY_A));
     let (listen, http) = (free_addr(), free_addr());
-    let mut proxy = start_proxy(upstream, listen, http, dir.path());
+    let mut proxy = start_proxy_with(
+        upstream,
+        listen,
+        http,
+        dir.path(),
+        &["--strip-header=X-WebAuth-User,x-tenant-*"],
+    );
     let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
     listening(listen).await;
 
@@ -214,6 +252,16 @@ async fn forward_proxy_in_front_of_an_addon() {
             ("authorization", &bearer),
             ("x-authenticated-user", "admin"),
             ("x-extra", "kept"),
+            // Other identity headers: removed by default, or by --strip-header.
+            ("x-remote-user", "admin"),
+            ("x-remote-group", "system:masters"),
+            ("x-remote-extra-scopes", "all"),
+            ("impersonate-user", "admin"),
+            ("impersonate-extra-reason", "x"),
+            ("x-forwarded-user", "admin"),
+            ("x-webauth-user", "admin"),
+            ("x-tenant-id", "other"),
+            ("x-forwarded-for", "10.0.0.1"),
         ],
         body.clone(),
     )
@@ -222,6 +270,18 @@ async fn forward_proxy_in_front_of_an_addon() {
     assert_eq!(headers["x-seen-user"], "jane");
     assert_eq!(headers["x-seen-authorization"], "no");
     assert_eq!(headers["x-seen-extra"], "kept");
+    let seen_names = headers["x-seen-names"].to_str().unwrap();
+    for name in seen_names.split(',') {
+        assert!(
+            !name.starts_with("x-remote-")
+                && !name.starts_with("impersonate-")
+                && !name.starts_with("x-tenant-")
+                && name != "x-forwarded-user"
+                && name != "x-webauth-user",
+            "{name} reached the add-on: {seen_names}"
+        );
+    }
+    assert!(seen_names.contains("x-forwarded-for"), "{seen_names}");
     assert_eq!(echoed, body, "1 MB body streamed both ways unchanged");
     assert_eq!(hits.load(Ordering::SeqCst), 1);
 
@@ -384,6 +444,17 @@ async fn forward_proxy_refuses_bad_flags_and_bad_keys() {
                 "--issuer=i".to_owned(),
                 "--audience=a".to_owned(),
                 format!("--public-key-file={}", garbage.display()),
+            ],
+            "keys in",
+        ),
+        (
+            vec![
+                "forward-proxy".to_owned(),
+                "--forward=127.0.0.1:1".to_owned(),
+                "--issuer=i".to_owned(),
+                "--audience=a".to_owned(),
+                format!("--public-key-file={}", garbage.display()),
+                "--strip-header=x y".to_owned(),
             ],
             "keys in",
         ),
@@ -710,4 +781,195 @@ async fn forward_proxy_addon_failures_and_shutdown() {
         .unwrap()
         .unwrap();
     assert!(status.success());
+}
+
+/// A plain GET on the proxy's health and metrics address: status and body.
+async fn health_get(http: SocketAddr, path: &str) -> (u16, String) {
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let request = http::Request::get(format!("http://{http}{path}"));
+    let response = client
+        .request(request.body(Full::default()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8(body.to_vec()).unwrap())
+}
+
+/// A key file that changes and cannot be loaded (broken, then deleted): with
+/// `--key-reload-failure=fail-closed` every request is refused and /readyz answers 503 until
+/// the file loads again; by default (`keep`) the keys loaded before stay, and /readyz says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forward_proxy_key_reload_failure() {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let upstream = addon(hits.clone()).await;
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let bearer_a = format!("Bearer {}", token(KEY_A, "jane"));
+    let bearer_b = format!("Bearer {}", token(KEY_B, "joe"));
+    let status = |listen: SocketAddr, bearer: String| {
+        let client = client.clone();
+        async move {
+            send(
+                &client,
+                listen,
+                "/echo",
+                &[("authorization", &bearer)],
+                Vec::new(),
+            )
+            .await
+            .0
+        }
+    };
+
+    // Fail closed.
+    let dir = tempfile::tempdir().unwrap();
+    mount(dir.path(), "v1", &public_pem(KEY_A));
+    let (listen, http) = (free_addr(), free_addr());
+    let _closed = start_proxy_with(
+        upstream,
+        listen,
+        http,
+        dir.path(),
+        &["--key-reload-failure=fail-closed"],
+    );
+    listening(listen).await;
+    assert_eq!(status(listen, bearer_a.clone()).await, 200);
+    assert_eq!(health_get(http, "/readyz").await.0, 200);
+    mount(dir.path(), "v2", "not a key\n");
+    eventually("a broken key file refuses every request", || {
+        let f = status(listen, bearer_a.clone());
+        async move { f.await == 403 }
+    })
+    .await;
+    let (code, body) = health_get(http, "/readyz").await;
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("key file cannot be loaded"), "{body}");
+    let metrics = health_get(http, "/metrics").await.1;
+    assert!(
+        metrics.contains("k8s_bootstrap_forward_proxy_key_file_failing 1"),
+        "{metrics}"
+    );
+    assert_eq!(status(listen, bearer_b.clone()).await, 403);
+    // A good file again (key B): ready, B accepted, A no longer.
+    mount(dir.path(), "v3", &public_pem(KEY_B));
+    eventually("the new key file loads", || {
+        let f = status(listen, bearer_b.clone());
+        async move { f.await == 200 }
+    })
+    .await;
+    assert_eq!(health_get(http, "/readyz").await.0, 200);
+    assert_eq!(status(listen, bearer_a.clone()).await, 403);
+    // The key file deleted: refused again.
+    std::fs::remove_file(dir.path().join("key.pem")).unwrap();
+    eventually("a deleted key file refuses every request", || {
+        let f = status(listen, bearer_b.clone());
+        async move { f.await == 403 }
+    })
+    .await;
+    assert_eq!(health_get(http, "/readyz").await.0, 503);
+
+    // Keep (the default): the keys loaded before stay, /readyz says so.
+    let dir = tempfile::tempdir().unwrap();
+    mount(dir.path(), "v1", &public_pem(KEY_A));
+    let (listen, http) = (free_addr(), free_addr());
+    let _kept = start_proxy(upstream, listen, http, dir.path());
+    listening(listen).await;
+    assert_eq!(health_get(http, "/readyz").await, (200, "ok".to_owned()));
+    mount(dir.path(), "v2", "not a key\n");
+    eventually("/readyz reports the failed reload", || async {
+        health_get(http, "/readyz")
+            .await
+            .1
+            .contains("the keys loaded before are in use")
+    })
+    .await;
+    assert_eq!(health_get(http, "/readyz").await.0, 200);
+    assert_eq!(status(listen, bearer_a.clone()).await, 200);
+}
+
+/// utime + stime of process `pid`, in clock ticks (/proc/<pid>/stat fields 14 and 15).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces), from field 3 on.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// Clock ticks per second (`getconf CLK_TCK`; 100 on Linux).
+fn clock_ticks_per_second() -> u64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100)
+}
+
+/// Out of file descriptors (a 64-descriptor limit) with more idle client connections than
+/// that: under `--max-connections` the proxy accepts no more than its cap, so /healthz still
+/// answers and the proxy does not spin on failing accepts; closing connections lets new ones
+/// in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forward_proxy_caps_connections_under_a_low_file_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    mount(dir.path(), "v1", &public_pem(KEY_A));
+    let (listen, http) = (free_addr(), free_addr());
+    let args = proxy_args(
+        free_addr(),
+        listen,
+        http,
+        dir.path(),
+        &["--max-connections=16"],
+    );
+    let mut proxy = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 64 && exec \"$0\" \"$@\"")
+        .arg(BIN)
+        .args(&args)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = proxy.id().unwrap();
+    listening(listen).await;
+
+    // More idle connections than the process has descriptors.
+    let mut held = Vec::new();
+    for _ in 0..100 {
+        held.push(tokio::net::TcpStream::connect(listen).await.unwrap());
+    }
+    // Within 5 s: the proxy closes idle connections after its 10 s header read timeout, which
+    // would let an uncapped proxy recover and answer then.
+    let health = tokio::time::timeout(Duration::from_secs(5), health_get(http, "/healthz"))
+        .await
+        .expect("/healthz answers while clients hold idle connections");
+    assert_eq!(health, (200, "ok".to_owned()));
+
+    // Idle: a proxy retrying failed accepts at once would use a whole core here.
+    let window = Duration::from_secs(3);
+    let before = cpu_ticks(pid);
+    tokio::time::sleep(window).await;
+    let used = cpu_ticks(pid) - before;
+    let budget = clock_ticks_per_second() * window.as_secs() / 10;
+    assert!(
+        used < budget,
+        "the proxy used {used} ticks of CPU in {window:?} while idle (budget {budget})"
+    );
+    assert!(
+        proxy.try_wait().unwrap().is_none(),
+        "the proxy is still running"
+    );
+
+    // Connections closed: new ones are served (no token: 403 from the proxy itself).
+    drop(held);
+    let mut stream = tokio::net::TcpStream::connect(listen).await.unwrap();
+    let request = "GET /keep HTTP/1.1\r\nhost: a\r\n\r\n";
+    let answered = tokio::time::timeout(Duration::from_secs(10), exchange(&mut stream, request))
+        .await
+        .expect("a new connection is served once the idle ones are gone");
+    assert_eq!(answered.0, 403);
 }

@@ -48,10 +48,22 @@ impl Env {
 }
 
 async fn run_bin(args: &[&str], home: &Path, kubeconfig_env: Option<&str>) -> Output {
+    run_bin_env(args, home, kubeconfig_env, &[]).await
+}
+
+/// [`run_bin`] with more environment variables.
+async fn run_bin_env(
+    args: &[&str],
+    home: &Path,
+    kubeconfig_env: Option<&str>,
+    vars: &[(&str, &str)],
+) -> Output {
     let mut cmd = Command::new(BIN);
     cmd.args(args)
         .env_remove("KUBECONFIG")
         .env_remove("RUST_LOG")
+        .env_remove("K8S_BOOTSTRAP_TOKEN")
+        .envs(vars.iter().copied())
         .env("HOME", home)
         .current_dir(home);
     if let Some(k) = kubeconfig_env {
@@ -201,10 +213,162 @@ async fn join_with_unsafe_skip_ca_verification() {
         ])
         .await;
     assert_ok(&out);
+    assert!(
+        stderr(&out).contains(
+            "warning: --discovery-token-unsafe-skip-ca-verification: the cluster CA is not pinned"
+        ),
+        "{}",
+        stderr(&out)
+    );
     // The default path, in the working directory.
     let written = env.dir.path().join("bootstrap-kubelet.conf");
     let text = std::fs::read_to_string(&written).unwrap();
     assert!(text.contains("token: abcdef.0123456789abcdef"));
+}
+
+/// The token from `--token-file` (a trailing newline ignored) or `$K8S_BOOTSTRAP_TOKEN`
+/// instead of the command line; two sources at once are a usage error; a file that cannot be
+/// read or holds no token is an error naming the flag, the path and the reason. The token never
+/// appears in the output, help included.
+#[tokio::test]
+async fn join_reads_the_token_from_a_file_or_the_environment() {
+    let env = Env::start().await;
+    let out = env.run(&["token", "create", "--print-join-command"]).await;
+    assert_ok(&out);
+    let line = stdout(&out);
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let (endpoint, token, hash) = (words[2], words[4], words[6]);
+    let home = env.dir.path();
+    let no_token = |out: &Output| {
+        assert!(!stdout(out).contains(token), "{}", stdout(out));
+        assert!(!stderr(out).contains(token), "{}", stderr(out));
+        let secret = token.split('.').nth(1).unwrap();
+        assert!(!stderr(out).contains(secret), "{}", stderr(out));
+    };
+    let join = |written: &'static str, extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = [
+            "join",
+            endpoint,
+            "--discovery-token-ca-cert-hash",
+            hash,
+            "--tls-bootstrap-kubeconfig",
+            written,
+            "--discovery-timeout",
+            "1m",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        args
+    };
+    let run = |args: Vec<String>, vars: Vec<(&'static str, String)>| async move {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        run_bin_env(&args, home, None, &vars).await
+    };
+
+    // A file with a trailing newline (as `echo` writes it).
+    let file = home.join("token");
+    std::fs::write(&file, format!("{token}\n")).unwrap();
+    let out = run(
+        join("from-file.conf", &["--token-file", file.to_str().unwrap()]),
+        vec![],
+    )
+    .await;
+    assert_ok(&out);
+    no_token(&out);
+    let text = std::fs::read_to_string(home.join("from-file.conf")).unwrap();
+    assert!(text.contains(&format!("token: {token}\n")), "{text}");
+    // CRLF too.
+    std::fs::write(&file, format!("{token}\r\n")).unwrap();
+    let out = run(
+        join("from-crlf.conf", &["--token-file", file.to_str().unwrap()]),
+        vec![],
+    )
+    .await;
+    assert_ok(&out);
+
+    // The environment.
+    let out = run(
+        join("from-env.conf", &[]),
+        vec![("K8S_BOOTSTRAP_TOKEN", token.to_owned())],
+    )
+    .await;
+    assert_ok(&out);
+    no_token(&out);
+    let text = std::fs::read_to_string(home.join("from-env.conf")).unwrap();
+    assert!(text.contains(&format!("token: {token}\n")), "{text}");
+
+    // Two sources: a usage error, exit 2, the token not echoed.
+    for (extra, vars) in [
+        (
+            vec!["--token", token, "--token-file", file.to_str().unwrap()],
+            vec![],
+        ),
+        (
+            vec!["--token-file", file.to_str().unwrap()],
+            vec![("K8S_BOOTSTRAP_TOKEN", token.to_owned())],
+        ),
+    ] {
+        let out = run(join("never.conf", &extra), vars).await;
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains("--token-file"), "{}", stderr(&out));
+        no_token(&out);
+    }
+    assert!(!home.join("never.conf").exists());
+
+    // Help shows the variable, never its value.
+    let out = run(
+        vec!["join".to_owned(), "--help".to_owned()],
+        vec![("K8S_BOOTSTRAP_TOKEN", token.to_owned())],
+    )
+    .await;
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains("K8S_BOOTSTRAP_TOKEN"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("--token-file"), "{}", stdout(&out));
+    no_token(&out);
+
+    // Files that hold no token: exit 1, the flag, the path and the reason named.
+    let missing = home.join("missing");
+    let large = home.join("large");
+    std::fs::write(&large, format!("{token}\n").repeat(1000)).unwrap();
+    let wrong = home.join("wrong");
+    let wrong_token = format!("{}X", &token[..22]);
+    std::fs::write(&wrong, format!("{wrong_token}\n")).unwrap();
+    let unreadable = home.join("dir");
+    std::fs::create_dir(&unreadable).unwrap();
+    for (path, reason) in [
+        (&missing, "No such file or directory"),
+        (&large, "larger than 4096 bytes"),
+        (&unreadable, "Is a directory"),
+        (
+            &wrong,
+            "the bootstrap token given to --token-file was not of the form",
+        ),
+    ] {
+        let out = run(
+            join("never.conf", &["--token-file", path.to_str().unwrap()]),
+            vec![],
+        )
+        .await;
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains(reason), "{err}");
+        if path != &wrong {
+            assert!(
+                err.starts_with(&format!("error: --token-file {}: ", path.display())),
+                "{err}"
+            );
+        }
+        assert!(!err.contains(&wrong_token), "{err}");
+        no_token(&out);
+    }
+    assert!(!home.join("never.conf").exists());
 }
 
 #[tokio::test]

@@ -100,6 +100,51 @@ async fn send(
     (status, String::from_utf8(body.to_vec()).unwrap())
 }
 
+/// Identity headers other than `X-Authenticated-User` (kube-apiserver's front proxy,
+/// impersonation, oauth2-proxy) never reach the add-on, with or without verification slots,
+/// and the sidecar's extra names apply too.
+#[tokio::test]
+async fn other_identity_headers_never_reach_the_addon() {
+    let token = mint(key_a(), "jane", AUDIENCE, now());
+    let bearer = format!("Bearer {token}");
+    let headers = [
+        ("authorization", bearer.as_str()),
+        ("x-remote-user", "admin"),
+        ("x-remote-group", "system:masters"),
+        ("x-remote-extra-scopes", "all"),
+        ("x_remote_uid", "0"),
+        ("impersonate-user", "admin"),
+        ("impersonate-group", "system:masters"),
+        ("impersonate-extra-reason", "x"),
+        ("x-forwarded-user", "admin"),
+        ("x-auth-request-user", "admin"),
+        ("x-webauth-user", "admin"),
+        ("accept", "text/html"),
+    ];
+    let plain = SidecarLayer::new(sidecar_for(&key_a())).clock(now);
+    let slots = SidecarLayer::new(sidecar_for(&key_a()))
+        .clock(now)
+        .max_concurrent_verifications(std::num::NonZeroUsize::MIN);
+    for layer in [plain, slots] {
+        let mut app = addon().layer(layer);
+        // The first request verifies the token, the second is decided from the cache.
+        for _ in 0..2 {
+            let (status, body) = send(&mut app, &headers).await;
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(
+                body,
+                "jane\naccept=text/html\nx-authenticated-user=jane\nx-webauth-user=admin"
+            );
+        }
+    }
+    let strict = sidecar_for(&key_a())
+        .strip_headers(["X-WebAuth-User"])
+        .unwrap();
+    let mut app = addon().layer(SidecarLayer::new(strict).clock(now));
+    let (_, body) = send(&mut app, &headers).await;
+    assert_eq!(body, "jane\naccept=text/html\nx-authenticated-user=jane");
+}
+
 #[tokio::test]
 async fn axum_router_behind_the_layer_sees_only_verified_users() {
     captured();

@@ -100,9 +100,11 @@ pub fn addon_jwt_pem(data: &[u8]) -> Outcome {
 /// a colon is skipped; the name is read lossily as UTF-8), decided at 2025-06-15 by one sidecar
 /// with the reference JWKS and a 64-token cache, shared by every input.
 ///
-/// A forwarded request carries no `Authorization` and exactly one `X-Authenticated-User`
-/// (whatever its case, `_` for `-`): the last header, `X-Authenticated-User` with the only
-/// header-safe subject the reference keys ever signed. Accepted: the request is forwarded.
+/// A forwarded request carries no `Authorization`, none of the identity headers the sidecar
+/// strips (`addon_jwt::STRIPPED_IDENTITY_HEADERS`, whatever their case, `_` for `-`) and exactly
+/// one `X-Authenticated-User` (whatever its case, `_` for `-`): the last header,
+/// `X-Authenticated-User` with the only header-safe subject the reference keys ever signed.
+/// Accepted: the request is forwarded.
 ///
 /// The same lines as an `http::HeaderMap` (those `http` accepts) are decided in place too, by a
 /// second sidecar whose cache starts empty for each input: `decide_header_map_if_cached`
@@ -146,7 +148,21 @@ pub fn addon_jwt_sidecar(data: &[u8]) -> Outcome {
         !f.headers()
             .any(|(n, _)| n.eq_ignore_ascii_case("authorization"))
     );
+    assert!(!f.headers().any(|(n, _)| stripped_identity(n)));
     Outcome::Accepted
+}
+
+/// Whether `name`, in lower case with `-` for `_`, is one of the listed identity headers or
+/// starts with one of the listed prefixes (`X-Remote-Extra-*`).
+fn stripped_identity(name: &str) -> bool {
+    let folded = name.to_ascii_lowercase().replace('_', "-");
+    addon_jwt::STRIPPED_IDENTITY_HEADERS.iter().any(|listed| {
+        let listed = listed.to_ascii_lowercase();
+        match listed.strip_suffix('*') {
+            Some(prefix) => folded.starts_with(prefix),
+            None => folded == listed,
+        }
+    })
 }
 
 /// The in-place decision and its cache-only form on the lines of `data` (see
@@ -194,6 +210,7 @@ fn sidecar_header_map(data: &[u8]) {
             assert!(!full.contains_key(http::header::AUTHORIZATION));
             let users: Vec<_> = full.get_all("x-authenticated-user").iter().collect();
             assert_eq!(users, [REFERENCE_USER]);
+            assert!(!full.keys().any(|n| stripped_identity(n.as_str())));
             // Once verified, the cache alone decides alike.
             assert_eq!(after.as_ref(), Some(&decided));
             assert_eq!(late, full);

@@ -164,9 +164,36 @@ pub(crate) struct ForwardProxyArgs {
     /// How often to check the key file for changes.
     #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = go_duration)]
     pub(crate) reload_interval: Duration,
+    /// What a key file that changed and cannot be loaded (broken, deleted) does: `keep` serves
+    /// on with the keys loaded before (/readyz stays 200 and says so); `fail-closed` refuses
+    /// every request (403) and answers /readyz 503 until the file loads again, so a rotation
+    /// meant to revoke a key cannot leave it accepted.
+    #[arg(long, value_enum, default_value_t = KeyReloadFailure::Keep, value_name = "POLICY")]
+    pub(crate) key_reload_failure: KeyReloadFailure,
+    /// A request header to remove before the add-on, besides X-Authenticated-User's look-alikes
+    /// and the identity headers removed by default (X-Remote-User, X-Remote-Group,
+    /// X-Remote-Extra-*, Impersonate-*, X-Forwarded-User, ...); a trailing * matches a prefix.
+    /// Repeatable or comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "NAME")]
+    pub(crate) strip_header: Vec<String>,
+    /// Client connections open at once, at most; more wait in the listen backlog until one
+    /// closes (0: from the open-file limit, (limit - 64) / 2 as each connection may hold two
+    /// descriptors, at most 16384).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub(crate) max_connections: usize,
     /// Where to serve /healthz, /readyz and /metrics (plain HTTP).
     #[arg(long, default_value = "0.0.0.0:10259", value_name = "ADDR:PORT")]
     pub(crate) http_address: std::net::SocketAddr,
+}
+
+/// `forward-proxy --key-reload-failure`.
+#[cfg(feature = "sidecar")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum KeyReloadFailure {
+    /// Keep accepting the keys loaded before.
+    Keep,
+    /// Refuse every request until the key file loads again.
+    FailClosed,
 }
 
 #[cfg(feature = "loopback-server")]
@@ -270,9 +297,20 @@ pub(crate) struct JoinArgs {
     /// The API server endpoint (host:port) for token discovery.
     #[arg(value_name = "ENDPOINT")]
     pub(crate) endpoint: Option<String>,
-    /// The token for both discovery and the TLS bootstrap.
-    #[arg(long, value_name = "TOKEN")]
+    /// The token for both discovery and the TLS bootstrap; also read from
+    /// $K8S_BOOTSTRAP_TOKEN. A command line is visible to every local user (/proc/*/cmdline)
+    /// for as long as join runs: prefer --token-file or the environment variable.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "K8S_BOOTSTRAP_TOKEN",
+        hide_env_values = true
+    )]
     pub(crate) token: Option<String>,
+    /// A file holding the token for both discovery and the TLS bootstrap (a trailing newline
+    /// is ignored); instead of --token or $K8S_BOOTSTRAP_TOKEN.
+    #[arg(long, value_name = "PATH", conflicts_with = "token")]
+    pub(crate) token_file: Option<PathBuf>,
     /// The token for discovery (defaults to --token).
     #[arg(long, value_name = "TOKEN")]
     pub(crate) discovery_token: Option<String>,

@@ -35,6 +35,12 @@ pub(crate) enum CliError {
     },
     #[error("{0}")]
     JoinFlags(String),
+    #[error("--token-file {}: {source}", .path.display())]
+    TokenFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("TLS bootstrap: {0}")]
     TlsBootstrap(#[source] k8s_bootstrap::csr::Error),
     #[error("the node key {}: {source}", .path.display())]

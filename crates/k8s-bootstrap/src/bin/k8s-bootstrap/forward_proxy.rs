@@ -11,15 +11,17 @@ use std::time::{Duration, SystemTime};
 use http::Request;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use k8s_bootstrap::accept::Acceptor;
 use k8s_bootstrap::addon_jwt::{
     Algorithm, Audience, Issuer, KeySet, Rejection, Sidecar, Validation,
 };
 use k8s_bootstrap::sidecar::{DecisionObserver, SharedSidecar, SidecarLayer};
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use tower::Layer as _;
 
-use crate::args::ForwardProxyArgs;
+use crate::args::{ForwardProxyArgs, KeyReloadFailure};
 use crate::error::CliError;
 use crate::upstream::{Link, Upstream};
 
@@ -78,6 +80,7 @@ pub(crate) struct ProxyMetrics {
     pub(crate) upstream_errors: Counter,
     key_reloads: Counter,
     key_reload_errors: Counter,
+    key_file_failing: Gauge,
 }
 
 impl ProxyMetrics {
@@ -100,7 +103,13 @@ impl ProxyMetrics {
         let key_reloads = counter("key_reloads", "Key files loaded after a change");
         let key_reload_errors = counter(
             "key_reload_errors",
-            "Changed key files that could not be loaded (the old keys stay)",
+            "Changed key files that could not be loaded (see --key-reload-failure)",
+        );
+        let key_file_failing = Gauge::default();
+        registry.register(
+            "key_file_failing",
+            "1 while the key file, changed, cannot be loaded",
+            key_file_failing.clone(),
         );
         ProxyMetrics {
             registry,
@@ -109,6 +118,7 @@ impl ProxyMetrics {
             upstream_errors,
             key_reloads,
             key_reload_errors,
+            key_file_failing,
         }
     }
 
@@ -138,50 +148,137 @@ fn validation(issuer: &str, audiences: &[String]) -> Option<Validation> {
     Some(v)
 }
 
-/// What the sidecar is built from; either part may change while serving.
-struct Inputs {
+/// What the sidecar is built from and does not change.
+struct Config {
     source: KeySource,
     issuer: String,
     fixed: Vec<String>,
-    discovered: std::sync::Mutex<Vec<String>>,
+    cache_size: usize,
+    strip: Vec<String>,
+    policy: KeyReloadFailure,
+}
+
+impl Config {
+    /// The sidecar for `state`: no key at all while the key file fails under `fail-closed`.
+    fn build(&self, state: &BuildState) -> Result<Sidecar, String> {
+        let mut audiences = self.fixed.clone();
+        audiences.extend(state.discovered.iter().cloned());
+        audiences.sort();
+        audiences.dedup();
+        let validation = validation(&self.issuer, &audiences)
+            .ok_or_else(|| "no audience to accept (none given, none discovered)".to_owned())?;
+        let keys = match (&state.key_error, self.policy) {
+            (Some(_), KeyReloadFailure::FailClosed) => KeySet::new(),
+            _ => state.keys.clone(),
+        };
+        Sidecar::new(keys, validation)
+            .cache_capacity(self.cache_size)
+            .strip_headers(&self.strip)
+            .map_err(|e| format!("--strip-header: {e}"))
+    }
+}
+
+/// The sidecar in use and what it is built from; the keys and the discovered audiences may
+/// change while serving.
+struct Inputs {
+    config: Config,
     sidecar: SharedSidecar,
     metrics: Arc<ProxyMetrics>,
-    cache_size: usize,
+    /// What the sidecar in use was built from. Held for a whole rebuild (read, build,
+    /// replace), so key reloads and audience refreshes take turns: the sidecar in use is always
+    /// built from the latest keys and audiences together, never replaced by a rebuild that
+    /// started earlier.
+    state: std::sync::Mutex<BuildState>,
+}
+
+struct BuildState {
+    /// The keys last loaded.
+    keys: KeySet,
+    discovered: Vec<String>,
+    /// Why the key file, since it changed, cannot be loaded.
+    key_error: Option<String>,
 }
 
 impl Inputs {
-    fn audiences(&self) -> Vec<String> {
-        let discovered = self
-            .discovered
+    fn lock(&self) -> std::sync::MutexGuard<'_, BuildState> {
+        self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        let mut all = self.fixed.clone();
-        all.extend(discovered);
-        all.sort();
-        all.dedup();
-        all
     }
 
-    /// Rebuilds the sidecar from the key file and the audiences now; whether it was replaced
-    /// (on failure the old keys and audiences stay, and the error is counted).
-    fn rebuild(&self, why: &str) -> bool {
-        match build_sidecar(
-            &self.source,
-            &self.issuer,
-            &self.audiences(),
-            self.cache_size,
-        ) {
+    /// Rebuilds the sidecar from `state` (locked by the caller); on failure the sidecar in use
+    /// stays.
+    fn install(&self, state: &BuildState, why: &str) {
+        match self.config.build(state) {
             Ok(sidecar) => {
                 self.sidecar.replace(sidecar);
                 tracing::info!(why, "forward-proxy: sidecar rebuilt");
-                true
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, why, "forward-proxy: not rebuilt, the sidecar in use stays");
+            }
+        }
+    }
+
+    /// Loads the changed key file and rebuilds; on failure, `--key-reload-failure` decides.
+    fn reload_keys(&self) {
+        let mut state = self.lock();
+        match self.config.source.load() {
+            Ok(keys) => {
+                state.keys = keys;
+                state.key_error = None;
+                self.metrics.key_file_failing.set(0);
+                self.metrics.key_reloads.inc();
+                self.install(&state, "the key file changed");
             }
             Err(e) => {
                 self.metrics.key_reload_errors.inc();
-                tracing::warn!(error = %e, why, "forward-proxy: not rebuilt, the old keys and audiences stay");
-                false
+                self.metrics.key_file_failing.set(1);
+                match self.config.policy {
+                    KeyReloadFailure::Keep => tracing::warn!(
+                        error = %e,
+                        "forward-proxy: the key file cannot be loaded; the keys loaded before stay"
+                    ),
+                    KeyReloadFailure::FailClosed => tracing::warn!(
+                        error = %e,
+                        "forward-proxy: the key file cannot be loaded; every request is refused until it loads"
+                    ),
+                }
+                let was_failing = state.key_error.replace(e).is_some();
+                if self.config.policy == KeyReloadFailure::FailClosed && !was_failing {
+                    self.install(&state, "the key file cannot be loaded");
+                }
             }
+        }
+    }
+
+    /// Takes the Services that select this pod now, and rebuilds when they changed.
+    fn set_discovered(&self, found: Vec<String>) {
+        let mut state = self.lock();
+        if state.discovered != found {
+            state.discovered = found;
+            self.install(&state, "the Services selecting this pod changed");
+        }
+    }
+
+    /// `/readyz`: 503 while the key file fails under `fail-closed`; 200 otherwise, saying
+    /// when the keys in use are older than the file.
+    fn readiness(&self) -> (http::StatusCode, String) {
+        let state = self.lock();
+        match (&state.key_error, self.config.policy) {
+            (None, _) => (http::StatusCode::OK, "ok".to_owned()),
+            (Some(e), KeyReloadFailure::Keep) => (
+                http::StatusCode::OK,
+                format!(
+                    "ok: the keys loaded before are in use; the key file cannot be loaded: {e}\n"
+                ),
+            ),
+            (Some(e), KeyReloadFailure::FailClosed) => (
+                http::StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "not ready: every request is refused; the key file cannot be loaded: {e}\n"
+                ),
+            ),
         }
     }
 }
@@ -279,20 +376,25 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
         .as_ref()
         .map(|(_, _, _, found)| found.clone())
         .unwrap_or_default();
-    let mut audiences = args.audience.clone();
-    audiences.extend(discovered.iter().cloned());
-    audiences.sort();
-    audiences.dedup();
-    let first = build_sidecar(&source, &args.issuer, &audiences, args.verified_cache_size)
-        .map_err(CliError::Proxy)?;
-    let inputs = Arc::new(Inputs {
+    let state = BuildState {
+        keys: source.load().map_err(CliError::Proxy)?,
+        discovered,
+        key_error: None,
+    };
+    let config = Config {
         source: source.clone(),
         issuer: args.issuer.clone(),
         fixed: args.audience.clone(),
-        discovered: std::sync::Mutex::new(discovered),
+        cache_size: args.verified_cache_size,
+        strip: args.strip_header.clone(),
+        policy: args.key_reload_failure,
+    };
+    let first = config.build(&state).map_err(CliError::Proxy)?;
+    let inputs = Arc::new(Inputs {
+        config,
         sidecar: SharedSidecar::new(first),
         metrics: metrics.clone(),
-        cache_size: args.verified_cache_size,
+        state: std::sync::Mutex::new(state),
     });
     // Known callers first: a request whose token the sidecar remembers is decided at once; one
     // that needs a signature check waits for one of a few slots, so a flood of forged tokens
@@ -327,10 +429,15 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| CliError::Proxy(format!("cannot listen on {}: {e}", args.listen)))?;
-    let local = listener
+    let max_connections =
+        NonZeroUsize::new(args.max_connections).unwrap_or_else(auto_max_connections);
+    // At most that many client connections at once (the others wait in the backlog, so the
+    // health listener always has descriptors left), and a pause after a failed accept.
+    let acceptor = Acceptor::new(listener, max_connections);
+    let local = acceptor
         .local_addr()
         .map_err(|e| CliError::Proxy(format!("cannot listen on {}: {e}", args.listen)))?;
-    tracing::info!(%local, forward = %args.forward, "forward-proxy: listening");
+    tracing::info!(%local, forward = %args.forward, max_connections, "forward-proxy: listening");
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = move || {
@@ -342,9 +449,16 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
     // Health and metrics.
     let http = {
         let metrics = metrics.clone();
+        let ready = inputs.clone();
         let router = axum::Router::new()
             .route("/healthz", axum::routing::get(|| async { "ok" }))
-            .route("/readyz", axum::routing::get(|| async { "ok" }))
+            .route(
+                "/readyz",
+                axum::routing::get(move || {
+                    let readiness = ready.readiness();
+                    async move { readiness }
+                }),
+            )
             .route(
                 "/metrics",
                 axum::routing::get(move || {
@@ -375,18 +489,16 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
         let inputs = inputs.clone();
         let interval = args.reload_interval;
         tokio::spawn(async move {
-            let mut stamp = inputs.source.stamp();
+            let mut stamp = inputs.config.source.stamp();
             let mut ticker = tokio::time::interval(interval);
             loop {
                 ticker.tick().await;
-                let now = inputs.source.stamp();
+                let now = inputs.config.source.stamp();
                 if now == stamp {
                     continue;
                 }
                 stamp = now;
-                if inputs.rebuild("the key file changed") {
-                    inputs.metrics.key_reloads.inc();
-                }
+                inputs.reload_keys();
             }
         })
     };
@@ -400,20 +512,7 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
             loop {
                 ticker.tick().await;
                 match matching_services(&api, &namespace, &labels).await {
-                    Ok(found) => {
-                        let changed = {
-                            let mut d = inputs
-                                .discovered
-                                .lock()
-                                .unwrap_or_else(std::sync::PoisonError::into_inner);
-                            let changed = *d != found;
-                            *d = found;
-                            changed
-                        };
-                        if changed {
-                            inputs.rebuild("the Services selecting this pod changed");
-                        }
-                    }
+                    Ok(found) => inputs.set_discovered(found),
                     Err(e) => tracing::warn!(error = %e, "forward-proxy: listing Services failed"),
                 }
             }
@@ -428,14 +527,8 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
     let mut connections = tokio::task::JoinSet::new();
     let mut shutdown = std::pin::pin!(stopped());
     loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!(error = %e, "forward-proxy: accept failed");
-                    continue;
-                }
-            },
+        let (stream, peer, permit) = tokio::select! {
+            accepted = acceptor.accept() => accepted,
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
@@ -452,6 +545,7 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
             .header_read_timeout(Duration::from_secs(10))
             .max_buf_size(MAX_HEADER_BUFFER);
         connections.spawn(async move {
+            let _permit = permit;
             let connection = builder.serve_connection(TokioIo::new(stream), service);
             let mut connection = std::pin::pin!(connection);
             // The client connection and its add-on connection, driven together.
@@ -492,19 +586,43 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The sidecar for the keys in `source` and these audiences.
-fn build_sidecar(
-    source: &KeySource,
-    issuer: &str,
-    audiences: &[String],
-    cache_size: usize,
-) -> Result<Sidecar, String> {
-    let keys = source.load()?;
-    let validation = validation(issuer, audiences)
-        .ok_or_else(|| "no audience to accept (none given, none discovered)".to_owned())?;
-    Ok(Sidecar::new(keys, validation).cache_capacity(cache_size))
-}
-
 /// Read buffer per connection, which bounds a request's header block (hyper's minimum is
 /// 8 KiB; the sidecar also refuses header lists over 64 KiB).
 const MAX_HEADER_BUFFER: usize = 64 * 1024;
+
+/// The most client connections `--max-connections=0` allows.
+const MAX_AUTO_CONNECTIONS: usize = 16_384;
+
+/// `--max-connections=0`: from the open-file limit (see [`connections_for_open_files`]).
+fn auto_max_connections() -> NonZeroUsize {
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+    connections_for_open_files(limit)
+}
+
+/// Client connections for an open-file limit (`None`: unlimited): each may hold two
+/// descriptors (its own, its add-on connection's), and 64 stay for the listeners, the key
+/// file and the Kubernetes client; at least 1, at most [`MAX_AUTO_CONNECTIONS`].
+fn connections_for_open_files(limit: Option<u64>) -> NonZeroUsize {
+    let n = limit.map_or(MAX_AUTO_CONNECTIONS, |l| {
+        usize::try_from(l.saturating_sub(64) / 2).unwrap_or(usize::MAX)
+    });
+    NonZeroUsize::new(n.min(MAX_AUTO_CONNECTIONS)).unwrap_or(NonZeroUsize::MIN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connections_from_the_open_file_limit() {
+        assert_eq!(connections_for_open_files(Some(1024)).get(), 480);
+        assert_eq!(connections_for_open_files(Some(128)).get(), 32);
+        assert_eq!(connections_for_open_files(Some(64)).get(), 1);
+        assert_eq!(connections_for_open_files(Some(0)).get(), 1);
+        assert_eq!(
+            connections_for_open_files(Some(1 << 20)).get(),
+            MAX_AUTO_CONNECTIONS
+        );
+        assert_eq!(connections_for_open_files(None).get(), MAX_AUTO_CONNECTIONS);
+    }
+}

@@ -21,11 +21,25 @@ fn now() -> SystemTime {
 
 pub(crate) async fn run(args: &JoinArgs) -> Result<(), CliError> {
     let timeout = args.discovery_timeout;
-    let tls_token = parse_token(
-        args.tls_bootstrap_token.as_ref().or(args.token.as_ref()),
-        "--tls-bootstrap-token",
-    )?;
-    let (source, target) = source(args, timeout)?;
+    // --token, $K8S_BOOTSTRAP_TOKEN or --token-file (clap refuses two of them).
+    let from_file = args
+        .token_file
+        .as_deref()
+        .map(read_token_file)
+        .transpose()?;
+    let token = Token {
+        value: from_file.as_deref().or(args.token.as_ref()),
+        flag: if from_file.is_some() {
+            "--token-file"
+        } else {
+            "--token"
+        },
+    };
+    let tls_token = match &args.tls_bootstrap_token {
+        Some(t) => parse_token(Some(t), "--tls-bootstrap-token")?,
+        None => parse_token(token.value, token.flag)?,
+    };
+    let (source, target) = source(args, timeout, &token)?;
     let Some(tls_token) = tls_token else {
         return Err(CliError::JoinFlags(
             "discovery.tlsBootstrapToken: Invalid value: \"\": the bootstrap token is invalid (pass --token or --tls-bootstrap-token)"
@@ -183,7 +197,11 @@ fn write_private(path: &std::path::Path, contents: &[u8]) -> Result<(), CliError
 
 /// The discovery source kubeadm would choose (`--discovery-file` wins over token discovery),
 /// checked as kubeadm checks its flags, and the progress line to show while it runs.
-fn source(args: &JoinArgs, timeout: std::time::Duration) -> Result<(Source, String), CliError> {
+fn source(
+    args: &JoinArgs,
+    timeout: std::time::Duration,
+    token: &Token<'_>,
+) -> Result<(Source, String), CliError> {
     if let Some(file) = &args.discovery_file {
         let config = FileDiscoveryConfig::new()
             .with_refresh(Refresh::FromClusterInfo)
@@ -221,10 +239,10 @@ fn source(args: &JoinArgs, timeout: std::time::Duration) -> Result<(Source, Stri
                 .to_owned(),
         ));
     };
-    let token = parse_token(
-        args.discovery_token.as_ref().or(args.token.as_ref()),
-        "--discovery-token",
-    )?
+    let token = match &args.discovery_token {
+        Some(t) => parse_token(Some(t), "--discovery-token")?,
+        None => parse_token(token.value, token.flag)?,
+    }
     .ok_or_else(|| {
         CliError::JoinFlags(
             "discovery.bootstrapToken.token: Invalid value: \"\": the bootstrap token is invalid (pass --token or --discovery-token)"
@@ -246,6 +264,11 @@ fn source(args: &JoinArgs, timeout: std::time::Duration) -> Result<(Source, Stri
         .with_pins(pins)
         .with_timeout(timeout);
     if args.discovery_token_unsafe_skip_ca_verification {
+        eprintln!(
+            "warning: --discovery-token-unsafe-skip-ca-verification: the cluster CA is not pinned; \
+             it is trusted on the token's signature alone, so anyone who knows the token can pose \
+             as the cluster (pin it with --discovery-token-ca-cert-hash)"
+        );
         config = config.dangerous_skip_ca_verification();
     }
     // The core decides whether the configuration may start (pins or the explicit opt-in); its
@@ -260,6 +283,52 @@ fn source(args: &JoinArgs, timeout: std::time::Duration) -> Result<(Source, Stri
         Source::Token(config),
         format!("waiting for the signed cluster-info from {endpoint}"),
     ))
+}
+
+/// The shared token (`--token`, `$K8S_BOOTSTRAP_TOKEN` or `--token-file`) and the flag to name
+/// when it is not a token.
+struct Token<'a> {
+    value: Option<&'a String>,
+    flag: &'static str,
+}
+
+/// The most a token file may hold: a token is 23 bytes.
+const MAX_TOKEN_FILE_BYTES: usize = 4096;
+
+/// The token in `path` (`--token-file`), trailing line breaks removed; read at most
+/// [`MAX_TOKEN_FILE_BYTES`] (and one more, to tell a larger file), kept in memory that is
+/// wiped when dropped. Errors name the flag, the path and the reason, never the contents.
+fn read_token_file(path: &std::path::Path) -> Result<zeroize::Zeroizing<String>, CliError> {
+    use std::io::Read as _;
+    let err = |source| CliError::TokenFile {
+        path: path.to_owned(),
+        source,
+    };
+    let mut bytes = zeroize::Zeroizing::new(Vec::with_capacity(64));
+    let limit = u64::try_from(MAX_TOKEN_FILE_BYTES)
+        .unwrap_or(u64::MAX)
+        .saturating_add(1);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(limit).read_to_end(&mut bytes))
+        .map_err(err)?;
+    if bytes.len() > MAX_TOKEN_FILE_BYTES {
+        return Err(err(std::io::Error::other(format!(
+            "larger than {MAX_TOKEN_FILE_BYTES} bytes, not a bootstrap token"
+        ))));
+    }
+    let mut text =
+        zeroize::Zeroizing::new(String::from_utf8(std::mem::take(&mut *bytes)).map_err(|e| {
+            // The bytes move into the error; wipe them there.
+            let mut bytes = e.into_bytes();
+            zeroize::Zeroize::zeroize(&mut bytes);
+            err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "not UTF-8 text",
+            ))
+        })?);
+    let kept = text.trim_end_matches(['\n', '\r']).len();
+    text.truncate(kept);
+    Ok(text)
 }
 
 /// A token flag's value, parsed without echoing it on error.

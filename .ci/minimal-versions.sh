@@ -19,6 +19,7 @@ grep -q '"benches"' Cargo.toml && { echo "minimal-versions: could not drop bench
 RUSTC_BOOTSTRAP=1 cargo update -Z direct-minimal-versions
 CARGO_TARGET_DIR="$root/target" cargo test --quiet \
   -p jws-detached -p bootstrap-token -p clusterinfo -p exec-credential -p addon-jwt -p tls-bootstrap \
+  -p loopback-apiserver --features loopback-apiserver/kube \
   -p k8s-bootstrap --features k8s-bootstrap/cli,k8s-bootstrap/loopback-server,k8s-bootstrap/sidecar,k8s-bootstrap/controllers "$@"
 rm -rf "$work"
 echo "minimal-versions: 1 passed, 0 failed"

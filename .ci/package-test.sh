@@ -15,6 +15,7 @@ crates=(
   "exec-credential:"
   "addon-jwt:${ADDON_JWT_FEATURES:-http}"
   "tls-bootstrap:k8s-openapi,yaml"
+  "loopback-apiserver:kube"
   "k8s-bootstrap:cli,loopback-server,sidecar,controllers"
 )
 

@@ -36,17 +36,20 @@ publish = false
 [workspace]
 TOML
   # The README's `cargo add` lines above the example, run as a reader runs them: the crate's own
-  # (its first line, the pre-release `--git` form) from this checkout with the features it
-  # names, any other crate (tokio, say) from the registry.
+  # and any other crate of this workspace (the pre-release `--git` or `--path` form) from this
+  # checkout with the features the line names, any other crate (tokio, say) from the registry.
   adds=$(awk '/^```rust/ { exit } /^cargo add / { print }' "$readme")
-  own=$(printf '%s\n' "$adds" | awk -v c="$crate" '$3 == c { print; exit }')
-  features=$(printf '%s\n' "$own" | sed -n 's/.*--features[ =]\([^ ]*\).*/\1/p')
-  (cd "$project" && cargo add --quiet --path "$root/crates/$crate" ${features:+--features "$features"})
+  printf '%s\n' "$adds" | awk -v c="$crate" '$3 == c { found = 1 } END { exit !found }' \
+    || adds=$(printf 'cargo add %s\n%s' "$crate" "$adds")
   while IFS= read -r line; do
     [ -n "$line" ] || continue
     set -- $line
-    [ "$3" = "$crate" ] && continue
-    (cd "$project" && cargo add --quiet "${@:3}")
+    if [ -f "$root/crates/$3/Cargo.toml" ]; then
+      features=$(printf '%s\n' "$line" | sed -n 's/.*--features[ =]\([^ ]*\).*/\1/p')
+      (cd "$project" && cargo add --quiet --path "$root/crates/$3" ${features:+--features "$features"})
+    else
+      (cd "$project" && cargo add --quiet "${@:3}")
+    fi
   done <<< "$adds"
   echo "--- $crate"
   (cd "$project" && CARGO_TARGET_DIR="$root/target" cargo run --quiet > /dev/null)

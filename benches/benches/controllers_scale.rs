@@ -27,7 +27,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime};
 
 use k8s_bootstrap::bootstrap_token::SecretObject;
-use k8s_bootstrap::loopback::LoopbackApiServer;
+use loopback_apiserver::LoopbackApiServer;
 use serde_json::{Value, json};
 
 fn token_id(i: usize) -> String {

@@ -21,7 +21,7 @@ use k8s_bootstrap::clusterinfo::{CaBundle, PinSet, TokenDiscoveryConfig};
 use k8s_bootstrap::discovery::{self, Source};
 use k8s_bootstrap::exec::{ExecCredentials, ExecLayer};
 use k8s_bootstrap::exec_credential::{ApiVersion, Cluster, ExecConfig, InteractiveMode};
-use k8s_bootstrap::loopback::LoopbackApiServer;
+use loopback_apiserver::LoopbackApiServer;
 use tower::{Layer as _, Service, ServiceExt as _};
 
 const PLUGIN: &str = r#"#!/bin/sh

@@ -4,7 +4,7 @@
 //! matching client ([`https_request`], [`https_request_async`], [`http_request`]).
 //!
 //! The API-server stand-in the demos and the drivers' tests use is
-//! `k8s_bootstrap::loopback::LoopbackApiServer`; this server is for the tests that need
+//! `loopback_apiserver::LoopbackApiServer`; this server is for the tests that need
 //! something it does not do (a chosen answer per request, a required client certificate).
 //! Everything here is for `127.0.0.1`: requests and responses are bounded (64 KiB of headers,
 //! 4 MiB of body, 30 s per exchange), and the server stops when its handle is dropped.

@@ -487,7 +487,7 @@ async fn rbac_grants_exactly_what_the_controllers_use() {
     use std::time::Duration;
 
     use k8s_bootstrap::controllers::{self, Enabled, LeaderElection, Metrics, Options};
-    use k8s_bootstrap::loopback::LoopbackApiServer;
+    use loopback_apiserver::LoopbackApiServer;
     use serde_json::json;
 
     let server = LoopbackApiServer::builder()

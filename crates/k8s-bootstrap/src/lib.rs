@@ -24,18 +24,9 @@ mod clock;
 
 #[cfg(feature = "sidecar")]
 pub use addon_jwt;
-#[cfg(any(
-    feature = "discovery",
-    feature = "token",
-    feature = "loopback-server",
-    feature = "controllers"
-))]
+#[cfg(any(feature = "discovery", feature = "token", feature = "controllers"))]
 pub use bootstrap_token;
-#[cfg(any(
-    feature = "discovery",
-    feature = "loopback-server",
-    feature = "controllers"
-))]
+#[cfg(any(feature = "discovery", feature = "controllers"))]
 pub use clusterinfo;
 #[cfg(feature = "exec")]
 pub use exec_credential;
@@ -44,7 +35,6 @@ pub use jws_detached;
 #[cfg(any(
     feature = "token",
     feature = "exec",
-    feature = "loopback-server",
     feature = "controllers",
     feature = "tls-bootstrap"
 ))]
@@ -72,11 +62,19 @@ pub mod discovery;
 pub mod exec;
 #[cfg(any(feature = "discovery", feature = "tls-bootstrap"))]
 mod files;
+/// The kube-apiserver double, now the [`loopback_apiserver`] crate (the `loopback-server`
+/// feature keeps this path for one release).
 #[cfg(feature = "loopback-server")]
-pub mod loopback;
+#[deprecated(
+    since = "0.1.0",
+    note = "the API-server double is its own crate: depend on `loopback-apiserver` and use `loopback_apiserver`"
+)]
+pub mod loopback {
+    pub use loopback_apiserver::*;
+}
 #[cfg(feature = "sidecar")]
 pub mod sidecar;
-#[cfg(any(feature = "discovery", feature = "loopback-server"))]
+#[cfg(feature = "discovery")]
 mod tls;
 #[cfg(feature = "token")]
 pub mod token;

@@ -2,7 +2,7 @@
 //! elect one leader on the Lease, the leader signs and cleans, `/readyz` and `/metrics` answer,
 //! SIGTERM stops a replica with exit code 0 and releases the lease, and bad flags exit 2.
 //!
-//! The server under test is a double (`k8s_bootstrap::loopback`), not a real control plane.
+//! The server under test is a double (`loopback_apiserver`), not a real control plane.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -17,7 +17,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use k8s_bootstrap::loopback::LoopbackApiServer;
+use loopback_apiserver::LoopbackApiServer;
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::{Child, Command};

@@ -2,7 +2,7 @@
 //! audiences are `<namespace>/<service>` of the Services whose selector matches the pod's
 //! labels (the downward API's file), and follow Services created and deleted while serving.
 //!
-//! The API server under test is a double (`k8s_bootstrap::loopback`), not a real control plane.
+//! The API server under test is a double (`loopback_apiserver`), not a real control plane.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -17,7 +17,7 @@ use std::process::Stdio;
 use std::time::{Duration, SystemTime};
 
 use k8s_bootstrap::addon_jwt::{Audience, Issuer, Minter, SigningKey};
-use k8s_bootstrap::loopback::LoopbackApiServer;
+use loopback_apiserver::LoopbackApiServer;
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::Command;

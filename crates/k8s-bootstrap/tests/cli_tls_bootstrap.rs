@@ -19,7 +19,7 @@ use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use k8s_bootstrap::k8s_openapi::api::certificates::v1::CertificateSigningRequest;
-use k8s_bootstrap::loopback::LoopbackApiServer;
+use loopback_apiserver::LoopbackApiServer;
 use tokio::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");

@@ -13,7 +13,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use k8s_bootstrap::loopback::LoopbackApiServer;
+use loopback_apiserver::LoopbackApiServer;
 use tokio::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");

@@ -3,7 +3,7 @@
 //! during the run; cluster-info created late, deleted, recreated and edited concurrently; a
 //! watch ended by 410 Gone; UID preconditions on delete.
 //!
-//! The server under test is a double (`k8s_bootstrap::loopback`), not a real control plane.
+//! The server under test is a double (`loopback_apiserver`), not a real control plane.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -20,12 +20,12 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use k8s_bootstrap::controllers::{self, Metrics, Options};
-use k8s_bootstrap::loopback::LoopbackApiServer;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+use loopback_apiserver::LoopbackApiServer;
 use serde_json::Value;
 use tokio::sync::oneshot;
 

@@ -18,7 +18,7 @@ use k8s_bootstrap::clusterinfo::{
     self, CaBundle, ClusterInfo, FileDiscoveryConfig, PinSet, Refresh, TokenDiscoveryConfig,
 };
 use k8s_bootstrap::discovery::{self, Discoverer, Error, Source};
-use k8s_bootstrap::loopback::LoopbackApiServer;
+use loopback_apiserver::LoopbackApiServer;
 use serde_json::json;
 
 const TOKEN: &str = "abcdef.0123456789abcdef";

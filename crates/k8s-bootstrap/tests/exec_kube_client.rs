@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use k8s_bootstrap::exec::{
     ExecCredentials, kube_client_from_kubeconfig, kube_client_with_exec, kube_config_without_exec,
 };
-use k8s_bootstrap::loopback::LoopbackApiServer;
 use k8s_openapi::api::core::v1::ConfigMap;
+use loopback_apiserver::LoopbackApiServer;
 
 /// Appends a line to `$COUNTER` and answers with `token-<number of lines>`.
 const PLUGIN: &str = r#"#!/bin/sh

@@ -15,7 +15,6 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use k8s_bootstrap::loopback::LoopbackApiServer;
 use k8s_bootstrap::tls_bootstrap::{
     self, CertificateRequest, CertificateSigningRequest, KeyUsage, NodeKey, NodeName, State,
 };
@@ -24,6 +23,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+use loopback_apiserver::LoopbackApiServer;
 
 async fn client_from_yaml(yaml: &str) -> Client {
     let kubeconfig = Kubeconfig::from_yaml(yaml).unwrap();

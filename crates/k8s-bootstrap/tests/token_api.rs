@@ -11,10 +11,10 @@
 use std::time::SystemTime;
 
 use k8s_bootstrap::bootstrap_token::{BootstrapToken, KubeadmToken, SecretObject};
-use k8s_bootstrap::loopback::LoopbackApiServer;
 use k8s_bootstrap::token::{self, Error, Operation};
 use k8s_openapi::api::core::v1::Secret;
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use loopback_apiserver::LoopbackApiServer;
 
 async fn client(kubeconfig_yaml: &str) -> kube::Client {
     let kubeconfig = Kubeconfig::from_yaml(kubeconfig_yaml).unwrap();

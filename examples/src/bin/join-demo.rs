@@ -18,9 +18,9 @@ use std::time::{Duration, SystemTime};
 use k8s_bootstrap::bootstrap_token::{BootstrapToken, KubeadmToken};
 use k8s_bootstrap::clusterinfo::{CaBundle, ClusterInfo, PinSet, TokenDiscoveryConfig};
 use k8s_bootstrap::discovery::{self, Source};
-use k8s_bootstrap::loopback::LoopbackApiServer;
 use k8s_bootstrap::token;
 use k8s_bootstrap_examples::BoxError;
+use loopback_apiserver::LoopbackApiServer;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {

@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use k8s_bootstrap::discovery;
-use k8s_bootstrap::loopback::LoopbackApiServer;
+use loopback_apiserver::LoopbackApiServer;
 
 use crate::args::{DemoArgs, ServeLoopbackArgs};
 use crate::error::CliError;

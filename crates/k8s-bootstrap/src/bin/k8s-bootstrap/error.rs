@@ -59,7 +59,7 @@ pub(crate) enum CliError {
     },
     #[cfg(feature = "loopback-server")]
     #[error("{0}")]
-    Loopback(#[from] k8s_bootstrap::loopback::Error),
+    Loopback(#[from] loopback_apiserver::Error),
     #[cfg(feature = "loopback-server")]
     #[error("demo: {0}")]
     Demo(String),

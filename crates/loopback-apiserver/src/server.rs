@@ -2,7 +2,6 @@
 //! over the axum router, with the connection's client-certificate identity attached to every
 //! request it carries (an axum `Extension`, read by authentication).
 
-use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -13,6 +12,7 @@ use hyper_util::service::TowerToHyperService;
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::danger::ClientCertVerifier;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
@@ -24,20 +24,27 @@ const MAX_CONNECTIONS: usize = 512;
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time a client has to send a request's headers.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Pause after a failed `accept` (for example, out of file descriptors).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
 /// Accept connections until the task is aborted; aborting drops the set of connection tasks,
 /// which aborts them too.
 pub(crate) async fn serve(listener: TcpListener, tls: super::tls::Tls, router: Router) {
     let acceptor = TlsAcceptor::from(tls.config);
     let verifier = tls.client_verifier;
-    // At most MAX_CONNECTIONS at once (the others wait in the backlog), and a pause after a
-    // failed accept (for example, out of file descriptors).
-    let limit = NonZeroUsize::new(MAX_CONNECTIONS).unwrap_or(NonZeroUsize::MIN);
-    let accepting = crate::accept::Acceptor::new(listener, limit);
+    let limit = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
-            (tcp, _peer, permit) = accepting.accept() => {
+            accepted = listener.accept() => {
+                let Ok((tcp, _peer)) = accepted else {
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                };
+                let Ok(permit) = Arc::clone(&limit).try_acquire_owned() else {
+                    tracing::debug!("loopback API server (test double): connection limit reached");
+                    continue;
+                };
                 let acceptor = acceptor.clone();
                 let router = router.clone();
                 let verifier = Arc::clone(&verifier);

@@ -1,8 +1,7 @@
 //! Bootstrap-token authentication, static tokens and the bootstrap signer of the loopback API
 //! server.
 //!
-//! The server under test is a double (`k8s_bootstrap::loopback`), not a real control plane.
-#![cfg(feature = "loopback-server")]
+//! The server under test is a double (`loopback_apiserver`), not a real control plane.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -13,11 +12,11 @@
 
 use std::collections::BTreeMap;
 
-use k8s_bootstrap::loopback::LoopbackApiServer;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+use loopback_apiserver::LoopbackApiServer;
 
 const ID: &str = "abcdef";
 const SECRET: &str = "0123456789abcdef";

@@ -1,7 +1,6 @@
 //! Raw HTTP edge cases of the loopback API server: bad input, bounds, discovery, bookmarks.
 //!
-//! The server under test is a double (`k8s_bootstrap::loopback`), not a real control plane.
-#![cfg(feature = "loopback-server")]
+//! The server under test is a double (`loopback_apiserver`), not a real control plane.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -10,9 +9,9 @@
     reason = "test helpers fail loudly"
 )]
 
-use k8s_bootstrap::loopback::LoopbackApiServer;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+use loopback_apiserver::LoopbackApiServer;
 use serde_json::Value;
 
 async fn admin(server: &LoopbackApiServer) -> Client {

@@ -231,7 +231,7 @@ fn verify_signature(
     let unimplemented = || "x509: cannot verify signature: algorithm unimplemented".to_owned();
     let key_id = algorithm_contents(key_algorithm).ok_or_else(unimplemented)?;
     let signature_id = algorithm_contents(signature_algorithm).ok_or_else(unimplemented)?;
-    let provider = crate::tls::provider().ok_or_else(unimplemented)?;
+    let provider = crate::crypto::provider().ok_or_else(unimplemented)?;
     let algorithm = provider
         .signature_verification_algorithms
         .all

@@ -1,7 +1,6 @@
 //! `kube::Client` against the loopback API server.
 //!
-//! The server under test is a double (`k8s_bootstrap::loopback`), not a real control plane.
-#![cfg(feature = "loopback-server")]
+//! The server under test is a double (`loopback_apiserver`), not a real control plane.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -13,7 +12,6 @@
 use std::collections::BTreeMap;
 
 use futures_util::StreamExt as _;
-use k8s_bootstrap::loopback::LoopbackApiServer;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{
@@ -22,6 +20,7 @@ use kube::api::{
 };
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+use loopback_apiserver::LoopbackApiServer;
 use serde_json::json;
 
 async fn client(server: &LoopbackApiServer) -> Client {

@@ -1,8 +1,7 @@
 //! Client certificates, SelfSubjectReviews and CertificateSigningRequests on the loopback API
 //! server, with `kube::Client` and the installed `kubectl`.
 //!
-//! The server under test is a double (`k8s_bootstrap::loopback`), not a real control plane.
-#![cfg(feature = "loopback-server")]
+//! The server under test is a double (`loopback_apiserver`), not a real control plane.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -18,7 +17,6 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use futures_util::StreamExt as _;
-use k8s_bootstrap::loopback::{Error, LoopbackApiServer};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::certificates::v1::{
@@ -29,6 +27,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+use loopback_apiserver::{Error, LoopbackApiServer};
 use serde_json::{Value, json};
 
 const ID: &str = "abcdef";

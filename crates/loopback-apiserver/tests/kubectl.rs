@@ -1,7 +1,6 @@
 //! The installed `kubectl` against the loopback API server.
 //!
-//! The server under test is a double (`k8s_bootstrap::loopback`), not a real control plane.
-#![cfg(feature = "loopback-server")]
+//! The server under test is a double (`loopback_apiserver`), not a real control plane.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -14,7 +13,7 @@ use std::path::Path;
 use std::process::Output;
 
 use base64::Engine as _;
-use k8s_bootstrap::loopback::LoopbackApiServer;
+use loopback_apiserver::LoopbackApiServer;
 
 /// Runs kubectl (no standard input).
 async fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {

@@ -1,73 +1,10 @@
-//! A loopback Kubernetes API server: **a test and demo double, never a real control plane**.
-//!
-//! [`LoopbackApiServer`] listens on `127.0.0.1` with TLS (a CA and serving certificate it makes
-//! itself, for `127.0.0.1` and `localhost`) and answers the part of the Kubernetes API that the
-//! drivers of this crate, `kube::Client` and `kubectl` use, so that they cannot tell it from
-//! kube-apiserver for those operations:
-//!
-//! * namespaces `default`, `kube-system`, `kube-public`, `kube-node-lease`; `secrets` and
-//!   `configmaps` and `services` (core/v1, Services stored as given: no cluster IP is
-//!   allocated); `leases` (`coordination.k8s.io/v1`, for leader election);
-//! * `certificatesigningrequests` (`certificates.k8s.io/v1`, cluster-scoped) with
-//!   kube-apiserver's registry rules: on create the requester's identity fills `spec.username`,
-//!   `spec.uid`, `spec.groups` and `spec.extra` and the status is cleared; `spec.request` must be
-//!   a PEM `CERTIFICATE REQUEST` whose signature verifies, `spec.signerName` and `spec.usages`
-//!   are required, `spec.expirationSeconds` is at least 600; updates of the object change only
-//!   its metadata; the `approval` subresource changes only the conditions (Approved and Denied
-//!   exclusive, `True` only, never removed) and the `status` subresource the certificate (set
-//!   once, PEM `CERTIFICATE` blocks) and the other conditions;
-//! * `selfsubjectreviews` (`authentication.k8s.io/v1`, for `kubectl auth whoami`);
-//! * get, list (label selectors `k=v`, `k!=v`, `k in (..)`, `k notin (..)`, `k`, `!k`; field
-//!   selectors `metadata.name`, `metadata.namespace` and, for Secrets, `type`; `limit` and
-//!   `continue` are ignored and no `continue` is returned), watch (resourceVersion, bookmarks,
-//!   `timeoutSeconds`, `410 Expired` for a revision older than the retained history), create
-//!   (`generateName`, `dryRun=All`), update (optimistic concurrency), merge patch (strategic
-//!   merge patch is treated as a merge patch), server-side apply with a JSON body (the applied
-//!   fields are merged in, the object is created when missing, and a field another
-//!   `fieldManager` set to a different value is a 409 conflict unless `force=true`; fields a
-//!   manager stops applying are not removed), delete (preconditions);
-//! * [`LoopbackApiServer::compact`], as etcd compaction: open watches end with 410 Gone;
-//! * discovery (`/version`, `/api`, `/api/v1`, `/apis`, `/apis/<group>/v1` for the three
-//!   groups) and `Table` output for kubectl (CertificateSigningRequests with kube-apiserver's
-//!   columns, `Pending`, `Approved,Issued`, `Denied`...);
-//! * errors as `metav1.Status`, phrased as kube-apiserver phrases them;
-//! * authentication by client certificate (requested, not required, verified against the
-//!   server's CA after the handshake: user the subject's common name, groups its organizations,
-//!   as kube-apiserver's x509 authenticator; an untrusted certificate is 401 unless a token
-//!   authenticates; see [`LoopbackApiServer::issue_client_certificate`]), then by bearer token: the admin token (user `loopback-admin`, group `system:masters`), static tokens (like
-//!   `--token-auth-file`) and bootstrap tokens checked by [`bootstrap_token::authenticate`]
-//!   against the stored Secrets; neither is `system:anonymous`;
-//! * a tiny authorizer: `system:masters` may do everything; any authenticated user may read
-//!   discovery and create SelfSubjectReviews; bootstrap-token users and nodes may create, get,
-//!   list and watch CertificateSigningRequests; anyone may `get`
-//!   `kube-public/configmaps/cluster-info` (the RBAC kubeadm installs) and `/version`;
-//!   everything else is 403;
-//! * optionally kube-controller-manager's bootstrap signer: after every change to a Secret in
-//!   `kube-system` or to cluster-info, [`clusterinfo::reconcile`] decides the signatures and the
-//!   double writes them (also every 10 seconds, so expired tokens lose theirs);
-//! * kube-controller-manager's CSR approver and `kubernetes.io/kube-apiserver-client-kubelet`
-//!   signer (both on by default, [`Builder::csr_approver`], [`Builder::csr_signer`]): after
-//!   every CSR write, [`tls_bootstrap::approve`] decides, with kubeadm's RBAC answering its
-//!   SubjectAccessReviews (`nodeclient` for `system:bootstrappers:kubeadm:default-node-token`,
-//!   `selfnodeclient` for `system:nodes`), and [`tls_bootstrap::sign`] plans the certificate,
-//!   which the double's CA issues (or the `Failed` condition it writes).
-//!
-//! Bounds: request bodies at most 3 MiB (413), 10,000 objects, 1,000 retained watch events,
-//! 128 open watches, 512 connections, a 10-second TLS handshake and 30-second header read
-//! timeout. State lives in memory behind one lock: it is a test double.
-//!
-//! ```no_run
-//! # async fn demo() -> Result<(), k8s_bootstrap::loopback::Error> {
-//! use k8s_bootstrap::loopback::LoopbackApiServer;
-//! let server = LoopbackApiServer::builder().start().await?;
-//! let kubeconfig = server.admin_kubeconfig_yaml(); // for kubectl or kube::Config
-//! # let _ = kubeconfig;
-//! server.shutdown().await;
-//! # Ok(()) }
-//! ```
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
 
 mod auth;
 mod ca;
+mod clock;
+mod crypto;
 mod csr;
 mod discovery;
 mod handler;
@@ -111,7 +48,7 @@ const SIGNER_RESYNC: Duration = Duration::from_secs(10);
 #[non_exhaustive]
 pub enum Error {
     /// Building a `kube::Client` for the server failed.
-    #[cfg(any(feature = "token", feature = "exec"))]
+    #[cfg(feature = "kube")]
     #[error("loopback API server: building the admin client: {0}")]
     Client(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Binding the listening socket failed.
@@ -434,8 +371,8 @@ impl LoopbackApiServer {
     /// private key (PKCS #8), as PEM; the key is a secret.
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), k8s_bootstrap::loopback::Error> {
-    /// use k8s_bootstrap::loopback::LoopbackApiServer;
+    /// # async fn demo() -> Result<(), loopback_apiserver::Error> {
+    /// use loopback_apiserver::LoopbackApiServer;
     /// let server = LoopbackApiServer::builder().start().await?;
     /// let (cert, key) = server.issue_client_certificate("system:node:worker-1", &["system:nodes"])?;
     /// let kubeconfig = server.kubeconfig_with_client_certificate(&cert, &key);
@@ -478,7 +415,7 @@ impl LoopbackApiServer {
     /// # Errors
     ///
     /// [`Error::Client`] when kube refuses the configuration.
-    #[cfg(any(feature = "token", feature = "exec"))]
+    #[cfg(feature = "kube")]
     pub async fn admin_client(&self) -> Result<kube::Client, Error> {
         use kube::config::{KubeConfigOptions, Kubeconfig};
         let yaml = Zeroizing::new(self.admin_kubeconfig_yaml());

@@ -46,7 +46,7 @@ pub(crate) fn server_config(ca: &Ca) -> Result<Tls, Error> {
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let cert = ca.sign(params, &key)?;
 
-    let provider = Arc::new(crate::tls::provider().ok_or(Error::NoCryptoProvider)?);
+    let provider = Arc::new(crate::crypto::provider().ok_or(Error::NoCryptoProvider)?);
     let mut roots = RootCertStore::empty();
     roots.add(ca.der().clone()).map_err(Error::TlsConfig)?;
     let client_verifier =

@@ -77,7 +77,7 @@ fn runs(counter: &Path) -> usize {
     std::fs::read_to_string(counter).map_or(0, |s| s.lines().count())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn first_token_rejected_plugin_reruns_and_request_is_retried_once() {
     // Only the second token the plugin hands out is accepted.
     let server = LoopbackApiServer::builder()

@@ -292,7 +292,7 @@ impl ExecCredentials {
                     credential = used.get(),
                     "server answered 401: refreshing the exec credential"
                 );
-                self.start_queued_run(&mut *st)
+                self.start_queued_run(&mut st)
             }
             Ok(None) => Ok(()),
             Err(e) => Err(Error::Authenticator(e)),

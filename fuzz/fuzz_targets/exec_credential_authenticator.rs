@@ -1,8 +1,8 @@
 //! The client state machine fed arbitrary plugin results, 401s and clock movements.
 //!
 //! Input: a configuration byte, then a sequence of operations. Whatever the sequence, the state
-//! machine must not panic, must never hand out a credential that is expired at `now`, must keep
-//! at most one run in flight, and must refuse results for runs it did not schedule.
+//! machine must not panic, must never serve a cached credential that is expired at `now`, must
+//! keep at most one run in flight, and must refuse results for runs it did not schedule.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

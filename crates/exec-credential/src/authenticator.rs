@@ -73,14 +73,20 @@ pub enum CredentialState<'a> {
 /// rotation.
 ///
 /// After a failed run (any error from [`handle_run_result`](Self::handle_run_result) other than
-/// [`Error::UnknownRun`]: a non-zero exit, a signal, a timeout, a missing command, bad output, a
-/// credential that expired on arrival) the next run waits: 1 s after the first failure, doubling
+/// [`Error::UnknownRun`]: a non-zero exit, a signal, a timeout, a missing command, bad output)
+/// the next run waits: 1 s after the first failure, doubling
 /// with each consecutive failure up to 60 s ([`set_failure_backoff`](Self::set_failure_backoff)
 /// changes both; a zero initial wait turns the backoff off). Until then
 /// [`credential`](Self::credential) answers [`Error::RunBackoff`], which says when the next run
 /// may start, and [`handle_unauthorized`](Self::handle_unauthorized) schedules nothing. A
 /// successful run resets the backoff. client-go has no such wait: it runs a failing plugin again
-/// on every request.
+/// on every request. A run the caller abandons ([`cancel_run`](Self::cancel_run)) is not a
+/// failure.
+///
+/// A credential that has already expired when it arrives (the plugin's clock and ours may
+/// disagree) is returned by [`handle_run_result`](Self::handle_run_result) and cached, as
+/// client-go does: the caller uses it for the requests that waited on that run (once), and the
+/// next [`credential`](Self::credential) call runs the plugin again.
 ///
 /// The caller owns all I/O: it spawns the plugin described by [`Action::RunPlugin`] and
 /// enforces its timeout and stdout limit (client-go has neither), and it decides which
@@ -301,6 +307,10 @@ impl ExecAuthenticator {
     /// cached, and returned; [`Action::RotateTlsIdentity`] is queued when the client
     /// certificate changed. On failure the previous credential (if any) stays cached.
     ///
+    /// A credential whose expiry is already past at `now` is returned and cached too, as
+    /// client-go does ([`Credential::is_expired`] says so): use it for the callers that waited
+    /// on this run; the next [`credential`](Self::credential) call schedules a new run.
+    ///
     /// # Errors
     ///
     /// [`Error::UnknownRun`] for a run that is not in flight; otherwise the run's failure:
@@ -330,6 +340,24 @@ impl ExecAuthenticator {
                 self.record_failure(now);
                 Err(e)
             }
+        }
+    }
+
+    /// Abandons run `run` without a result: the caller stopped it (its task was cancelled,
+    /// the program is shutting down). Nothing is cached and no failure is counted (no wait
+    /// before the next run); the next [`credential`](Self::credential) call schedules a new
+    /// run.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownRun`] for a run that is not in flight.
+    pub fn cancel_run(&mut self, run: RunId) -> Result<(), Error> {
+        match self.in_flight {
+            Some((id, _)) if id == run => {
+                self.in_flight = None;
+                Ok(())
+            }
+            _ => Err(Error::UnknownRun),
         }
     }
 

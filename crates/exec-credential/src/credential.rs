@@ -212,14 +212,16 @@ impl ExecCredential {
 
     /// Client side: applies client-go's rules to a plugin response and returns the credential.
     ///
-    /// `configured` is the version the exec configuration asked for; `now` is used to reject a
-    /// credential that expired before it arrived.
+    /// `configured` is the version the exec configuration asked for. A credential whose expiry
+    /// is already past at `now` is returned as client-go returns it (check
+    /// [`Credential::is_expired`](crate::Credential::is_expired)): the plugin's clock and ours
+    /// may disagree, and the server decides.
     ///
     /// # Errors
     ///
     /// [`Error::ApiVersionMismatch`], [`Error::MissingStatus`], [`Error::NoCredential`],
     /// [`Error::PartialKeyPair`], [`Error::InvalidKeyPair`],
-    /// [`Error::InvalidLeafCertificate`], [`Error::ExpiredOnArrival`].
+    /// [`Error::InvalidLeafCertificate`].
     pub fn into_credential(
         self,
         configured: ApiVersion,
@@ -231,8 +233,9 @@ impl ExecCredential {
                 returned: self.api_version.as_str().to_owned(),
             });
         }
+        let _ = now;
         let status = self.status.ok_or(Error::MissingStatus)?;
-        crate::Credential::from_status(status, now)
+        crate::Credential::from_status(status)
     }
 }
 

@@ -48,6 +48,10 @@ pub enum Error {
     #[error("{0}")]
     PolicyDenied(String),
 
+    /// A kuberc file could not be read as kubectl reads it (the reason never quotes the file).
+    #[error("kuberc: {0}")]
+    InvalidKuberc(String),
+
     /// The command was not found (a `PATH` lookup failed).
     ///
     /// `install_hint` holds client-go's help text and the sanitised install hint when the rate
@@ -161,7 +165,11 @@ pub enum Error {
         reason: String,
     },
 
-    /// The credential had already expired when it arrived. It is not used or cached.
+    /// The credential had already expired when it arrived.
+    ///
+    /// No longer returned: such a credential is used once, as client-go uses it (see
+    /// [`ExecAuthenticator::handle_run_result`](crate::ExecAuthenticator::handle_run_result)).
+    /// Kept so that existing `match`es still compile.
     #[error("exec plugin returned a credential that expired before it arrived")]
     ExpiredOnArrival,
 

@@ -48,10 +48,7 @@ pub struct ClientIdentity {
 }
 
 impl Credential {
-    pub(crate) fn from_status(
-        status: ExecCredentialStatus,
-        now: SystemTime,
-    ) -> Result<Credential, Error> {
+    pub(crate) fn from_status(status: ExecCredentialStatus) -> Result<Credential, Error> {
         let (expiration, token, cert, key) = status.into_parts();
         // client-go's order: nothing at all, then only one half of the pair.
         if token.is_none() && cert.is_none() && key.is_none() {
@@ -62,11 +59,9 @@ impl Credential {
             (Some(cert), Some(key)) => Some(ClientIdentity::parse(cert, key)?),
             _ => return Err(Error::PartialKeyPair),
         };
-        if let Some(exp) = expiration
-            && now > exp
-        {
-            return Err(Error::ExpiredOnArrival);
-        }
+        // An expiry already past is kept: client-go uses such a credential for the request
+        // that ran the plugin (the plugin's clock may disagree with ours) and runs the plugin
+        // again on the next use. `is_expired(now)` tells the caller.
         Ok(Credential {
             id: CredentialId(0),
             token,

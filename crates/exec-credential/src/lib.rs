@@ -34,7 +34,7 @@ pub use error::{DecodeError, Error};
 pub use exec_config::{ExecConfig, ExecEnvVar, InteractiveMode};
 pub use hint::{NOT_FOUND_HELP, sanitize_install_hint};
 pub use issued::{ClientIdentity, Credential, CredentialId};
-pub use policy::PluginPolicy;
+pub use policy::{MAX_KUBERC_BYTES, PluginPolicy};
 pub use run::{PluginRun, RunId, RunResult, Stdin, StdinMode};
 pub use secret::{ClientKey, Token};
 pub use stderr::{MAX_STDERR_LINE, STDERR_SUMMARY_BYTES, StderrLines, StderrSummary};

@@ -4,6 +4,9 @@ use std::path::PathBuf;
 
 use crate::error::{Error, bounded};
 
+/// The largest kuberc text [`PluginPolicy::from_kuberc_yaml`] reads.
+pub const MAX_KUBERC_BYTES: usize = 1024 * 1024;
+
 /// A policy for the commands exec configurations may run: kubectl's kuberc
 /// `credentialPluginPolicy` and `credentialPluginAllowlist` (KEP-3104), for programs that load
 /// kubeconfigs they do not fully trust. A kubeconfig `exec` stanza is code execution: set a
@@ -104,6 +107,74 @@ impl PluginPolicy {
                 bounded(other, 64)
             ))),
         }
+    }
+
+    /// The policy of a kuberc file's text, read as kubectl v1.37 reads it: the first YAML
+    /// document of kind `Preference` in `kubectl.config.k8s.io/v1beta1` gives
+    /// `credentialPluginPolicy` and `credentialPluginAllowlist` (entries `{name: ...}`),
+    /// validated by [`from_kuberc`](Self::from_kuberc); a `v1alpha1` preference has no policy
+    /// (everything is allowed), and so has an empty file. Documents of other kinds or versions
+    /// are skipped.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidKuberc`] when the text is not YAML or holds no preference document
+    /// (kubectl: `no valid preferences found`); otherwise as [`from_kuberc`](Self::from_kuberc).
+    pub fn from_kuberc_yaml(text: &str) -> Result<PluginPolicy, Error> {
+        let options = serde_saphyr::options! {
+            budget: serde_saphyr::budget! {
+                max_reader_input_bytes: Some(MAX_KUBERC_BYTES),
+                max_depth: 32,
+                max_nodes: 100_000,
+                max_aliases: 0,
+                max_anchors: 0,
+                max_documents: 64,
+                max_merge_keys: 0,
+            },
+            duplicate_keys: serde_saphyr::DuplicateKeyPolicy::Error,
+            with_snippet: false,
+        };
+        let no_preferences = || Error::InvalidKuberc("no valid preferences found".to_owned());
+        // The YAML error text may quote the file; keep none of it.
+        let documents: Vec<serde_json::Value> =
+            serde_saphyr::from_multiple_with_options(text, options)
+                .map_err(|_| no_preferences())?;
+        let documents: Vec<&serde_json::Value> =
+            documents.iter().filter(|d| !d.is_null()).collect();
+        if documents.is_empty() {
+            return Ok(PluginPolicy::AllowAll);
+        }
+        for doc in documents {
+            if doc.get("kind").and_then(serde_json::Value::as_str) != Some("Preference") {
+                continue;
+            }
+            match doc.get("apiVersion").and_then(serde_json::Value::as_str) {
+                Some("kubectl.config.k8s.io/v1alpha1") => return Ok(PluginPolicy::AllowAll),
+                Some("kubectl.config.k8s.io/v1beta1") => {}
+                _ => continue,
+            }
+            let policy = match doc.get("credentialPluginPolicy") {
+                None | Some(serde_json::Value::Null) => "",
+                Some(serde_json::Value::String(p)) => p.as_str(),
+                Some(_) => return Err(no_preferences()),
+            };
+            let allowlist = match doc.get("credentialPluginAllowlist") {
+                None | Some(serde_json::Value::Null) => None,
+                Some(serde_json::Value::Array(entries)) => Some(
+                    entries
+                        .iter()
+                        .map(|e| match e.get("name") {
+                            None | Some(serde_json::Value::Null) => Ok(String::new()),
+                            Some(serde_json::Value::String(name)) => Ok(name.clone()),
+                            Some(_) => Err(no_preferences()),
+                        })
+                        .collect::<Result<Vec<String>, Error>>()?,
+                ),
+                Some(_) => return Err(no_preferences()),
+            };
+            return PluginPolicy::from_kuberc(policy, allowlist);
+        }
+        Err(no_preferences())
     }
 
     /// Whether `command` may run, comparing strings only (see the type's documentation).

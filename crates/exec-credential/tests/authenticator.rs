@@ -203,17 +203,55 @@ fn expiry_exactly_now_is_still_valid_then_one_run() {
 }
 
 #[test]
-fn expiry_in_the_past_on_arrival_is_an_error_not_a_loop() {
+fn expiry_in_the_past_on_arrival_is_used_once_as_client_go_does() {
+    // client-go caches what the plugin returned and hands it to the request that ran the
+    // plugin; only the next use sees it expired and runs the plugin again.
     let mut a = auth();
     let _ = a.credential(t(100)).unwrap();
     let run = take_run(&mut a);
-    let e = a
+    let c = a
         .handle_run_result(t(100), run.id(), ok(&token_output("old", Some(50))))
-        .unwrap_err();
-    assert_eq!(e, Error::ExpiredOnArrival);
-    assert!(a.cached(t(100)).is_none());
-    // Nothing is scheduled behind the caller's back: the next run happens only when asked.
+        .unwrap();
+    assert_eq!(c.token().unwrap().expose_secret(), "old");
+    assert!(c.is_expired(t(100)));
+    // Nothing is scheduled behind the caller's back, and it is not a failure (no backoff).
     assert_eq!(a.poll_action(), None);
+    assert!(a.cached(t(100)).is_none());
+    assert!(matches!(
+        a.credential(t(100)).unwrap(),
+        CredentialState::Pending(_)
+    ));
+    let run = take_run(&mut a);
+    a.handle_run_result(t(100), run.id(), ok(&token_output("new", Some(200))))
+        .unwrap();
+    assert_eq!(ready_token(&mut a, t(100)).as_deref(), Some("new"));
+}
+
+#[test]
+fn a_cancelled_run_is_not_a_failure() {
+    let mut a = auth();
+    let CredentialState::Pending(id) = a.credential(t(0)).unwrap() else {
+        panic!("no run")
+    };
+    let run = take_run(&mut a);
+    assert_eq!(run.id(), id);
+    a.cancel_run(run.id()).unwrap();
+    assert_eq!(a.cancel_run(run.id()), Err(Error::UnknownRun));
+    assert_eq!(
+        a.handle_run_result(t(0), run.id(), ok(&token_output("late", None)))
+            .unwrap_err(),
+        Error::UnknownRun
+    );
+    // No wait: a new run is scheduled at once.
+    assert_eq!(a.next_run_allowed_at(t(0)), None);
+    let CredentialState::Pending(next) = a.credential(t(0)).unwrap() else {
+        panic!("no run")
+    };
+    assert_ne!(next, id);
+    let run = take_run(&mut a);
+    a.handle_run_result(t(0), run.id(), ok(&token_output("tok", None)))
+        .unwrap();
+    assert_eq!(ready_token(&mut a, t(0)).as_deref(), Some("tok"));
 }
 
 #[test]
@@ -669,20 +707,18 @@ fn failed_run_backs_off_instead_of_rerunning_at_once() {
 }
 
 #[test]
-fn expired_on_arrival_backs_off_too() {
+fn expired_on_arrival_is_not_a_failure() {
     let mut a = auth();
     assert!(matches!(
         a.credential(t(10)).unwrap(),
         CredentialState::Pending(_)
     ));
     let run = take_run(&mut a);
-    let e = a
-        .handle_run_result(t(10), run.id(), ok(&token_output("x", Some(5))))
-        .unwrap_err();
-    assert_eq!(e, Error::ExpiredOnArrival);
-    assert!(matches!(a.credential(t(10)), Err(Error::RunBackoff { .. })));
+    a.handle_run_result(t(10), run.id(), ok(&token_output("x", Some(5))))
+        .unwrap();
+    // The next use runs the plugin again at once (client-go), without a backoff.
     assert!(matches!(
-        a.credential(t(11)).unwrap(),
+        a.credential(t(10)).unwrap(),
         CredentialState::Pending(_)
     ));
 }

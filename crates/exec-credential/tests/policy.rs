@@ -191,3 +191,68 @@ fn authenticator_runs_the_path_the_policy_resolved() {
         r#"plugin path "/opt/bin/other" is not permitted by the credential plugin allowlist"#
     );
 }
+
+/// Kuberc texts and what kubectl v1.37.1 made of them (`KUBERC=<file> kubectl get ns` with a
+/// kubeconfig whose plugin is `true`): the first v1beta1 preference decides, a v1alpha1
+/// preference and an empty file allow everything, and a file without a preference is refused.
+#[test]
+fn kuberc_texts_read_as_kubectl_reads_them() {
+    let v1beta1 = "apiVersion: kubectl.config.k8s.io/v1beta1\nkind: Preference\n";
+    let deny = format!("{v1beta1}credentialPluginPolicy: DenyAll\n");
+    assert_eq!(
+        PluginPolicy::from_kuberc_yaml(&deny).unwrap(),
+        PluginPolicy::DenyAll
+    );
+    // The first preference wins.
+    let two = format!("{deny}---\n{v1beta1}credentialPluginPolicy: AllowAll\n");
+    assert_eq!(
+        PluginPolicy::from_kuberc_yaml(&two).unwrap(),
+        PluginPolicy::DenyAll
+    );
+    // Documents of other kinds are skipped.
+    let other = format!("apiVersion: v1\nkind: Config\n---\n{deny}");
+    assert_eq!(
+        PluginPolicy::from_kuberc_yaml(&other).unwrap(),
+        PluginPolicy::DenyAll
+    );
+    let list = format!(
+        "{v1beta1}credentialPluginPolicy: Allowlist\ncredentialPluginAllowlist:\n- name: \"true\"\n- name: /usr/bin/aws\n"
+    );
+    assert_eq!(
+        PluginPolicy::from_kuberc_yaml(&list).unwrap(),
+        PluginPolicy::allowlist(["true", "/usr/bin/aws"]).unwrap()
+    );
+    for allow_all in [
+        "",
+        "\n",
+        "apiVersion: kubectl.config.k8s.io/v1alpha1\nkind: Preference\ncredentialPluginPolicy: DenyAll\n",
+        &format!("{v1beta1}defaults: []\n"),
+    ] {
+        assert_eq!(
+            PluginPolicy::from_kuberc_yaml(allow_all).unwrap(),
+            PluginPolicy::AllowAll,
+            "{allow_all:?}"
+        );
+    }
+    for invalid in [
+        "kind: Preference\ncredentialPluginPolicy: DenyAll\n",
+        "garbage: [\n",
+        "apiVersion: v1\nkind: Config\n",
+    ] {
+        assert_eq!(
+            PluginPolicy::from_kuberc_yaml(invalid)
+                .unwrap_err()
+                .to_string(),
+            "kuberc: no valid preferences found",
+            "{invalid:?}"
+        );
+    }
+    // The policy's own validation, with kubectl's message.
+    let unlisted = format!("{v1beta1}credentialPluginPolicy: Allowlist\n");
+    assert_eq!(
+        PluginPolicy::from_kuberc_yaml(&unlisted)
+            .unwrap_err()
+            .to_string(),
+        "credential plugin policy set to \"Allowlist\", but allowlist is unspecified"
+    );
+}

@@ -15,21 +15,50 @@
 //!   and TLS client identity rotation ([`ExecCredentials::subscribe_client_identity`]).
 //! * [`ExecLayer`] / [`ExecService`] set `Authorization: Bearer <token>` on each request and,
 //!   after a 401, refresh (single flight) and send a [`ReplayableBody`] request once more.
-//! * [`kube_client_from_kubeconfig`] wires it into `kube::Client`, removing the `exec` stanza
-//!   from kube's configuration so that kube does not run the plugin too.
+//! * [`kube_client`] wires it into `kube::Client`, removing the `exec` stanza from kube's
+//!   configuration so that kube does not run the plugin too; [`infer_kube_client`] is the
+//!   same with kubectl's defaults.
+//!
+//! An exec-enabled client in one line, inferred as `kube::Client::try_default` infers one
+//! (`KUBECONFIG`, else `~/.kube/config`, else in-cluster; the `current-context`; kubectl's
+//! kuberc `credentialPluginPolicy`). A user without an `exec` stanza (a token, a client
+//! certificate) gets kube's own client. Building does not run the plugin; the first request
+//! does:
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use k8s_bootstrap::exec::kube_client_from_kubeconfig;
 //! use k8s_openapi::api::core::v1::Namespace;
 //!
-//! // The current context's user must have an `exec` stanza.
-//! let (client, _credentials) = kube_client_from_kubeconfig("/home/me/.kube/config", None).await?;
+//! let client = k8s_bootstrap::exec::infer_kube_client().await?;
 //! let namespaces = kube::Api::<Namespace>::all(client).list(&Default::default()).await?;
 //! # let _ = namespaces;
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! With a chosen kubeconfig, context and plugin policy, keeping the credentials handle:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use k8s_bootstrap::exec::{KubeconfigOptions, kube_client};
+//! use k8s_bootstrap::exec_credential::PluginPolicy;
+//!
+//! let options = KubeconfigOptions::infer()
+//!     .kubeconfig("/home/me/.kube/config")
+//!     .context("prod")
+//!     .plugin_policy(PluginPolicy::allowlist(["kubelogin"])?);
+//! let built = kube_client(&options).await?;
+//! if let Some(credentials) = built.credentials() {
+//!     println!("plugin runs so far: {}", credentials.plugin_runs());
+//! }
+//! let client = built.into_client();
+//! # let _ = client;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! An error of such a client's request reaches the exec error in one step with
+//! [`Error::from_kube`].
 //!
 //! The same by hand, with a configured authenticator (for example a shorter timeout):
 //!
@@ -57,13 +86,17 @@
 //!
 //! # Client certificates
 //!
-//! A plugin may return a TLS client certificate and key instead of (or besides) a token. The
-//! layer cannot change the certificate of connections kube's connector makes, so a client
-//! presents the certificate it was built with. [`ExecCredentials::subscribe_client_identity`]
-//! is a `tokio::sync::watch` receiver of the current [`TlsIdentity`] (PEM certificate, key,
-//! and the [`CredentialId`](exec_credential::CredentialId) generation); when it changes, build
-//! a new client with [`kube_client_with_exec`] and the new identity, and drop the old one (its
-//! pooled connections close with it), as client-go closes connections on rotation:
+//! A plugin may return a TLS client certificate and key instead of (or besides) a token.
+//! The clients of [`kube_client`] follow them: requests go over connections that present the
+//! current certificate (a kube client per certificate; after a rotation the previous one's
+//! connections close once idle), and a 401 on a certificate-only credential refreshes it and
+//! retries the request once with the new certificate.
+//!
+//! A client built by hand with [`kube_client_with_exec`] presents the certificate it was
+//! built with. [`ExecCredentials::subscribe_client_identity`] is a `tokio::sync::watch`
+//! receiver of the current [`TlsIdentity`] (PEM certificate, key, and the
+//! [`CredentialId`](exec_credential::CredentialId) generation); when it changes, build a new
+//! client with the new identity and drop the old one:
 //!
 //! ```no_run
 //! # async fn demo(config: kube::Config, credentials: k8s_bootstrap::exec::ExecCredentials)
@@ -79,6 +112,14 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Plugin runs and cancellation
+//!
+//! Each plugin run is a task of its own: a request that is dropped or times out stops waiting
+//! for it, and the run goes on for the other requests (a run nobody waits for any more
+//! finishes and fills the cache). A cancelled request never counts as a failed run. A
+//! credential that has already expired when it arrives is used once (client-go does the
+//! same: the clocks of plugin and client may disagree), with a warning in the log.
 //!
 //! # Secrets
 //!
@@ -96,9 +137,12 @@ mod runner;
 
 pub use credentials::{ExecCredentials, TlsIdentity};
 pub use error::Error;
+#[allow(deprecated)]
+pub use kubeconfig::kube_client_from_kubeconfig;
 pub use kubeconfig::{
-    MAX_CERTIFICATE_AUTHORITY_BYTES, MAX_KUBECONFIG_BYTES, kube_client_from_kubeconfig,
-    kube_client_with_exec, kube_config_without_exec,
+    ExecClient, KubeconfigOptions, MAX_CERTIFICATE_AUTHORITY_BYTES, MAX_KUBECONFIG_BYTES,
+    MAX_KUBERC_BYTES, infer_kube_client, kube_client, kube_client_with_exec,
+    kube_config_without_exec,
 };
 pub use layer::{ExecLayer, ExecService, ReplayableBody, ResponseFuture};
-pub use runner::{PluginOutcome, run_plugin};
+pub use runner::{PluginOutcome, look_path, run_plugin};

@@ -788,3 +788,133 @@ async fn trace_output_never_carries_a_secret() {
         assert!(!logs.contains(secret), "a secret reached the logs:\n{logs}");
     }
 }
+
+/// `token` commands with an exec user: the library's exec layer (the 401 refresh and retry,
+/// kubectl's kuberc plugin policy, `PATH` lookup), not kube's built-in exec support.
+#[tokio::test]
+async fn token_commands_use_the_exec_layer_and_the_kuberc_policy() {
+    // Only the plugin's second token is accepted: the first request gets a 401.
+    let server = LoopbackApiServer::builder()
+        .static_token("exec-token-2", "exec-user", &["system:masters"])
+        .start()
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let plugin = bin.join("k8s-bootstrap-test-plugin");
+    std::fs::write(
+        &plugin,
+        "#!/bin/sh\necho run >> \"$COUNTER\"\nn=$(wc -l < \"$COUNTER\")\nn=$(echo $n)\nprintf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"exec-token-%s\"}}\\n' \"$n\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let counter = dir.path().join("runs");
+    let kubeconfig = dir.path().join("exec.conf");
+    let admin: serde_json::Value = serde_json::to_value(
+        kube::config::Kubeconfig::from_yaml(&server.admin_kubeconfig_yaml()).unwrap(),
+    )
+    .unwrap();
+    let exec_config = serde_json::json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": admin["clusters"],
+        "contexts": [{"name": "exec", "context": {"cluster": admin["clusters"][0]["name"], "user": "exec-user"}}],
+        "current-context": "exec",
+        "users": [{"name": "exec-user", "user": {"exec": {
+            "command": "k8s-bootstrap-test-plugin",
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "interactiveMode": "Never",
+            "env": [{"name": "COUNTER", "value": counter.to_str().unwrap()}],
+        }}}],
+    });
+    std::fs::write(&kubeconfig, exec_config.to_string()).unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join(".kube")).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    // KUBECONFIG lists a missing file first: kubectl skips it.
+    let kubeconfig_env = format!(
+        "{}:{}",
+        dir.path().join("missing.conf").display(),
+        kubeconfig.display()
+    );
+    let run = |kuberc: Option<&Path>| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["token", "list"])
+            .env("RUST_LOG", "debug")
+            .env_remove("KUBERC")
+            .env("KUBECONFIG", &kubeconfig_env)
+            .env("HOME", &home)
+            .env("PATH", &path)
+            .current_dir(dir.path());
+        if let Some(kuberc) = kuberc {
+            cmd.env("KUBERC", kuberc);
+        }
+        async move { cmd.output().await }
+    };
+    let runs = || std::fs::read_to_string(&counter).map_or(0, |s| s.lines().count());
+
+    let out = run(None).await.unwrap();
+    eprintln!(
+        "runs {} requests {:?}",
+        runs(),
+        server
+            .requests()
+            .iter()
+            .map(|r| (r.path.clone(), r.query.clone(), r.status, r.user.clone()))
+            .collect::<Vec<_>>()
+    );
+    assert_ok(&out);
+    assert_eq!(runs(), 2, "the plugin ran again after the 401");
+    let statuses: Vec<u16> = server
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/api/v1/namespaces/kube-system/secrets")
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(statuses, [401, 200]);
+
+    // KUBERC's policy applies, with kubectl v1.37's message.
+    let deny = dir.path().join("deny.kuberc");
+    std::fs::write(
+        &deny,
+        "apiVersion: kubectl.config.k8s.io/v1beta1\nkind: Preference\ncredentialPluginPolicy: DenyAll\n",
+    )
+    .unwrap();
+    let out = run(Some(&deny)).await.unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(
+            "plugin \"k8s-bootstrap-test-plugin\" not allowed: policy set to \"DenyAll\""
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(runs(), 2);
+
+    // ~/.kube/kuberc when KUBERC is not set: an allow-list entry naming the path the command
+    // resolves to on PATH admits it (the plugin's third token is accepted).
+    server.add_static_token("exec-token-3", "exec-user", &["system:masters"]);
+    std::fs::write(
+        home.join(".kube").join("kuberc"),
+        format!(
+            "apiVersion: kubectl.config.k8s.io/v1beta1\nkind: Preference\ncredentialPluginPolicy: Allowlist\ncredentialPluginAllowlist:\n- name: {}\n",
+            plugin.display()
+        ),
+    )
+    .unwrap();
+    let out = run(None).await.unwrap();
+    assert_ok(&out);
+    std::fs::write(
+        home.join(".kube").join("kuberc"),
+        "apiVersion: kubectl.config.k8s.io/v1beta1\nkind: Preference\ncredentialPluginPolicy: Allowlist\ncredentialPluginAllowlist:\n- name: /usr/bin/kubelogin\n",
+    )
+    .unwrap();
+    let out = run(None).await.unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("is not permitted by the credential plugin allowlist"),
+        "{}",
+        stderr(&out)
+    );
+    server.shutdown().await;
+}

@@ -422,56 +422,265 @@ async fn canaries_never_appear_in_debug_errors_or_tracing() {
     }
 }
 
-#[tokio::test]
-async fn dropping_the_caller_that_runs_the_plugin_kills_it_and_wakes_the_waiters() {
+/// A plugin that says it started (by opening `started` for writing, which blocks until the
+/// test reads it), then waits until the test writes a line to `release`, then answers like
+/// the counting plugin.
+struct Gated {
+    _dir: tempfile::TempDir,
+    started: PathBuf,
+    /// The write end of `release`, open from the start (read-write, so opening never blocks
+    /// and a write never waits for the plugin).
+    release: std::fs::File,
+    counter: PathBuf,
+    credentials: ExecCredentials,
+}
+
+fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+fn gated() -> Gated {
     let dir = tempfile::tempdir().unwrap();
-    let pids = dir.path().join("pids");
+    let started = dir.path().join("started");
+    let release = dir.path().join("release");
+    mkfifo(&started);
+    mkfifo(&release);
     let plugin = script(
         dir.path(),
-        "hang.sh",
-        &format!(
-            "sleep 1000 &\necho $$ $! > {}.tmp\nmv {0}.tmp {0}\nwait\n",
-            pids.display()
-        ),
+        "gated.sh",
+        &format!("echo started > \"$STARTED\"\nread line < \"$RELEASE\"\n{COUNTING_PLUGIN}"),
     );
-    let credentials = ExecCredentials::from_authenticator(authenticator(ExecConfig::new(
+    let counter = dir.path().join("runs");
+    let config = ExecConfig::new(
         plugin.to_str().unwrap(),
         ApiVersion::V1,
         InteractiveMode::Never,
-    )));
-    let runner = tokio::spawn({
-        let credentials = credentials.clone();
-        async move { credentials.credential().await }
-    });
-    // Bounded wait for the plugin to have started.
-    for _ in 0..1000 {
-        if pids.exists() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    )
+    .env("COUNTER", counter.to_str().unwrap())
+    .env("PREFIX", "token")
+    .env("STARTED", started.to_str().unwrap())
+    .env("RELEASE", release.to_str().unwrap());
+    let release = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&release)
+        .unwrap();
+    Gated {
+        credentials: ExecCredentials::from_authenticator(authenticator(config)),
+        _dir: dir,
+        started,
+        release,
+        counter,
     }
-    let text = std::fs::read_to_string(&pids).unwrap();
-    let waiter = tokio::spawn({
-        let credentials = credentials.clone();
+}
+
+impl Gated {
+    /// Returns once the plugin has started.
+    async fn wait_started(&self) {
+        let started = self.started.clone();
+        tokio::task::spawn_blocking(move || std::fs::read_to_string(started).unwrap())
+            .await
+            .unwrap();
+    }
+
+    /// Lets the plugin answer.
+    fn release(&self) {
+        use std::io::Write as _;
+        (&self.release).write_all(b"go\n").unwrap();
+    }
+}
+
+fn token_of(credential: &k8s_bootstrap::exec_credential::Credential) -> String {
+    credential.token().unwrap().expose_secret().to_owned()
+}
+
+#[tokio::test]
+async fn cancelling_one_caller_never_ends_the_run_another_waits_on() {
+    let g = gated();
+    // A starts the run; B waits on it.
+    let a = tokio::spawn({
+        let credentials = g.credentials.clone();
         async move { credentials.credential().await }
     });
-    // Current-thread runtime: the waiter runs up to its wait before this task resumes.
+    g.wait_started().await;
+    let b = tokio::spawn({
+        let credentials = g.credentials.clone();
+        async move { credentials.credential().await }
+    });
+    // Current-thread runtime: B runs up to its wait before this task resumes.
     tokio::task::yield_now().await;
-    runner.abort();
-    assert!(runner.await.unwrap_err().is_cancelled());
-
-    let err = waiter.await.unwrap().unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            Error::Plugin(k8s_bootstrap::exec_credential::Error::SpawnFailed { message, .. })
-                if message.contains("cancelled")
-        ),
-        "{err:?}"
+    // A is cancelled (a request dropped, or its timeout fired) while the plugin runs.
+    a.abort();
+    assert!(a.await.unwrap_err().is_cancelled());
+    g.release();
+    // B gets the run's credential: the plugin was not killed, and the cancel was no failure.
+    assert_eq!(token_of(&b.await.unwrap().unwrap()), "token-1");
+    assert_eq!(g.credentials.plugin_runs(), 1);
+    // C finds it cached: no second run, no failure back-off.
+    assert_eq!(
+        token_of(&g.credentials.credential().await.unwrap()),
+        "token-1"
     );
+    assert_eq!(runs(&g.counter), 1);
+}
+
+#[tokio::test]
+async fn a_run_nobody_waits_for_any_more_finishes_and_fills_the_cache() {
+    let g = gated();
+    // A request with a timeout gives up while the plugin runs.
+    let a = tokio::spawn({
+        let credentials = g.credentials.clone();
+        async move { credentials.credential().await }
+    });
+    g.wait_started().await;
+    a.abort();
+    assert!(a.await.unwrap_err().is_cancelled());
+    g.release();
+    // The next caller gets that run's credential (waiting for the run if it has not ended yet).
+    assert_eq!(
+        token_of(&g.credentials.credential().await.unwrap()),
+        "token-1"
+    );
+    assert_eq!(runs(&g.counter), 1);
+    assert_eq!(g.credentials.plugin_runs(), 1);
+}
+
+#[tokio::test]
+async fn a_request_timing_out_through_the_layer_is_not_a_plugin_failure() {
+    let g = gated();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let svc = ExecLayer::new(g.credentials.clone()).layer(Server {
+        accept: "Bearer token-1",
+        seen: seen.clone(),
+    });
+    let request = || {
+        http::Request::get("/")
+            .body(Full::new(Bytes::new()))
+            .unwrap()
+    };
+    let mut a_svc = svc.clone();
+    let a = tokio::spawn(async move { a_svc.call(request()).await.map(|r| r.status()) });
+    g.wait_started().await;
+    let mut b_svc = svc.clone();
+    let b = tokio::spawn(async move { b_svc.call(request()).await.map(|r| r.status()) });
+    tokio::task::yield_now().await;
+    a.abort();
+    assert!(a.await.unwrap_err().is_cancelled());
+    g.release();
+    assert_eq!(b.await.unwrap().unwrap(), 200);
+    let mut c_svc = svc.clone();
+    assert_eq!(c_svc.call(request()).await.unwrap().status(), 200);
+    assert_eq!(runs(&g.counter), 1);
+    assert_eq!(seen.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_credential_expired_on_arrival_is_used_once_with_a_warning() {
+    let capture = Capture::default();
+    let writer = capture.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = script(
+        dir.path(),
+        "expired.sh",
+        r#"echo run >> "$COUNTER"
+n=$(wc -l < "$COUNTER")
+n=$(echo $n)
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"old-%s","expirationTimestamp":"2020-01-01T00:00:00Z"}}\n' "$n"
+"#,
+    );
+    let counter = dir.path().join("runs");
+    let config = ExecConfig::new(
+        plugin.to_str().unwrap(),
+        ApiVersion::V1,
+        InteractiveMode::Never,
+    )
+    .env("COUNTER", counter.to_str().unwrap());
+    let credentials = ExecCredentials::from_authenticator(authenticator(config));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    // The server's clock disagrees with the plugin's: it accepts the tokens.
+    let mut svc = ExecLayer::new(credentials.clone()).layer(Server {
+        accept: "Bearer old-1",
+        seen: seen.clone(),
+    });
+    let request = || {
+        http::Request::get("/")
+            .body(Full::new(Bytes::new()))
+            .unwrap()
+    };
+    assert_eq!(svc.call(request()).await.unwrap().status(), 200);
+    assert_eq!(runs(&counter), 1);
+    // Used once: the next request runs the plugin again (client-go), and there is no back-off.
+    // (The server refuses old-2: one more run after that 401, and the 401 is returned.)
+    let second = svc.call(request()).await.unwrap();
+    assert_eq!(second.status(), 401);
+    let tokens: Vec<Option<String>> = seen.lock().unwrap().iter().map(|s| s.0.clone()).collect();
+    assert_eq!(
+        tokens,
+        [
+            Some("Bearer old-1".to_owned()),
+            Some("Bearer old-2".to_owned()),
+            Some("Bearer old-3".to_owned())
+        ]
+    );
+    assert_eq!(runs(&counter), 3);
+    let logs = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+    assert!(logs.contains("already expired"), "{logs}");
+    assert!(!logs.contains("old-1"), "{logs}");
+}
+
+#[tokio::test]
+async fn a_missing_absolute_command_fails_in_gos_words() {
+    let credentials = ExecCredentials::from_authenticator(authenticator(ExecConfig::new(
+        "/nonexistent/k8s-bootstrap-plugin",
+        ApiVersion::V1,
+        InteractiveMode::Never,
+    )));
+    let err = credentials.credential().await.unwrap_err();
+    // client-go: `exec: fork/exec <path>: no such file or directory`.
+    assert_eq!(
+        err.to_string(),
+        "running exec plugin: exec: fork/exec /nonexistent/k8s-bootstrap-plugin: no such file or directory"
+    );
+}
+
+#[tokio::test]
+async fn dropping_a_plugin_run_kills_its_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    mkfifo(&pids);
+    let plugin = script(
+        dir.path(),
+        "hang.sh",
+        &format!("sleep 1000 &\necho $$ $! > {}\nwait\n", pids.display()),
+    );
+    let mut auth = authenticator(ExecConfig::new(
+        plugin.to_str().unwrap(),
+        ApiVersion::V1,
+        InteractiveMode::Never,
+    ));
+    let _ = auth.credential(std::time::SystemTime::UNIX_EPOCH).unwrap();
+    let Some(k8s_bootstrap::exec_credential::Action::RunPlugin(run)) = auth.poll_action() else {
+        panic!("no run")
+    };
+    let running = tokio::spawn(async move { k8s_bootstrap::exec::run_plugin(&run).await });
+    let text = tokio::task::spawn_blocking(move || std::fs::read_to_string(pids).unwrap())
+        .await
+        .unwrap();
+    running.abort();
+    assert!(running.await.unwrap_err().is_cancelled());
     let mut it = text.split_whitespace().map(|p| p.parse::<u32>().unwrap());
     let (shell, child) = (it.next().unwrap(), it.next().unwrap());
     assert!(wait_dead(shell).await, "the plugin survived");
     assert!(wait_dead(child).await, "the plugin's child survived");
-    assert_eq!(credentials.plugin_runs(), 0);
 }

@@ -13,7 +13,8 @@ use crate::outcome::Outcome;
 /// Plugin stdout (the whole input) through the client's decoder and client-go's output rules.
 ///
 /// Whatever decodes re-encodes, and the encoding is a fixed point; a credential taken from it
-/// carries a token or a client identity and is not expired. Accepted: the output decodes and
+/// carries a token or a client identity (it may have expired already: client-go uses such a
+/// credential once). Accepted: the output decodes and
 /// yields a credential under at least one configured API version.
 pub fn exec_credential_plugin_output(data: &[u8]) -> Outcome {
     let Ok(cred) = ExecCredential::from_plugin_output(data) else {
@@ -34,7 +35,6 @@ pub fn exec_credential_plugin_output(data: &[u8]) -> Outcome {
     for configured in [ApiVersion::V1, ApiVersion::V1Beta1] {
         if let Ok(c) = cred.clone().into_credential(configured, now) {
             assert!(c.token().is_some() || c.client_identity().is_some());
-            assert!(!c.is_expired(now));
             accepted = true;
         }
     }
@@ -86,9 +86,9 @@ pub fn exec_credential_cache_entry(data: &[u8]) -> Outcome {
 /// actions, report an exited run (exit code, a little-endian `u16` stdout length, stdout, a
 /// stderr length byte, stderr), report a failed run, report a 401, move the clock (a
 /// little-endian `u16`), or look at the cache. Whatever the sequence, the state machine never
-/// panics, never hands out a credential that is expired at `now`, keeps at most one run per
-/// collection in flight, and refuses results for runs it did not schedule or already heard
-/// of. Accepted: a plugin run produced a credential.
+/// panics, never serves a credential from its cache that is expired at `now`, keeps at most
+/// one run per collection in flight, and refuses results for runs it did not schedule or
+/// already heard of. Accepted: a plugin run produced a credential.
 pub fn exec_credential_authenticator(input: &[u8]) -> Outcome {
     let mut data = input;
     let config_byte = byte(&mut data);
@@ -147,7 +147,9 @@ pub fn exec_credential_authenticator(input: &[u8]) -> Outcome {
                             stderr,
                         },
                     ) {
-                        assert!(!cred.is_expired(now));
+                        // An expired credential is handed to the run's callers once; the
+                        // cache never serves it (checked by the other steps).
+                        let _ = cred;
                         accepted = true;
                     }
                     // The same run cannot be reported twice.

@@ -6,13 +6,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use exec_credential::{
     Action, ClientIdentity, ClientKey, Cluster, Credential, CredentialId, CredentialState,
-    ExecAuthenticator, ExecConfig, PluginRun, RunId, RunResult, Stdin,
+    ExecAuthenticator, ExecConfig, PluginPolicy, PluginRun, RunId, Stdin,
 };
 use http::HeaderValue;
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
+use tracing::Instrument as _;
 use zeroize::Zeroizing;
 
 use super::error::Error;
+use super::kubeconfig::KubeconfigOptions;
 use super::runner::run_plugin;
 
 /// Exec-plugin credentials shared by every request of a program: a cheaply cloneable handle
@@ -25,10 +27,18 @@ use super::runner::run_plugin;
 /// plugin runs. Concurrent callers that need a credential wait for one plugin run (single
 /// flight) and all get its result.
 ///
-/// The lock is a `std::sync::Mutex` (tokio's advice for short critical sections that never
-/// span an `.await`): it lets a dropped (cancelled) caller that was running the plugin hand the
-/// run back to the core synchronously (as a failed run: `exec: the plugin run was cancelled`),
-/// so the other waiters wake up with that error instead of waiting forever.
+/// Each run is a tokio task of its own, as client-go runs the plugin independently of any
+/// request's context: a caller that is cancelled (a request dropped or timed out) stops
+/// waiting, and the run goes on for the others; a run nobody waits for any more still
+/// finishes and fills the cache. A cancellation is never counted as a failed run. Only the
+/// run's own timeout ([`ExecAuthenticator::set_timeouts`]) or the runtime shutting down ends
+/// a run early (the plugin's process group is then killed).
+///
+/// A credential that has already expired when it arrives is used, as client-go uses it, for
+/// the callers that waited on that run (with a warning in the log: the plugin's clock and
+/// ours disagree); the next call runs the plugin again.
+///
+/// Needs a tokio runtime (the runs are spawned on the current one).
 ///
 /// When the plugin returns a TLS client certificate,
 /// [`subscribe_client_identity`](Self::subscribe_client_identity) announces each new
@@ -75,29 +85,37 @@ impl TlsIdentity {
 
 struct Inner {
     state: Mutex<State>,
-    /// Woken when a plugin run ends (successfully or not).
-    run_finished: Notify,
     identity: watch::Sender<Option<TlsIdentity>>,
 }
+
+/// What a plugin run produced, published to every caller that waits on it.
+type RunOutput = Option<Result<Credential, exec_credential::Error>>;
 
 struct State {
     auth: ExecAuthenticator,
     header: HeaderCache,
-    /// The last failed run and its error, for the callers that waited on it.
-    last_failure: Option<(RunId, exec_credential::Error)>,
+    /// The run in flight (performed by its own task) and where its result is published.
+    in_flight: Option<(RunId, watch::Receiver<RunOutput>)>,
     runs: u64,
 }
 
-/// The `Authorization` value of the cached credential, built once per credential.
+/// The `Authorization` value of the cached credential, built once per credential, and its
+/// TLS client identity.
 #[derive(Default)]
 pub(crate) struct HeaderCache {
-    value: Option<(CredentialId, HeaderValue)>,
+    value: Option<(
+        CredentialId,
+        Option<HeaderValue>,
+        Option<Arc<ClientIdentity>>,
+    )>,
 }
 
-/// What a request needs: the credential generation and, for a token, the header value.
+/// What a request needs: the credential generation, the header value of a token, and the
+/// TLS client identity of a certificate.
 pub(crate) struct Authorization {
     pub(crate) credential: CredentialId,
     pub(crate) header: Option<HeaderValue>,
+    pub(crate) identity: Option<Arc<ClientIdentity>>,
 }
 
 impl core::fmt::Debug for ExecCredentials {
@@ -110,8 +128,9 @@ impl core::fmt::Debug for ExecCredentials {
 
 impl ExecCredentials {
     /// Credentials for the exec stanza `config` talking to `cluster`, with the core's defaults
-    /// (timeouts, stdout cap, failure backoff, allow-all policy). Whether stdin is a terminal is
-    /// read from this process's stdin (for `interactiveMode`).
+    /// (timeouts, stdout cap, failure backoff, allow-all policy) and Go's `PATH` lookup
+    /// ([`look_path`](super::look_path)) for allow-list policies set later. Whether stdin is a
+    /// terminal is read from this process's stdin (for `interactiveMode`).
     ///
     /// `config` should already have had [`ExecConfig::apply_defaults`],
     /// [`ExecConfig::validate`] and [`ExecConfig::resolve_relative_to`] applied, as
@@ -121,12 +140,29 @@ impl ExecCredentials {
     ///
     /// [`Error::Authenticator`] for an unsupported `apiVersion`.
     pub fn new(config: ExecConfig, cluster: Cluster) -> Result<ExecCredentials, Error> {
+        ExecCredentials::with_policy(config, cluster, PluginPolicy::AllowAll)
+    }
+
+    /// As [`new`](Self::new), with the credential plugin policy `policy` (kubectl's kuberc
+    /// `credentialPluginPolicy`), checked before every run with Go's `PATH` lookup as kubectl
+    /// checks it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Authenticator`] for an unsupported `apiVersion`.
+    pub fn with_policy(
+        config: ExecConfig,
+        cluster: Cluster,
+        policy: PluginPolicy,
+    ) -> Result<ExecCredentials, Error> {
         let mut auth = ExecAuthenticator::new(config, cluster).map_err(Error::Authenticator)?;
         auth.set_stdin(if std::io::stdin().is_terminal() {
             Stdin::terminal()
         } else {
             Stdin::not_terminal()
         });
+        auth.set_policy(policy);
+        auth.set_path_resolver(super::look_path);
         Ok(ExecCredentials::from_authenticator(auth))
     }
 
@@ -139,10 +175,9 @@ impl ExecCredentials {
                 state: Mutex::new(State {
                     auth,
                     header: HeaderCache::default(),
-                    last_failure: None,
+                    in_flight: None,
                     runs: 0,
                 }),
-                run_finished: Notify::new(),
                 identity: watch::Sender::new(None),
             }),
         }
@@ -150,21 +185,45 @@ impl ExecCredentials {
 
     /// Credentials for the `exec` stanza of the user of `context` (the `current-context` when
     /// `None`) in the kubeconfig file at `path`, with client-go's defaulting, validation and
-    /// relative-command resolution (against the kubeconfig's directory). The plugin does not
-    /// run until a credential is first needed.
+    /// relative-command resolution (against the kubeconfig's directory), and the credential
+    /// plugin policy of kubectl's kuberc (see [`KubeconfigOptions`]). The plugin does not run
+    /// until a credential is first needed.
     ///
     /// # Errors
     ///
-    /// [`Error::ReadKubeconfig`], [`Error::FileTooLarge`], [`Error::ParseKubeconfig`],
-    /// [`Error::NoCurrentContext`], [`Error::MissingEntry`], [`Error::NoExecStanza`],
-    /// [`Error::InvalidExecStanza`], [`Error::InvalidCluster`],
-    /// [`Error::ReadCertificateAuthority`], or [`Error::Authenticator`].
+    /// As [`from_options`](Self::from_options).
     pub async fn from_kubeconfig(
         path: impl AsRef<Path>,
         context: Option<&str>,
     ) -> Result<ExecCredentials, Error> {
-        let loaded = super::kubeconfig::load(path.as_ref(), context).await?;
-        ExecCredentials::new(loaded.exec, loaded.cluster)
+        let mut options = KubeconfigOptions::infer().kubeconfig(path.as_ref());
+        if let Some(context) = context {
+            options = options.context(context);
+        }
+        ExecCredentials::from_options(&options).await
+    }
+
+    /// Credentials for the `exec` stanza of the user `options` select (kubeconfig, context,
+    /// plugin policy; see [`KubeconfigOptions`]). The plugin does not run until a credential
+    /// is first needed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoKubeconfig`] (nothing named and no kubeconfig found),
+    /// [`Error::ReadKubeconfig`], [`Error::FileTooLarge`], [`Error::ParseKubeconfig`],
+    /// [`Error::NoCurrentContext`], [`Error::MissingEntry`], [`Error::NoExecStanza`] (also
+    /// for a user whose other credentials make client-go ignore the stanza),
+    /// [`Error::InvalidExecStanza`], [`Error::InvalidCluster`],
+    /// [`Error::ReadCertificateAuthority`], [`Error::ReadKuberc`], [`Error::Kuberc`],
+    /// [`Error::KubeConfig`] or [`Error::Authenticator`].
+    pub async fn from_options(options: &KubeconfigOptions) -> Result<ExecCredentials, Error> {
+        let Some(loaded) = super::kubeconfig::load_options(options).await? else {
+            return Err(Error::NoKubeconfig { in_cluster: None });
+        };
+        match loaded.exec {
+            Some(exec) => ExecCredentials::with_policy(exec.exec, exec.cluster, exec.policy),
+            None => Err(Error::NoExecStanza { user: loaded.user }),
+        }
     }
 
     /// The credential to use now: the cached one while the core considers it valid, otherwise
@@ -206,8 +265,8 @@ impl ExecCredentials {
         self.inner.identity.subscribe()
     }
 
-    /// How many plugin runs this handle (and its clones) completed (a cancelled run is not
-    /// counted).
+    /// How many plugin runs this handle (and its clones) completed (a run abandoned when its
+    /// task was dropped is not counted).
     #[must_use]
     pub fn plugin_runs(&self) -> u64 {
         self.lock().runs
@@ -233,7 +292,7 @@ impl ExecCredentials {
                     credential = used.get(),
                     "server answered 401: refreshing the exec credential"
                 );
-                Ok(())
+                self.start_queued_run(&mut st)
             }
             Ok(None) => Ok(()),
             Err(e) => Err(Error::Authenticator(e)),
@@ -241,140 +300,162 @@ impl ExecCredentials {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.inner
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        lock(&self.inner)
     }
 
-    /// Waits for a valid credential (running the plugin, or waiting for the run in flight),
-    /// then calls `f` with it under the lock.
+    /// Waits for a valid credential (starting a plugin run, or waiting for the run in
+    /// flight), then calls `f` with it under the lock. The callers of a run get that run's
+    /// credential even when it expired on arrival (used once, as client-go does).
     async fn with_ready<T>(
         &self,
         mut f: impl FnMut(&mut HeaderCache, &Credential) -> T,
     ) -> Result<T, Error> {
-        loop {
-            let step = {
-                let mut guard = self.lock();
-                let st = &mut *guard;
-                match st.auth.credential(crate::clock::now()) {
-                    Ok(CredentialState::Ready(c)) => return Ok(f(&mut st.header, c)),
-                    Ok(CredentialState::Pending(id)) => match take_run(&mut st.auth) {
-                        Some(run) => Step::Run(run),
-                        // Registered under the lock: the runner notifies only after taking it.
-                        None => Step::Wait(id, self.inner.run_finished.notified()),
-                    },
-                    Ok(_) => return Err(Error::Authenticator(exec_credential::Error::UnknownRun)),
-                    Err(e) => return Err(Error::Authenticator(e)),
-                }
+        let mut output = {
+            let mut guard = self.lock();
+            let st = &mut *guard;
+            let id = match st.auth.credential(crate::clock::now()) {
+                Ok(CredentialState::Ready(c)) => return Ok(f(&mut st.header, c)),
+                Ok(CredentialState::Pending(id)) => id,
+                Ok(_) => return Err(Error::Authenticator(exec_credential::Error::UnknownRun)),
+                Err(e) => return Err(Error::Authenticator(e)),
             };
-            match step {
-                Step::Run(run) => self.perform(run).await?,
-                Step::Wait(id, notified) => {
-                    notified.await;
-                    if let Some((failed, e)) = &self.lock().last_failure
-                        && *failed == id
-                    {
-                        return Err(Error::Plugin(e.clone()));
-                    }
-                }
+            self.start_queued_run(st)?;
+            match &st.in_flight {
+                Some((run, output)) if *run == id => output.clone(),
+                _ => return Err(Error::Authenticator(exec_credential::Error::UnknownRun)),
             }
-        }
+        };
+        // Only this wait is cancelled with the caller; the run goes on.
+        let credential = match output.wait_for(Option::is_some).await {
+            Ok(done) => match &*done {
+                Some(Ok(credential)) => credential.clone(),
+                Some(Err(e)) => return Err(Error::Plugin(e.clone())),
+                None => return Err(Error::RunAbandoned),
+            },
+            // The run's task was dropped without a result (the runtime is shutting down).
+            Err(_) => return Err(Error::RunAbandoned),
+        };
+        let mut st = self.lock();
+        Ok(f(&mut st.header, &credential))
     }
 
-    /// Runs the plugin (without the lock) and reports the result to the core.
-    async fn perform(&self, run: PluginRun) -> Result<(), Error> {
-        let mut in_flight = InFlight {
-            inner: &self.inner,
-            run: Some(run.id()),
+    /// Spawns the run the core queued, if any, and records it as the run in flight.
+    fn start_queued_run(&self, st: &mut State) -> Result<(), Error> {
+        let Some(run) = take_run(&mut st.auth) else {
+            return Ok(());
         };
-        let outcome = run_plugin(&run).await;
-        in_flight.run = None;
-        let result = {
-            let mut st = self.lock();
-            st.runs = st.runs.saturating_add(1);
-            let now = crate::clock::now();
-            let result = match st
-                .auth
-                .handle_run_result(now, run.id(), outcome.as_run_result())
-            {
-                Ok(credential) => {
-                    tracing::info!(
-                        credential = credential.id().get(),
-                        token = credential.token().is_some(),
-                        client_certificate = credential.client_identity().is_some(),
-                        "exec credential refreshed"
-                    );
-                    self.publish_identity(credential);
-                    Ok(())
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "exec plugin run failed");
-                    st.last_failure = Some((run.id(), e.clone()));
-                    Err(Error::Plugin(e))
-                }
-            };
-            log_actions(&mut st.auth);
-            result
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            // Not a failure of the plugin: hand the run back untouched.
+            let _ = st.auth.cancel_run(run.id());
+            return Err(Error::NoRuntime);
         };
-        self.inner.run_finished.notify_waiters();
-        result
+        let (publish, output) = watch::channel(None);
+        st.in_flight = Some((run.id(), output));
+        let task = perform(Arc::clone(&self.inner), run, publish);
+        drop(runtime.spawn(task.in_current_span()));
+        Ok(())
     }
+}
 
-    fn publish_identity(&self, credential: &Credential) {
-        let new = credential.client_identity().map(|identity| TlsIdentity {
-            credential: credential.id(),
-            identity: identity.clone(),
-        });
-        self.inner.identity.send_if_modified(|current| {
-            let changed =
-                current.as_ref().map(|t| &t.identity) != new.as_ref().map(|t| &t.identity);
-            if changed {
+/// Performs one run on its own task (without the lock) and reports the result to the core and
+/// to the callers waiting on it.
+async fn perform(inner: Arc<Inner>, run: PluginRun, publish: watch::Sender<RunOutput>) {
+    let mut abandoned = Abandoned {
+        inner: &inner,
+        run: Some(run.id()),
+    };
+    let outcome = run_plugin(&run).await;
+    abandoned.run = None;
+    let result = {
+        let mut st = lock(&inner);
+        st.runs = st.runs.saturating_add(1);
+        let now = crate::clock::now();
+        let result = match st
+            .auth
+            .handle_run_result(now, run.id(), outcome.as_run_result())
+        {
+            Ok(credential) => {
                 tracing::info!(
                     credential = credential.id().get(),
-                    "exec plugin returned a new TLS client identity"
+                    token = credential.token().is_some(),
+                    client_certificate = credential.client_identity().is_some(),
+                    "exec credential refreshed"
                 );
-                current.clone_from(&new);
+                if credential.is_expired(now) {
+                    tracing::warn!(
+                        credential = credential.id().get(),
+                        "the exec plugin returned a credential that had already expired: using it \
+                         once (the plugin's clock may disagree with ours)"
+                    );
+                }
+                publish_identity(&inner, credential);
+                Ok(credential.clone())
             }
-            changed
-        });
-    }
+            Err(e) => {
+                tracing::warn!(error = %e, "exec plugin run failed");
+                Err(e)
+            }
+        };
+        if st.in_flight.as_ref().is_some_and(|(id, _)| *id == run.id()) {
+            st.in_flight = None;
+        }
+        log_actions(&mut st.auth);
+        result
+    };
+    publish.send_replace(Some(result));
+}
+
+fn publish_identity(inner: &Inner, credential: &Credential) {
+    let new = credential.client_identity().map(|identity| TlsIdentity {
+        credential: credential.id(),
+        identity: identity.clone(),
+    });
+    inner.identity.send_if_modified(|current| {
+        let changed = current.as_ref().map(|t| &t.identity) != new.as_ref().map(|t| &t.identity);
+        if changed {
+            tracing::info!(
+                credential = credential.id().get(),
+                "exec plugin returned a new TLS client identity"
+            );
+            current.clone_from(&new);
+        }
+        changed
+    });
 }
 
 impl HeaderCache {
     fn authorization(&mut self, c: &Credential) -> Result<Authorization, Error> {
         let credential = c.id();
-        let Some(token) = c.token() else {
-            return Ok(Authorization {
-                credential,
-                header: None,
-            });
-        };
-        if let Some((id, value)) = &self.value
+        if let Some((id, header, identity)) = &self.value
             && *id == credential
         {
             return Ok(Authorization {
                 credential,
-                header: Some(value.clone()),
+                header: header.clone(),
+                identity: identity.clone(),
             });
         }
-        let secret = token.expose_secret();
-        let mut text = Zeroizing::new(String::with_capacity(secret.len().saturating_add(7)));
-        text.push_str("Bearer ");
-        text.push_str(secret);
-        let mut value = HeaderValue::from_str(&text).map_err(|_| Error::InvalidToken)?;
-        value.set_sensitive(true);
-        self.value = Some((credential, value.clone()));
+        let header = match c.token() {
+            None => None,
+            Some(token) => {
+                let secret = token.expose_secret();
+                let mut text =
+                    Zeroizing::new(String::with_capacity(secret.len().saturating_add(7)));
+                text.push_str("Bearer ");
+                text.push_str(secret);
+                let mut value = HeaderValue::from_str(&text).map_err(|_| Error::InvalidToken)?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+        };
+        let identity = c.client_identity().cloned().map(Arc::new);
+        self.value = Some((credential, header.clone(), identity.clone()));
         Ok(Authorization {
             credential,
-            header: Some(value),
+            header,
+            identity,
         })
     }
-}
-
-enum Step<'a> {
-    Run(PluginRun),
-    Wait(RunId, tokio::sync::futures::Notified<'a>),
 }
 
 /// Takes the queued plugin run, if this caller is the one to perform it.
@@ -408,33 +489,29 @@ fn log_action(action: &Action) {
     }
 }
 
-/// Hands an abandoned run back to the core when the caller performing it is dropped, so that
-/// the callers waiting for it wake up with an error instead of waiting forever.
-struct InFlight<'a> {
+fn lock(inner: &Inner) -> MutexGuard<'_, State> {
+    inner.state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Hands a run back to the core when its task is dropped before the run ended (the runtime
+/// is shutting down): not a failure, and the callers waiting on it wake up (their channel
+/// closes) instead of waiting forever.
+struct Abandoned<'a> {
     inner: &'a Inner,
     run: Option<RunId>,
 }
 
-impl Drop for InFlight<'_> {
+impl Drop for Abandoned<'_> {
     fn drop(&mut self) {
         let Some(run) = self.run.take() else {
             return;
         };
-        tracing::warn!("exec plugin run cancelled");
-        {
-            let mut st = self
-                .inner
-                .state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            let result = RunResult::SpawnFailed {
-                message: "the plugin run was cancelled",
-            };
-            if let Err(e) = st.auth.handle_run_result(crate::clock::now(), run, result) {
-                st.last_failure = Some((run, e));
-            }
-            log_actions(&mut st.auth);
+        tracing::warn!("exec plugin run abandoned: its task was dropped");
+        let mut st = lock(self.inner);
+        let _ = st.auth.cancel_run(run);
+        if st.in_flight.as_ref().is_some_and(|(id, _)| *id == run) {
+            st.in_flight = None;
         }
-        self.inner.run_finished.notify_waiters();
+        log_actions(&mut st.auth);
     }
 }

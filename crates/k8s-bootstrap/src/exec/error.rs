@@ -22,6 +22,48 @@ pub enum Error {
     #[error("running exec plugin: {0}")]
     Plugin(#[source] exec_credential::Error),
 
+    /// There is no tokio runtime to run the plugin on (plugin runs are tokio tasks).
+    #[error("exec credential: no tokio runtime to run the plugin on")]
+    NoRuntime,
+
+    /// The plugin run this call waited on ended without a result: its task was dropped (the
+    /// runtime is shutting down). Not counted as a failed run.
+    #[error("exec credential: the plugin run was abandoned before it ended")]
+    RunAbandoned,
+
+    /// No kubeconfig was named, `KUBECONFIG` names none, `~/.kube/config` does not exist, and
+    /// this is not a pod (kube's in-cluster configuration failed too).
+    #[error(
+        "finding the kubeconfig: no KUBECONFIG, no ~/.kube/config, and no in-cluster configuration"
+    )]
+    NoKubeconfig {
+        /// Why kube's in-cluster configuration failed, when it was tried.
+        #[source]
+        in_cluster: Option<kube::config::InClusterError>,
+    },
+
+    /// The kuberc file could not be read.
+    #[error("kuberc: {}: {source}", .path.display())]
+    ReadKuberc {
+        /// The kuberc path.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The kuberc file's credential plugin policy is not one kubectl accepts (kubectl's
+    /// messages).
+    #[error("kuberc {}: {source}", .path.display())]
+    Kuberc {
+        /// The kuberc path.
+        path: PathBuf,
+        /// The core's error ([`exec_credential::Error::InvalidKuberc`] or
+        /// [`exec_credential::Error::PolicyDenied`]).
+        #[source]
+        source: exec_credential::Error,
+    },
+
     /// The token contains bytes that are not allowed in an HTTP header value.
     #[error("exec credential: the token is not a valid HTTP header value")]
     InvalidToken,
@@ -114,4 +156,40 @@ pub enum Error {
     /// kube could not build the client (TLS setup, for instance).
     #[error("building the kube client: {0}")]
     KubeClient(#[source] kube::Error),
+}
+
+impl Error {
+    /// The exec error behind an error of a `kube::Client` built by this module (kube wraps
+    /// what a layer returns in [`kube::Error::Service`]), if there is one.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: kube::Client) {
+    /// use k8s_bootstrap::exec::Error;
+    /// use k8s_openapi::api::core::v1::Namespace;
+    ///
+    /// if let Err(e) = kube::Api::<Namespace>::all(client).list(&Default::default()).await {
+    ///     match Error::from_kube(&e) {
+    ///         Some(Error::Plugin(plugin)) => eprintln!("the credential plugin failed: {plugin}"),
+    ///         Some(other) => eprintln!("exec credential: {other}"),
+    ///         None => eprintln!("request failed: {e}"),
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn from_kube(error: &kube::Error) -> Option<&Error> {
+        let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+        while let Some(e) = current {
+            if let Some(found) = e.downcast_ref::<Error>() {
+                return Some(found);
+            }
+            if let Some(kube::Error::Service(boxed)) = e.downcast_ref::<kube::Error>()
+                && let Some(found) = boxed.downcast_ref::<Error>()
+            {
+                return Some(found);
+            }
+            current = e.source();
+        }
+        None
+    }
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use exec_credential::{CLUSTER_EXTENSION_KEY, Cluster, ExecConfig, ExecEnvVar};
+use exec_credential::{CLUSTER_EXTENSION_KEY, Cluster, ExecConfig, ExecEnvVar, PluginPolicy};
 use kube::config::{ExecInteractiveMode, KubeConfigOptions, Kubeconfig};
 use tokio::io::AsyncReadExt as _;
 
@@ -23,38 +23,230 @@ pub const MAX_CERTIFICATE_AUTHORITY_BYTES: u64 = 1024 * 1024;
 /// `tower::buffer::Buffer` that makes it `Clone`).
 const BUFFER_BOUND: usize = 1024;
 
-/// Loads the context's exec stanza and cluster, builds [`ExecCredentials`] for them, runs the
-/// plugin once (so that a TLS client certificate, if the plugin returns one, is in place before
-/// the first connection), and builds a `kube::Client` that authenticates with [`ExecLayer`].
+/// Where [`kube_client`] and [`ExecCredentials::from_options`] find the kubeconfig, which
+/// context they use, and which credential plugin policy applies.
 ///
-/// `context` selects the kubeconfig context (`None`: its `current-context`). kube does not run
-/// the plugin itself: the user's `exec` stanza is removed from the configuration kube sees (see
-/// [`kube_config_without_exec`]), so the layer owns authentication. When the plugin returns a
-/// client certificate, the client presents the one current at build time; to follow
-/// rotations, watch [`ExecCredentials::subscribe_client_identity`] and build a new client
-/// with [`kube_client_with_exec`].
+/// The defaults are kubectl's and `kube::Config::infer`'s: the files of `KUBECONFIG` that
+/// exist (merged, the first to set a value wins), else `~/.kube/config`, else (with neither)
+/// the in-cluster configuration of a pod; the `current-context`; and the policy of the kuberc
+/// file kubectl reads (`KUBERC`, `off` for none, else `~/.kube/kuberc` when it exists).
+///
+/// ```
+/// use k8s_bootstrap::exec::KubeconfigOptions;
+/// use k8s_bootstrap::exec_credential::PluginPolicy;
+///
+/// let options = KubeconfigOptions::infer()
+///     .kubeconfig("/etc/kubernetes/admin.conf")
+///     .context("prod")
+///     .plugin_policy(PluginPolicy::allowlist(["aws", "/usr/local/bin/kubelogin"])?);
+/// # Ok::<(), k8s_bootstrap::exec_credential::Error>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct KubeconfigOptions {
+    kubeconfig: Option<PathBuf>,
+    context: Option<String>,
+    policy: PolicySource,
+}
+
+#[derive(Debug, Clone, Default)]
+enum PolicySource {
+    /// kubectl's kuberc lookup.
+    #[default]
+    Kuberc,
+    /// This kuberc file.
+    KubercFile(PathBuf),
+    /// This policy.
+    Policy(PluginPolicy),
+}
+
+impl KubeconfigOptions {
+    /// The defaults: inferred kubeconfig, its `current-context`, kubectl's kuberc policy.
+    #[must_use]
+    pub fn infer() -> KubeconfigOptions {
+        KubeconfigOptions::default()
+    }
+
+    /// Reads this kubeconfig file only (kubectl's `--kubeconfig`).
+    #[must_use]
+    pub fn kubeconfig(mut self, path: impl Into<PathBuf>) -> KubeconfigOptions {
+        self.kubeconfig = Some(path.into());
+        self
+    }
+
+    /// Uses this context instead of the `current-context` (kubectl's `--context`).
+    #[must_use]
+    pub fn context(mut self, name: impl Into<String>) -> KubeconfigOptions {
+        self.context = Some(name.into());
+        self
+    }
+
+    /// Applies this credential plugin policy (no kuberc is read).
+    #[must_use]
+    pub fn plugin_policy(mut self, policy: PluginPolicy) -> KubeconfigOptions {
+        self.policy = PolicySource::Policy(policy);
+        self
+    }
+
+    /// Reads the credential plugin policy from this kuberc file (kubectl's `--kuberc`).
+    #[must_use]
+    pub fn kuberc(mut self, path: impl Into<PathBuf>) -> KubeconfigOptions {
+        self.policy = PolicySource::KubercFile(path.into());
+        self
+    }
+}
+
+/// A `kube::Client` built by [`kube_client`], with kube's configuration (without the `exec`
+/// stanza) and the exec credentials when the user has an `exec` stanza.
+#[derive(Clone)]
+pub struct ExecClient {
+    client: kube::Client,
+    config: kube::Config,
+    credentials: Option<ExecCredentials>,
+}
+
+impl core::fmt::Debug for ExecClient {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ExecClient")
+            .field("cluster_url", &self.config.cluster_url)
+            .field("credentials", &self.credentials)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ExecClient {
+    /// The client.
+    #[must_use]
+    pub fn client(&self) -> &kube::Client {
+        &self.client
+    }
+
+    /// The client, consuming this.
+    #[must_use]
+    pub fn into_client(self) -> kube::Client {
+        self.client
+    }
+
+    /// kube's configuration of the context (server, CA, namespace, ...), without the `exec`
+    /// stanza.
+    #[must_use]
+    pub fn config(&self) -> &kube::Config {
+        &self.config
+    }
+
+    /// The exec credentials the client authenticates with, when the user has an `exec` stanza
+    /// (`None` for a user with a token, a certificate, or in-cluster credentials, which kube
+    /// handles).
+    #[must_use]
+    pub fn credentials(&self) -> Option<&ExecCredentials> {
+        self.credentials.as_ref()
+    }
+}
+
+/// A `kube::Client` inferred as `kube::Client::try_default` infers it (see
+/// [`KubeconfigOptions::infer`]), whose exec plugin, if the user has one, runs under this
+/// module's layer: client-go's rules, the 401 refresh and retry, single flight, the kuberc
+/// plugin policy.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), k8s_bootstrap::exec::Error> {
+/// let client = k8s_bootstrap::exec::infer_kube_client().await?;
+/// # let _ = client;
+/// # Ok(())
+/// # }
+/// ```
 ///
 /// # Errors
 ///
-/// As [`ExecCredentials::from_kubeconfig`] and [`ExecCredentials::credential`] (the first
-/// plugin run), [`Error::KubeConfig`] and [`Error::KubeClient`].
+/// As [`kube_client`].
+pub async fn infer_kube_client() -> Result<kube::Client, Error> {
+    Ok(kube_client(&KubeconfigOptions::infer()).await?.client)
+}
+
+/// A `kube::Client` for the kubeconfig, context and policy of `options`.
+///
+/// * A user with an `exec` stanza: [`ExecCredentials`] with client-go's defaulting,
+///   validation and relative-command resolution, the policy of `options` (kuberc by default)
+///   checked with Go's `PATH` lookup ([`look_path`](super::look_path)), and kube's
+///   configuration without the stanza, so that kube does not run the plugin too. Building
+///   does not run the plugin: the first request does. Requests carry the token; when the
+///   plugin returns a client certificate, connections present the current one (a new
+///   certificate, after expiry or a 401, is used from the next request on, over new
+///   connections; the previous certificate's idle connections are closed).
+/// * A user with a token, a certificate or a username (client-go then ignores `exec`), or
+///   without credentials, and the in-cluster configuration: kube's own client.
+///
+/// Needs a tokio runtime.
+///
+/// # Errors
+///
+/// [`Error::NoKubeconfig`], [`Error::ReadKubeconfig`], [`Error::FileTooLarge`],
+/// [`Error::ParseKubeconfig`], [`Error::NoCurrentContext`], [`Error::MissingEntry`],
+/// [`Error::InvalidExecStanza`], [`Error::InvalidCluster`],
+/// [`Error::ReadCertificateAuthority`], [`Error::ReadKuberc`], [`Error::Kuberc`],
+/// [`Error::Authenticator`], [`Error::KubeConfig`], [`Error::KubeClient`].
+pub async fn kube_client(options: &KubeconfigOptions) -> Result<ExecClient, Error> {
+    match load_options(options).await? {
+        Some(loaded) => build_client(loaded),
+        None => {
+            let config = kube::Config::incluster().map_err(|e| Error::NoKubeconfig {
+                in_cluster: Some(e),
+            })?;
+            let client = kube::Client::try_from(config.clone()).map_err(Error::KubeClient)?;
+            Ok(ExecClient {
+                client,
+                config,
+                credentials: None,
+            })
+        }
+    }
+}
+
+fn build_client(loaded: Loaded) -> Result<ExecClient, Error> {
+    let Some(exec) = loaded.exec else {
+        let client = kube::Client::try_from(loaded.config.clone()).map_err(Error::KubeClient)?;
+        return Ok(ExecClient {
+            client,
+            config: loaded.config,
+            credentials: None,
+        });
+    };
+    let credentials = ExecCredentials::with_policy(exec.exec, exec.cluster, exec.policy)?;
+    let client = super::layer::following_client(loaded.config.clone(), credentials.clone())?;
+    Ok(ExecClient {
+        client,
+        config: loaded.config,
+        credentials: Some(credentials),
+    })
+}
+
+/// The exec client of the kubeconfig at `path` and `context` (`None`: its
+/// `current-context`), with the kuberc policy: [`kube_client`] for a user that must have an
+/// `exec` stanza. Building does not run the plugin.
+///
+/// # Errors
+///
+/// As [`kube_client`], and [`Error::NoExecStanza`] for a user without an `exec` stanza.
+#[deprecated(
+    since = "0.1.0",
+    note = "use `kube_client(&KubeconfigOptions::infer().kubeconfig(path))`, which also serves users without an exec stanza and takes a plugin policy"
+)]
 pub async fn kube_client_from_kubeconfig(
     path: impl AsRef<Path>,
     context: Option<&str>,
 ) -> Result<(kube::Client, ExecCredentials), Error> {
-    let path = absolute(path.as_ref())?;
-    let loaded = load(&path, context).await?;
-    let credentials = ExecCredentials::new(loaded.exec, loaded.cluster)?;
-    let config = kube_config_without_exec(&path, Some(&loaded.context)).await?;
-    let identity = credentials
-        .credential()
+    let mut options = KubeconfigOptions::infer().kubeconfig(path.as_ref());
+    if let Some(context) = context {
+        options = options.context(context);
+    }
+    let loaded = load_options(&options)
         .await?
-        .client_identity()
-        .is_some()
-        .then(|| credentials.subscribe_client_identity().borrow().clone())
-        .flatten();
-    let client = kube_client_with_exec(config, &credentials, identity.as_ref())?;
-    Ok((client, credentials))
+        .ok_or(Error::NoKubeconfig { in_cluster: None })?;
+    let user = loaded.user.clone();
+    let built = build_client(loaded)?;
+    match built.credentials {
+        Some(credentials) => Ok((built.client, credentials)),
+        None => Err(Error::NoExecStanza { user }),
+    }
 }
 
 /// kube's configuration for `context` (`None`: the `current-context`) of the kubeconfig at
@@ -136,60 +328,203 @@ pub fn kube_client_with_exec(
         .build())
 }
 
-/// What [`ExecCredentials::from_kubeconfig`] needs from a kubeconfig.
+/// What the kubeconfig selected by the options holds.
 pub(crate) struct Loaded {
-    pub(crate) exec: ExecConfig,
-    pub(crate) cluster: Cluster,
-    pub(crate) context: String,
+    /// kube's configuration of the context, without the `exec` stanza.
+    pub(crate) config: kube::Config,
+    /// The exec stanza, when the user has one that client-go would run.
+    pub(crate) exec: Option<LoadedExec>,
+    /// The selected user's name.
+    pub(crate) user: String,
 }
 
-/// Reads the context's exec stanza (defaulted, validated, relative command resolved against
-/// the kubeconfig's directory, all as the core says) and its cluster.
-pub(crate) async fn load(path: &Path, context: Option<&str>) -> Result<Loaded, Error> {
-    let path = absolute(path)?;
-    let bytes = read_bounded(&path, MAX_KUBECONFIG_BYTES)
-        .await
-        .map_err(|e| e.into_error(&path, |path, source| Error::ReadKubeconfig { path, source }))?;
-    let text = String::from_utf8_lossy(&bytes);
-    let kubeconfig = Kubeconfig::from_yaml(&text).map_err(|source| Error::ParseKubeconfig {
-        path: path.clone(),
-        source,
-    })?;
-    let context = context_name(&kubeconfig, context)?;
-    let ctx = kubeconfig
+/// An exec user's stanza (defaulted, validated, relative command resolved), cluster, and
+/// the policy that applies.
+pub(crate) struct LoadedExec {
+    pub(crate) exec: ExecConfig,
+    pub(crate) cluster: Cluster,
+    pub(crate) policy: PluginPolicy,
+}
+
+/// Loads what `options` select; `None` when no kubeconfig was named and none exists (the
+/// caller falls back to the in-cluster configuration, as `kube::Config::infer` does).
+pub(crate) async fn load_options(options: &KubeconfigOptions) -> Result<Option<Loaded>, Error> {
+    let Some(mut merged) = read_kubeconfigs(options).await? else {
+        return Ok(None);
+    };
+    let context = context_name(&merged, options.context.as_deref())?;
+    let ctx = merged
         .contexts
         .iter()
         .find(|c| c.name == context)
-        .and_then(|c| c.context.as_ref())
+        .and_then(|c| c.context.clone())
         .ok_or_else(|| missing("context", &context))?;
     let user_name = ctx.user.clone().unwrap_or_default();
-    let user = kubeconfig
+    let user = merged
         .auth_infos
-        .iter()
+        .iter_mut()
         .find(|u| u.name == user_name)
-        .and_then(|u| u.auth_info.as_ref())
-        .ok_or_else(|| missing("user", &user_name))?;
-    let stanza = user.exec.as_ref().ok_or_else(|| Error::NoExecStanza {
-        user: user_name.clone(),
-    })?;
-    let mut exec = exec_config(stanza);
-    exec.apply_defaults();
-    exec.validate(&user_name)
-        .map_err(|source| Error::InvalidExecStanza {
-            user: user_name.clone(),
-            source,
-        })?;
-    let dir = path.parent().unwrap_or(Path::new("/"));
-    exec.resolve_relative_to(dir);
+        .and_then(|u| u.auth_info.as_mut());
+    // client-go ignores `exec` when the user has a token, basic or certificate credentials.
+    let stanza = match user {
+        Some(user) => {
+            let other = user.token.is_some()
+                || user.token_file.is_some()
+                || user.username.is_some()
+                || user.client_certificate.is_some()
+                || user.client_certificate_data.is_some();
+            let stanza = user.exec.take();
+            if other && stanza.is_some() {
+                tracing::warn!(
+                    user = %user_name,
+                    "the kubeconfig user has other credentials: its exec stanza is ignored, as client-go ignores it"
+                );
+            }
+            stanza.filter(|_| !other)
+        }
+        None => None,
+    };
+    let exec = match stanza {
+        None => None,
+        Some(stanza) => {
+            let mut exec = exec_config(&stanza);
+            exec.apply_defaults();
+            exec.validate(&user_name)
+                .map_err(|source| Error::InvalidExecStanza {
+                    user: user_name.clone(),
+                    source,
+                })?;
+            let cluster = exec_cluster(&merged, &ctx.cluster, exec.provide_cluster_info).await?;
+            let policy = policy(&options.policy).await?;
+            Some(LoadedExec {
+                exec,
+                cluster,
+                policy,
+            })
+        }
+    };
+    let kube_options = KubeConfigOptions {
+        context: Some(context),
+        ..KubeConfigOptions::default()
+    };
+    let config = kube::Config::from_custom_kubeconfig(merged, &kube_options)
+        .await
+        .map_err(Error::KubeConfig)?;
+    Ok(Some(Loaded {
+        config,
+        exec,
+        user: user_name,
+    }))
+}
 
+/// The kubeconfig files `options` name (or kubectl's: the files of `KUBECONFIG` that exist,
+/// else `~/.kube/config`),
+/// each read with a size bound and its relative paths (files and a relative `exec` command
+/// with a separator) made absolute against its own directory as client-go's loader does, then
+/// merged (the first file to set a value wins). `None` when nothing was named and
+/// `~/.kube/config` does not exist.
+async fn read_kubeconfigs(options: &KubeconfigOptions) -> Result<Option<Kubeconfig>, Error> {
+    let paths: Vec<PathBuf> = match &options.kubeconfig {
+        Some(path) => vec![path.clone()],
+        None => {
+            let listed: Vec<PathBuf> = std::env::var_os("KUBECONFIG")
+                .map(|v| {
+                    std::env::split_paths(&v)
+                        .filter(|p| !p.as_os_str().is_empty())
+                        .collect()
+                })
+                .unwrap_or_default();
+            if listed.is_empty() {
+                match home().map(|h| h.join(".kube").join("config")) {
+                    Some(default) if exists(&default).await => vec![default],
+                    _ => return Ok(None),
+                }
+            } else {
+                // kubectl skips the files of the list that do not exist.
+                let mut present = Vec::new();
+                for path in listed {
+                    if exists(&path).await {
+                        present.push(path);
+                    }
+                }
+                if present.is_empty() {
+                    return Ok(None);
+                }
+                present
+            }
+        }
+    };
+    let mut merged: Option<Kubeconfig> = None;
+    for path in paths {
+        let path = absolute(&path)?;
+        let bytes = read_bounded(&path, MAX_KUBECONFIG_BYTES)
+            .await
+            .map_err(|e| {
+                e.into_error(&path, |path, source| Error::ReadKubeconfig { path, source })
+            })?;
+        let text = String::from_utf8_lossy(&bytes);
+        let parse = |source| Error::ParseKubeconfig {
+            path: path.clone(),
+            source,
+        };
+        let mut file = Kubeconfig::from_yaml(&text).map_err(parse)?;
+        let dir = path.parent().unwrap_or(Path::new("/"));
+        make_paths_absolute(&mut file, dir);
+        merged = Some(match merged {
+            None => file,
+            Some(m) => m.merge(file).map_err(parse)?,
+        });
+    }
+    Ok(merged)
+}
+
+/// client-go's `ResolveLocalPaths` for one file.
+fn make_paths_absolute(kubeconfig: &mut Kubeconfig, dir: &Path) {
+    let fix = |p: &mut Option<String>| {
+        if let Some(path) = p
+            && Path::new(path.as_str()).is_relative()
+            && !path.is_empty()
+        {
+            *path = dir.join(path.as_str()).to_string_lossy().into_owned();
+        }
+    };
+    for named in &mut kubeconfig.clusters {
+        if let Some(cluster) = &mut named.cluster {
+            fix(&mut cluster.certificate_authority);
+        }
+    }
+    for named in &mut kubeconfig.auth_infos {
+        if let Some(user) = &mut named.auth_info {
+            fix(&mut user.client_certificate);
+            fix(&mut user.client_key);
+            fix(&mut user.token_file);
+            if let Some(exec) = &mut user.exec
+                && let Some(command) = &mut exec.command
+            {
+                let mut resolved = ExecConfig::default();
+                resolved.command = core::mem::take(command);
+                resolved.resolve_relative_to(dir);
+                *command = resolved.command;
+            }
+        }
+    }
+}
+
+/// The cluster the plugin is told about (`spec.cluster`), with the CA file's bytes when
+/// `provideClusterInfo` is set.
+async fn exec_cluster(
+    kubeconfig: &Kubeconfig,
+    name: &str,
+    provide_cluster_info: bool,
+) -> Result<Cluster, Error> {
     let entry = kubeconfig
         .clusters
         .iter()
-        .find(|c| c.name == ctx.cluster)
+        .find(|c| c.name == name)
         .and_then(|c| c.cluster.as_ref())
-        .ok_or_else(|| missing("cluster", &ctx.cluster))?;
+        .ok_or_else(|| missing("cluster", name))?;
     let invalid = |source| Error::InvalidCluster {
-        cluster: ctx.cluster.clone(),
+        cluster: name.to_owned(),
         source,
     };
     let mut cluster: Cluster =
@@ -200,11 +535,11 @@ pub(crate) async fn load(path: &Path, context: Option<&str>) -> Result<Loaded, E
         .flatten()
         .find(|e| e.name == CLUSTER_EXTENSION_KEY)
         .map(|e| e.extension.clone());
-    if exec.provide_cluster_info
+    if provide_cluster_info
         && cluster.certificate_authority_data.is_empty()
         && let Some(file) = &entry.certificate_authority
     {
-        let ca = dir.join(file);
+        let ca = PathBuf::from(file);
         cluster.certificate_authority_data = read_bounded(&ca, MAX_CERTIFICATE_AUTHORITY_BYTES)
             .await
             .map_err(|e| {
@@ -214,11 +549,42 @@ pub(crate) async fn load(path: &Path, context: Option<&str>) -> Result<Loaded, E
                 })
             })?;
     }
-    Ok(Loaded {
-        exec,
-        cluster,
-        context,
-    })
+    Ok(cluster)
+}
+
+/// The largest kuberc file read (the core's [`exec_credential::MAX_KUBERC_BYTES`]).
+pub const MAX_KUBERC_BYTES: u64 = 1024 * 1024;
+
+/// The policy `source` gives. kubectl's lookup: `KUBERC` names the file (`off`: no kuberc; a
+/// named file must exist), else `~/.kube/kuberc` when it exists; no file allows everything.
+async fn policy(source: &PolicySource) -> Result<PluginPolicy, Error> {
+    let path = match source {
+        PolicySource::Policy(policy) => return Ok(policy.clone()),
+        PolicySource::KubercFile(path) => path.clone(),
+        PolicySource::Kuberc => match std::env::var_os("KUBERC") {
+            Some(v) if v == "off" => return Ok(PluginPolicy::AllowAll),
+            Some(v) if !v.is_empty() => PathBuf::from(v),
+            _ => match home().map(|h| h.join(".kube").join("kuberc")) {
+                Some(default) if exists(&default).await => default,
+                _ => return Ok(PluginPolicy::AllowAll),
+            },
+        },
+    };
+    let bytes = read_bounded(&path, MAX_KUBERC_BYTES)
+        .await
+        .map_err(|e| e.into_error(&path, |path, source| Error::ReadKuberc { path, source }))?;
+    let text = String::from_utf8_lossy(&bytes);
+    PluginPolicy::from_kuberc_yaml(&text).map_err(|source| Error::Kuberc { path, source })
+}
+
+async fn exists(path: &Path) -> bool {
+    tokio::fs::try_exists(path).await.unwrap_or(false)
+}
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
 }
 
 /// kube's reading of the stanza in the core's type (kube has already parsed the YAML).

@@ -4,6 +4,11 @@ use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use exec_credential::ClientIdentity;
 use http::header::AUTHORIZATION;
 use http::{Request, Response, StatusCode};
 use tower::{BoxError, Layer, Service};
@@ -103,7 +108,7 @@ impl<S> Layer<S> for ExecLayer {
 ///
 /// The inner service must be `Clone` (the retry calls it a second time from the response
 /// future). kube's `ClientBuilder` stack is not; put a `tower::buffer::BufferLayer` below this
-/// layer as [`kube_client_from_kubeconfig`](super::kube_client_from_kubeconfig) does.
+/// layer as [`kube_client_with_exec`](super::kube_client_with_exec) does.
 ///
 /// On a cached credential the overhead per request is a lock taken briefly, a clock read, a
 /// reference-counted header value clone, the copy of the request head kept for the retry, and
@@ -209,4 +214,136 @@ fn replay_copy<B: ReplayableBody>(request: &Request<B>) -> Option<Request<B>> {
     *copy.headers_mut() = request.headers().clone();
     *copy.extensions_mut() = request.extensions().clone();
     Some(copy)
+}
+
+/// A `kube::Client` for `config` (without the `exec` stanza) authenticated by `credentials`,
+/// whose connections present the plugin's current TLS client certificate: one kube client per
+/// certificate, replaced when the plugin returns another (the previous one's idle connections
+/// close when its last request ends), and a plain one for requests without a certificate.
+/// Building it does not run the plugin.
+pub(crate) fn following_client(
+    config: kube::Config,
+    credentials: ExecCredentials,
+) -> Result<kube::Client, super::Error> {
+    let default_namespace = config.default_namespace.clone();
+    let plain = kube::Client::try_from(config.clone()).map_err(super::Error::KubeClient)?;
+    let service = FollowingService {
+        backends: Arc::new(Backends {
+            config,
+            plain,
+            certified: Mutex::new(None),
+        }),
+        credentials,
+    };
+    Ok(kube::client::ClientBuilder::new(service, default_namespace).build())
+}
+
+struct Backends {
+    config: kube::Config,
+    plain: kube::Client,
+    certified: Mutex<Option<(Arc<ClientIdentity>, kube::Client)>>,
+}
+
+impl Backends {
+    /// The client presenting `identity` (built on first use of each new identity).
+    fn client_for(
+        &self,
+        identity: Option<&Arc<ClientIdentity>>,
+    ) -> Result<kube::Client, super::Error> {
+        let Some(identity) = identity else {
+            return Ok(self.plain.clone());
+        };
+        let mut slot = self
+            .certified
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((current, client)) = &*slot
+            && (Arc::ptr_eq(current, identity) || **current == **identity)
+        {
+            return Ok(client.clone());
+        }
+        let mut config = self.config.clone();
+        let auth = &mut config.auth_info;
+        auth.client_certificate = None;
+        auth.client_key = None;
+        auth.client_certificate_data = Some(STANDARD.encode(identity.certificate_pem()));
+        auth.client_key_data = Some(STANDARD.encode(identity.key().expose_secret()).into());
+        let client = kube::Client::try_from(config).map_err(super::Error::KubeClient)?;
+        if slot.is_some() {
+            tracing::info!("exec TLS client certificate rotated: new connections present it");
+        }
+        *slot = Some((Arc::clone(identity), client.clone()));
+        Ok(client)
+    }
+}
+
+/// The service under [`following_client`]'s `kube::Client`.
+#[derive(Clone)]
+struct FollowingService {
+    backends: Arc<Backends>,
+    credentials: ExecCredentials,
+}
+
+impl Service<Request<kube::client::Body>> for FollowingService {
+    type Response = Response<kube::client::Body>;
+    type Error = BoxError;
+    type Future = ResponseFuture<kube::client::Body>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<kube::client::Body>) -> Self::Future {
+        Box::pin(follow(self.clone(), request))
+    }
+}
+
+async fn follow(
+    svc: FollowingService,
+    mut request: Request<kube::client::Body>,
+) -> Result<Response<kube::client::Body>, BoxError> {
+    if request.headers().contains_key(AUTHORIZATION) {
+        return Ok(svc.backends.plain.send(request).await?);
+    }
+    let authorization = svc.credentials.authorization().await?;
+    let used = authorization.credential;
+    let client = svc.backends.client_for(authorization.identity.as_ref())?;
+    let replay = replay_copy(&request);
+    if let Some(value) = authorization.header {
+        request.headers_mut().insert(AUTHORIZATION, value);
+    }
+    let response = client.send(request).await?;
+    if response.status() != StatusCode::UNAUTHORIZED {
+        return Ok(response);
+    }
+    let span = tracing::info_span!("exec_unauthorized", credential = used.get());
+    async move {
+        let refreshed = match svc.credentials.reauthorize(used).await {
+            Ok(refreshed) => refreshed,
+            Err(e) => {
+                tracing::warn!(error = %e, "refreshing the exec credential after 401 failed");
+                return Ok(response);
+            }
+        };
+        if refreshed.credential == used {
+            tracing::debug!("no newer exec credential: returning the 401");
+            return Ok(response);
+        }
+        let Some(mut again) = replay else {
+            tracing::debug!("request not replayable: returning the 401");
+            return Ok(response);
+        };
+        drop(response);
+        let client = svc.backends.client_for(refreshed.identity.as_ref())?;
+        if let Some(value) = refreshed.header {
+            again.headers_mut().insert(AUTHORIZATION, value);
+        }
+        tracing::info!(
+            credential = refreshed.credential.get(),
+            "retrying the request once with the refreshed exec credential"
+        );
+        Ok(client.send(again).await?)
+    }
+    .instrument(span)
+    .await
 }

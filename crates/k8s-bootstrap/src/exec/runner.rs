@@ -152,8 +152,9 @@ async fn run_inner(run: &PluginRun) -> PluginOutcome {
         }
         Err(e) => {
             return outcome(Kind::SpawnFailed(format!(
-                "fork/exec {}: {e}",
-                run.command()
+                "fork/exec {}: {}",
+                run.command(),
+                go_errno_text(&e)
             )));
         }
     };
@@ -242,5 +243,86 @@ impl GroupKill {
 impl Drop for GroupKill {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// An OS error in Go's words (`no such file or directory`, `permission denied`): the C
+/// library's text starting lower-case, without Rust's ` (os error N)` suffix.
+fn go_errno_text(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    let text = match (e.raw_os_error(), text.rfind(" (os error ")) {
+        (Some(_), Some(i)) => text.get(..i).unwrap_or(&text),
+        _ => text.as_str(),
+    };
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// Go's `exec.LookPath` on Unix, the lookup kubectl's credential plugin allow-list uses: a
+/// name with a `/` is returned as it is when it names an executable file; a bare name is
+/// searched in the directories of `PATH` (an empty entry is the current directory), and the
+/// first executable regular file found is returned. `None` when there is none, or when the
+/// file found is relative to the current directory (Go's `exec.ErrDot`).
+///
+/// [`ExecCredentials::new`](super::ExecCredentials::new) and the kubeconfig entry points give
+/// it to the authenticator ([`ExecAuthenticator::set_path_resolver`]); pass it yourself to an
+/// authenticator you build for [`ExecCredentials::from_authenticator`](super::ExecCredentials::from_authenticator).
+///
+/// [`ExecAuthenticator::set_path_resolver`]: exec_credential::ExecAuthenticator::set_path_resolver
+#[must_use]
+pub fn look_path(name: &str) -> Option<std::path::PathBuf> {
+    look_path_in(name, std::env::var_os("PATH").as_deref())
+}
+
+fn look_path_in(name: &str, path: Option<&std::ffi::OsStr>) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let executable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if name.is_empty() {
+        return None;
+    }
+    if name.contains('/') {
+        let p = std::path::Path::new(name);
+        return executable(p).then(|| p.to_path_buf());
+    }
+    std::env::split_paths(path?)
+        .map(|dir| {
+            if dir.as_os_str().is_empty() {
+                std::path::PathBuf::from(".")
+            } else {
+                dir
+            }
+        })
+        .map(|dir| dir.join(name))
+        .find(|p| executable(p))
+        .filter(|p| p.is_absolute())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errno_text_is_gos() {
+        let e = std::io::Error::from_raw_os_error(2);
+        assert_eq!(go_errno_text(&e), "no such file or directory");
+        let e = std::io::Error::from_raw_os_error(13);
+        assert_eq!(go_errno_text(&e), "permission denied");
+    }
+
+    #[test]
+    fn look_path_follows_go() {
+        let sh = look_path_in("sh", Some("/nonexistent:/bin:/usr/bin".as_ref())).unwrap();
+        assert!(sh.is_absolute() && sh.ends_with("sh"), "{sh:?}");
+        assert_eq!(look_path_in("sh", Some("".as_ref())), None);
+        assert_eq!(look_path_in("sh", None), None);
+        assert_eq!(look_path_in("/nonexistent/sh", None), None);
+        assert_eq!(look_path_in("/bin/sh", None), Some("/bin/sh".into()));
+        // A directory is not an executable.
+        assert_eq!(look_path_in("bin", Some("/".as_ref())), None);
     }
 }

@@ -6,12 +6,13 @@ use k8s_bootstrap::{bootstrap_token, clusterinfo, discovery, token};
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CliError {
-    #[error("finding the kubeconfig: no --kubeconfig, no KUBECONFIG and no home directory")]
-    NoKubeconfig,
     #[error("loading kubeconfig {}: {message}", .path.display())]
     Kubeconfig { path: PathBuf, message: String },
+    #[cfg(any(feature = "controllers", feature = "sidecar"))]
     #[error("creating the kubernetes client: {0}")]
     Client(#[source] kube::Error),
+    #[error("creating the kubernetes client: {0}")]
+    Exec(#[source] k8s_bootstrap::exec::Error),
     #[error(
         "the bootstrap token given to {what} was not of the form \"{}\"",
         bootstrap_token::TOKEN_PATTERN

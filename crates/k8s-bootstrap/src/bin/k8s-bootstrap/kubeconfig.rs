@@ -1,53 +1,48 @@
-//! Finding and loading the kubeconfig as kubectl does, the client, and kubeadm's join command.
-
-use std::path::PathBuf;
+//! The client of the kubeconfig kubectl would use, and kubeadm's join command.
 
 use base64::Engine as _;
 use k8s_bootstrap::bootstrap_token::BootstrapToken;
 use k8s_bootstrap::clusterinfo::CaBundle;
-use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+use k8s_bootstrap::exec::{self, KubeconfigOptions};
 
 use crate::args::Global;
 use crate::error::CliError;
 
-/// `--kubeconfig`, else the first non-empty entry of `KUBECONFIG`, else `~/.kube/config`.
-pub(crate) fn path(global: &Global) -> Result<PathBuf, CliError> {
-    if let Some(p) = &global.kubeconfig {
-        return Ok(p.clone());
-    }
-    if let Some(list) = std::env::var_os("KUBECONFIG")
-        && let Some(first) = std::env::split_paths(&list).find(|p| !p.as_os_str().is_empty())
-    {
-        return Ok(first);
-    }
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(|h| PathBuf::from(h).join(".kube").join("config"))
-        .ok_or(CliError::NoKubeconfig)
-}
-
-/// The kube configuration of the chosen kubeconfig and context.
-pub(crate) async fn load(global: &Global) -> Result<kube::Config, CliError> {
-    let path = path(global)?;
-    let fail = |e: KubeconfigError| CliError::Kubeconfig {
-        path: path.clone(),
-        message: describe(&e),
-    };
-    let kubeconfig = Kubeconfig::read_from(&path).map_err(fail)?;
-    let options = KubeConfigOptions {
-        context: global.context.clone(),
-        ..KubeConfigOptions::default()
-    };
-    kube::Config::from_custom_kubeconfig(kubeconfig, &options)
-        .await
-        .map_err(fail)
-}
-
-/// A client for the chosen kubeconfig and context, with its configuration.
+/// A client for the chosen kubeconfig and context, with kube's configuration of it: the
+/// kubeconfig is `--kubeconfig`, else the files of `KUBECONFIG` (merged as kubectl merges
+/// them), else `~/.kube/config`, else the in-cluster configuration. A user with an `exec`
+/// stanza authenticates through the library's exec layer (client-go's rules, the 401 refresh
+/// and retry, kubectl's kuberc plugin policy), never kube's built-in exec support.
 pub(crate) async fn client(global: &Global) -> Result<(kube::Client, kube::Config), CliError> {
-    let config = load(global).await?;
-    let client = kube::Client::try_from(config.clone()).map_err(CliError::Client)?;
-    Ok((client, config))
+    let mut options = KubeconfigOptions::infer();
+    if let Some(path) = &global.kubeconfig {
+        options = options.kubeconfig(path);
+    }
+    if let Some(context) = &global.context {
+        options = options.context(context);
+    }
+    let built = exec::kube_client(&options).await.map_err(cli_error)?;
+    Ok((built.client().clone(), built.config().clone()))
+}
+
+/// The library's error in the command's terms (a parse error never quotes the file: it can
+/// hold credentials).
+fn cli_error(e: exec::Error) -> CliError {
+    match e {
+        exec::Error::ReadKubeconfig { path, source } => CliError::Kubeconfig {
+            path,
+            message: source.to_string(),
+        },
+        exec::Error::ParseKubeconfig { path, .. } => CliError::Kubeconfig {
+            path,
+            message: "failed to parse kubeconfig YAML".to_owned(),
+        },
+        exec::Error::FileTooLarge { path, limit } => CliError::Kubeconfig {
+            path,
+            message: format!("larger than the limit of {limit} bytes"),
+        },
+        other => CliError::Exec(other),
+    }
 }
 
 /// kubeadm's `token create --print-join-command` line: the endpoint is the current cluster's
@@ -97,26 +92,9 @@ fn der_to_pem(der: &[u8]) -> String {
     out
 }
 
-/// A kubeconfig error without the file's text (a YAML parse error can quote credentials).
-fn describe(e: &KubeconfigError) -> String {
-    match e {
-        KubeconfigError::Parse(_) => "failed to parse kubeconfig YAML".to_owned(),
-        other => other.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kubeconfig_flag_wins() {
-        let g = Global {
-            kubeconfig: Some(PathBuf::from("/x/y")),
-            context: None,
-        };
-        assert_eq!(path(&g).unwrap(), PathBuf::from("/x/y"));
-    }
 
     #[test]
     fn pem_lines() {

@@ -1247,7 +1247,6 @@ mod exec {
             ("ed25519 key for a P-256 certificate", format!(r#"{{"apiVersion":"{V1}","kind":"ExecCredential","status":{{"clientCertificateData":{cert},"clientKeyData":{}}}}}"#, json_str(ED25519_KEY)).into()),
             ("key as certificate", format!(r#"{{"apiVersion":"{V1}","kind":"ExecCredential","status":{{"clientCertificateData":{key2},"clientKeyData":{key2}}}}}"#).into()),
             ("key labelled as certificate", format!(r#"{{"apiVersion":"{V1}","kind":"ExecCredential","status":{{"clientCertificateData":{},"clientKeyData":{key2}}}}}"#, json_str(&KEY2.replace("PRIVATE KEY", "CERTIFICATE"))).into()),
-            ("expired", format!(r#"{{"apiVersion":"{V1}","kind":"ExecCredential","status":{{"token":"{t}","expirationTimestamp":"2000-01-01T00:00:00Z"}}}}"#).into()),
             ("token as expiration", format!(r#"{{"apiVersion":"{V1}","kind":"ExecCredential","status":{{"token":"{t}","expirationTimestamp":"{t}"}}}}"#).into()),
             ("duplicate token", format!(r#"{{"apiVersion":"{V1}","kind":"ExecCredential","status":{{"token":"{t}","token":"{t}"}}}}"#).into()),
             ("duplicate status", format!(r#"{{"apiVersion":"{V1}","kind":"ExecCredential","status":{{"token":"{t}"}},"status":{{"token":"{t}"}}}}"#).into()),
@@ -1361,12 +1360,43 @@ mod exec {
                 "NoCredential",
                 "PartialKeyPair",
                 "InvalidExpiration",
-                "ExpiredOnArrival",
                 "OutputTooLarge",
                 "InvalidKeyPair",
                 "InvalidLeafCertificate",
             ],
         );
+    }
+
+    /// A credential that has already expired when it arrives is used once, as client-go uses
+    /// it (it is not an error any more): neither it nor the authenticator holding it prints the
+    /// token.
+    #[test]
+    fn a_credential_expired_on_arrival_is_used_once_and_never_printed() {
+        let extra = extra();
+        let t = json_str(EXEC_TOKEN);
+        let stdout: Vec<u8> = format!(
+            r#"{{"apiVersion":"{V1}","kind":"ExecCredential","status":{{"token":{t},"expirationTimestamp":"2000-01-01T00:00:00Z"}}}}"#
+        )
+        .into();
+        let cred = ExecCredential::from_plugin_output(&stdout).unwrap();
+        assert_debug_clean("expired", &cred, &extra);
+        let credential = cred.into_credential(ApiVersion::V1, now()).unwrap();
+        assert_debug_clean("expired", &credential, &extra);
+        let mut a = authenticator();
+        let run = start_run(&mut a);
+        let used = a
+            .handle_run_result(
+                now(),
+                run.id(),
+                RunResult::Exited {
+                    code: 0,
+                    stdout: &stdout,
+                    stderr: EXEC_TOKEN.as_bytes(),
+                },
+            )
+            .unwrap();
+        assert_debug_clean("expired", used, &extra);
+        assert_debug_clean("ExecAuthenticator", &a, &extra);
     }
 
     #[test]

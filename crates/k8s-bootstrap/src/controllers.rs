@@ -198,8 +198,9 @@ impl LeaderElection {
 /// replica holds the Lease, or no renewal succeeded within the renew deadline of the start of
 /// the last successful one (the API server unreachable, say), the controllers are cancelled
 /// at once, the `k8s_bootstrap_leader` metric drops to 0 and the run ends with
-/// [`Error::LeadershipLost`]. On shutdown the leader stops the controllers, then releases the
-/// Lease (again conditionally), so a standby takes over within a retry period instead of
+/// [`Error::LeadershipLost`]. On shutdown the leader stops the controllers (waiting at most
+/// [`Options::shutdown_grace`] for requests in flight, then cancelling them), then releases
+/// the Lease (again conditionally), so a standby takes over within a retry period instead of
 /// after the lease duration.
 ///
 /// # Errors
@@ -231,6 +232,7 @@ pub async fn run(
             let _ = rx.wait_for(|stop| *stop).await;
         }
     };
+    let grace = options.shutdown_grace;
     let controllers = {
         let (client, metrics, options) = (client.clone(), metrics.clone(), options.clone());
         let stopped = stopped.clone();
@@ -261,7 +263,7 @@ pub async fn run(
             result = &mut controllers => result,
             () = shutdown => {
                 let _ = stop_tx.send(true);
-                controllers.await
+                within_grace(controllers, grace).await
             }
         };
     };
@@ -284,9 +286,9 @@ pub async fn run(
             () = &mut renewing => (Err(Error::LeadershipLost), true),
             () = &mut shutdown => {
                 let _ = stop_tx.send(true);
-                // The controllers stop gracefully, still under the renew deadline.
+                // The controllers stop gracefully, still renewing, for at most the grace.
                 tokio::select! {
-                    result = &mut controllers => (result, false),
+                    result = within_grace(&mut controllers, grace) => (result, false),
                     () = &mut renewing => (Err(Error::LeadershipLost), true),
                 }
             }
@@ -311,6 +313,10 @@ pub struct Options {
     pub retry_delay: Duration,
     /// Cap of the retry delay.
     pub max_retry_delay: Duration,
+    /// How long, after shutdown, the controllers may take to finish the requests they have in
+    /// flight before they are cancelled (a cancelled request is safe: every write is
+    /// conditional, and the next leader starts over from a fresh list).
+    pub shutdown_grace: Duration,
 }
 
 impl Default for Options {
@@ -318,6 +324,22 @@ impl Default for Options {
         Options {
             retry_delay: Duration::from_millis(100),
             max_retry_delay: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The controllers' result once they have stopped, or `Ok` when they are still stopping after
+/// `grace` (and are then cancelled by the caller dropping them).
+async fn within_grace(
+    controllers: impl Future<Output = Result<(), Error>>,
+    grace: Duration,
+) -> Result<(), Error> {
+    match tokio::time::timeout(grace, controllers).await {
+        Ok(result) => result,
+        Err(_) => {
+            tracing::warn!(?grace, "controllers: still stopping after the grace, cancelled");
+            Ok(())
         }
     }
 }

@@ -17,6 +17,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+/// How soon a replica exits after SIGTERM.
+const EXIT_WITHIN: Duration = Duration::from_secs(10);
+
 use loopback_apiserver::LoopbackApiServer;
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -31,7 +34,10 @@ fn free_addr() -> SocketAddr {
         .unwrap()
 }
 
+/// A replica whose log (debug level) goes to `<identity>.log` beside the kubeconfig: a file, not
+/// a pipe, so a replica never blocks on a log nobody reads, and a failing test can show it.
 fn replica(kubeconfig: &Path, identity: &str, http: SocketAddr) -> Child {
+    let log = std::fs::File::create(log_path(kubeconfig, identity)).unwrap();
     Command::new(BIN)
         .args([
             "--kubeconfig",
@@ -45,13 +51,31 @@ fn replica(kubeconfig: &Path, identity: &str, http: SocketAddr) -> Child {
             &format!("--http-address={http}"),
         ])
         .env_remove("KUBECONFIG")
-        .env_remove("RUST_LOG")
+        .env("RUST_LOG", "k8s_bootstrap=debug,kube_runtime=debug,kube_client=debug")
         .env("POD_NAME", identity)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(log)
         .kill_on_drop(true)
         .spawn()
         .unwrap()
+}
+
+fn log_path(kubeconfig: &Path, identity: &str) -> std::path::PathBuf {
+    kubeconfig.with_file_name(format!("{identity}.log"))
+}
+
+/// Sends SIGTERM and waits for `child` to exit 0; fails with the replica's log otherwise.
+async fn exits_after_sigterm(child: &mut Child, kubeconfig: &Path, identity: &str) {
+    sigterm(child);
+    let waited = tokio::time::timeout(EXIT_WITHIN, child.wait()).await;
+    let log = std::fs::read_to_string(log_path(kubeconfig, identity)).unwrap_or_default();
+    match waited {
+        Ok(status) => {
+            let status = status.unwrap();
+            assert!(status.success(), "{identity} exit {status:?}:\n{log}");
+        }
+        Err(_) => panic!("{identity} still runs {EXIT_WITHIN:?} after SIGTERM:\n{log}"),
+    }
 }
 
 async fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
@@ -185,20 +209,8 @@ async fn two_replicas_sign_clean_report_and_hand_over_on_sigterm() {
     );
 
     // SIGTERM: the leader exits 0 and releases the lease; the standby takes over.
-    sigterm(leader);
-    let status = tokio::time::timeout(Duration::from_secs(10), leader.wait())
-        .await
-        .expect("the leader exits within 10 s of SIGTERM")
-        .unwrap();
-    let mut stderr = String::new();
-    leader
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .await
-        .unwrap();
-    assert!(status.success(), "exit {status:?}: {stderr}");
+    let standby_id = if leader_id == "replica-a" { "replica-b" } else { "replica-a" };
+    exits_after_sigterm(leader, &kubeconfig, &leader_id).await;
     eventually("the standby leads", || async {
         holder(&server).is_some_and(|h| h != leader_id)
             && http_get(standby_http, "/metrics")
@@ -206,12 +218,7 @@ async fn two_replicas_sign_clean_report_and_hand_over_on_sigterm() {
                 .is_some_and(|(_, m)| has_line(&m, "k8s_bootstrap_leader 1"))
     })
     .await;
-    sigterm(standby);
-    let status = tokio::time::timeout(Duration::from_secs(10), standby.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(status.success());
+    exits_after_sigterm(standby, &kubeconfig, standby_id).await;
 }
 
 #[tokio::test]

@@ -414,6 +414,38 @@ async fn signer_resumes_after_its_watch_expires_with_410() {
     running.stop().await;
 }
 
+/// An API server that accepts connections and never answers: the controllers' first list
+/// never completes.
+async fn silent_server() -> (Client, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    let client = Client::try_from(Config::new(url.parse().unwrap())).unwrap();
+    (client, task)
+}
+
+/// Shut down before their first list has come back, both controllers stop at once (nothing is
+/// in flight). kube-runtime's graceful shutdown alone would wait for the cleaner's store to
+/// fill, which never happens once its watch is stopped.
+#[tokio::test]
+async fn controllers_shut_down_before_their_first_list_stop_at_once() {
+    let (client, silent) = silent_server().await;
+    for running in [
+        cleaner(client.clone(), Arc::new(Metrics::new())),
+        signer(client.clone(), Arc::new(Metrics::new())),
+    ] {
+        // Long enough for the list request to be sent and pending.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        running.stop().await;
+    }
+    silent.abort();
+}
+
 #[tokio::test]
 async fn cleaner_deletes_expired_tokens_when_they_expire_and_keeps_the_rest() {
     let server = server(true).await;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bootstrap_token::{CleanerAction, SecretObject};
-use futures_util::StreamExt as _;
+use futures_util::{FutureExt as _, StreamExt as _};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Preconditions};
 use kube::runtime::controller::{Action, Controller};
@@ -71,13 +71,23 @@ pub async fn token_cleaner(
     )
     .with_config(kube::runtime::controller::Config::default().concurrency(CONCURRENCY));
     let store = controller.store();
+    let shutdown = shutdown.shared();
     let synced = {
         let metrics = context.metrics.clone();
+        let shutdown = shutdown.clone();
         async move {
-            if store.wait_until_ready().await.is_ok() {
-                metrics
-                    .cleaner_synced
-                    .store(true, std::sync::atomic::Ordering::Release);
+            tokio::select! {
+                biased;
+                ready = store.wait_until_ready() => {
+                    if ready.is_ok() {
+                        metrics
+                            .cleaner_synced
+                            .store(true, std::sync::atomic::Ordering::Release);
+                    }
+                }
+                // Stopped before the first list: no reconcile can have started. kube-runtime's
+                // graceful shutdown would wait for a store that is never filled.
+                () = shutdown => return,
             }
             std::future::pending::<()>().await;
         }

@@ -258,14 +258,16 @@ pub async fn run(
     };
     let Some(election) = leader_election else {
         metrics.leader.set(1);
-        tokio::pin!(controllers);
-        return tokio::select! {
-            result = &mut controllers => result,
-            () = shutdown => {
-                let _ = stop_tx.send(true);
-                within_grace(controllers, grace).await
-            }
-        };
+        // Without election, leadership is never lost.
+        let (result, _) = lead(
+            controllers,
+            std::future::pending(),
+            shutdown,
+            &stop_tx,
+            grace,
+        )
+        .await;
+        return result;
     };
     let mut elector = election::Elector::new(client, election);
     metrics.standby.store(true, Ordering::Release);
@@ -278,23 +280,15 @@ pub async fn run(
     tracing::info!("leader election: acquired the lease, starting the controllers");
     metrics.standby.store(false, Ordering::Release);
     metrics.leader.set(1);
-    let (result, lost) = {
-        let renewing = elector.keep(acquired_at);
-        tokio::pin!(renewing, controllers);
-        tokio::select! {
-            result = &mut controllers => (result, false),
-            () = &mut renewing => (Err(Error::LeadershipLost), true),
-            () = &mut shutdown => {
-                let _ = stop_tx.send(true);
-                // The controllers stop gracefully, still renewing, for at most the grace.
-                tokio::select! {
-                    result = within_grace(&mut controllers, grace) => (result, false),
-                    () = &mut renewing => (Err(Error::LeadershipLost), true),
-                }
-            }
-        }
-        // Leaving this block drops (cancels) the controllers and the renewal loop.
-    };
+    // Returning drops (cancels) the controllers and the renewal loop.
+    let (result, lost) = lead(
+        controllers,
+        elector.keep(acquired_at),
+        shutdown,
+        &stop_tx,
+        grace,
+    )
+    .await;
     metrics.leader.set(0);
     if lost {
         tracing::error!("leader election: lost the lease, the controllers are stopped");
@@ -329,6 +323,30 @@ impl Default for Options {
     }
 }
 
+/// Runs the controllers while `renewing` (leadership) lasts: until they end, leadership is lost,
+/// or `shutdown`, after which `stop` tells them to stop and they get `grace` to do so (still
+/// renewing). Returns their result and whether leadership was lost.
+async fn lead(
+    controllers: impl Future<Output = Result<(), Error>>,
+    renewing: impl Future<Output = ()>,
+    shutdown: impl Future<Output = ()>,
+    stop: &tokio::sync::watch::Sender<bool>,
+    grace: Duration,
+) -> (Result<(), Error>, bool) {
+    tokio::pin!(controllers, renewing);
+    tokio::select! {
+        result = &mut controllers => (result, false),
+        () = &mut renewing => (Err(Error::LeadershipLost), true),
+        () = shutdown => {
+            let _ = stop.send(true);
+            tokio::select! {
+                result = within_grace(&mut controllers, grace) => (result, false),
+                () = &mut renewing => (Err(Error::LeadershipLost), true),
+            }
+        }
+    }
+}
+
 /// The controllers' result once they have stopped, or `Ok` when they are still stopping after
 /// `grace` (and are then cancelled by the caller dropping them).
 async fn within_grace(
@@ -338,7 +356,10 @@ async fn within_grace(
     match tokio::time::timeout(grace, controllers).await {
         Ok(result) => result,
         Err(_) => {
-            tracing::warn!(?grace, "controllers: still stopping after the grace, cancelled");
+            tracing::warn!(
+                ?grace,
+                "controllers: still stopping after the grace, cancelled"
+            );
             Ok(())
         }
     }

@@ -477,7 +477,7 @@ mod tests {
                 how in 0u8..3,
             ) {
                 let mut body = valid_csr();
-                let at = at % body.len();
+                let at = at.checked_rem(body.len()).unwrap_or(0);
                 match how {
                     0 => body[at] ^= byte | 1,
                     1 => body.truncate(at),

@@ -11,8 +11,6 @@
 )]
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::Output;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -29,6 +27,9 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use loopback_apiserver::{Error, LoopbackApiServer};
 use serde_json::{Value, json};
+
+mod support;
+use support::{kubectl, stderr, stdout, write};
 
 const ID: &str = "abcdef";
 const SECRET: &str = "0123456789abcdef";
@@ -688,46 +689,6 @@ fn foreign_client_certificate(cn: &str) -> (String, String) {
 }
 
 // ---- kubectl ----
-
-/// Runs kubectl (the first on PATH: CI runs these tests with v1.32 and with the current one).
-async fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {
-    let mut cmd = tokio::process::Command::new("kubectl");
-    // A cache directory of its own beside the kubeconfig, so no test touches $HOME.
-    let cache = kubeconfig.parent().unwrap().join("cache");
-    cmd.arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--cache-dir")
-        .arg(&cache)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    if std::env::var_os("LOOPBACK_KUBECTL_VERBOSE").is_some() {
-        cmd.arg("-v=8");
-    }
-    let out = cmd.output().await.expect("kubectl runs");
-    eprintln!(
-        "kubectl {args:?} -> {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// The table row that starts with `name`, split into cells.
 fn row(table: &str, name: &str) -> Vec<String> {

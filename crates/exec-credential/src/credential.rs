@@ -579,16 +579,29 @@ fn decode_yaml(bytes: &[u8]) -> Result<ExecCredential, Error> {
     // client-go turns YAML into JSON and decodes that, so a value's type is judged as in JSON
     // output: `token: 123456789123` is a number, and a number is not a token. Duplicate keys
     // are refused (see the options above) before the conversion could pick one.
+    // Output that is not an object at all (a plugin that printed a message, or nothing) is
+    // named as such rather than as a YAML problem: most plugins print JSON.
+    let not_an_object = |reason: &str| {
+        Error::Decode(DecodeError {
+            format: "JSON or YAML",
+            line: 0,
+            column: 0,
+            reason: reason.to_owned(),
+        })
+    };
+    if text.trim().is_empty() {
+        return Err(not_an_object(
+            "the plugin printed nothing on standard output (expected an ExecCredential object)",
+        ));
+    }
     let value = match serde_saphyr::from_str_with_options::<serde_json::Value>(text, options) {
-        Ok(value) => value,
+        Ok(value @ serde_json::Value::Object(_)) => value,
         // The YAML error text quotes the input (source snippets); keep none of it.
-        Err(_) => {
-            return Err(Error::Decode(DecodeError {
-                format: "YAML",
-                line: 0,
-                column: 0,
-                reason: "not an ExecCredential object".to_owned(),
-            }));
+        Ok(_) | Err(_) => {
+            return Err(not_an_object(
+                "the plugin printed text that is not an ExecCredential object (a JSON object, \
+                 `{\"apiVersion\": ..., \"kind\": \"ExecCredential\", ...}`)",
+            ));
         }
     };
     match serde_json::from_value::<Obj<WireCredential>>(value) {

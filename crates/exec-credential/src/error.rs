@@ -220,7 +220,8 @@ pub struct DecodeError {
 }
 
 impl DecodeError {
-    /// `"JSON"` or `"YAML"`.
+    /// `"JSON"` or `"YAML"`; `"JSON or YAML"` when the output is not an object in either (a
+    /// plugin that printed a message, or nothing).
     #[must_use]
     pub fn format(&self) -> &'static str {
         self.format

@@ -379,6 +379,29 @@ fn decode_errors_keep_only_position_and_category() {
         e.to_string(),
         "decoding stdout: invalid JSON: unexpected end of input at line 1 column 8"
     );
+    // Output that is no object at all says so, without echoing it.
+    for text in [
+        "please run `login` first, token s3cr3t",
+        "- a\n- list",
+        "42",
+    ] {
+        let e = validate(text, ApiVersion::V1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "decoding stdout: invalid JSON or YAML: the plugin printed text that is not an \
+             ExecCredential object (a JSON object, `{\"apiVersion\": ..., \"kind\": \
+             \"ExecCredential\", ...}`)"
+        );
+        assert!(!format!("{e:?}").contains("s3cr3t"));
+    }
+    for text in ["", " \n\t"] {
+        let e = validate(text, ApiVersion::V1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "decoding stdout: invalid JSON or YAML: the plugin printed nothing on standard \
+             output (expected an ExecCredential object)"
+        );
+    }
     // This crate's own messages and duplicate known fields stay specific.
     let e = validate(
         r#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":"x"}"#,

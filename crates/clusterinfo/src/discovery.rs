@@ -189,6 +189,13 @@ impl TokenDiscoveryConfig {
         })
     }
 
+    /// The bootstrap token discovery authenticates the cluster with (its `Debug` and `Display`
+    /// keep the secret out).
+    #[must_use]
+    pub fn token(&self) -> &BootstrapToken {
+        &self.token
+    }
+
     /// Add an equivalent endpoint, tried in turn after the previous ones.
     ///
     /// # Errors

@@ -15,6 +15,9 @@
 //!   URL, verified against the system's trust roots (or the roots given to
 //!   [`Discoverer::with_https_roots`]), then handled as file discovery.
 //!
+//! [`token_to_kubeconfig`] does the common case (token discovery, then the TLS-bootstrap
+//! kubeconfig written) in one call.
+//!
 //! Cancellation is dropping the future. Each GET is bounded by the request timeout (10 seconds
 //! by default, never past the discovery's own deadline) and each body by
 //! [`clusterinfo::MAX_RESPONSE_BYTES`].
@@ -32,7 +35,7 @@
 //!
 //! let found = discovery::discover(Source::Token(config)).await?;
 //! let kubeconfig = found.cluster_info().tls_bootstrap_kubeconfig(&token);
-//! discovery::write_kubeconfig("bootstrap-kubelet.conf".as_ref(), kubeconfig.expose_secret())?;
+//! discovery::write_kubeconfig("bootstrap-kubelet.conf", kubeconfig.expose_secret())?;
 //! # Ok(()) }
 //! ```
 
@@ -533,9 +536,44 @@ async fn read_bounded(path: &Path) -> Result<Vec<u8>, Error> {
 /// # Errors
 ///
 /// [`Error::Write`] when the directory cannot take the file.
-pub fn write_kubeconfig(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), Error> {
+pub fn write_kubeconfig(path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> Result<(), Error> {
+    let path = path.as_ref();
     crate::files::write_private(path, contents.as_ref()).map_err(|source| Error::Write {
         path: path.to_owned(),
         source,
     })
+}
+
+/// The common case in one call: token discovery with `config` (default options), then the
+/// TLS-bootstrap kubeconfig (the discovered cluster, the token as credential) written to `path`
+/// as [`write_kubeconfig`] writes it: what `kubeadm join --token ...
+/// --discovery-token-ca-cert-hash ...` does before the TLS bootstrap. Returns what was
+/// discovered (the server, the CA, any warnings).
+///
+/// ```no_run
+/// # async fn join() -> Result<(), Box<dyn std::error::Error>> {
+/// use k8s_bootstrap::clusterinfo::{PinSet, TokenDiscoveryConfig};
+/// use k8s_bootstrap::discovery;
+///
+/// let mut pins = PinSet::new();
+/// pins.allow("sha256:7c8b6f1e0c1e2b7d9f3a4e5d6c7b8a9f0e1d2c3b4a5968778695a4b3c2d1e0f9")?;
+/// let config = TokenDiscoveryConfig::new("10.0.0.1:6443", "abcdef.0123456789abcdef".parse()?)?
+///     .with_pins(pins);
+/// discovery::token_to_kubeconfig(config, "bootstrap-kubelet.conf").await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+///
+/// As [`Discoverer::discover`], and [`Error::Write`]. Nothing is written unless discovery
+/// succeeded.
+pub async fn token_to_kubeconfig(
+    config: TokenDiscoveryConfig,
+    path: impl AsRef<Path>,
+) -> Result<Discovered, Error> {
+    let token = config.token().clone();
+    let found = discover(Source::Token(config)).await?;
+    let kubeconfig = found.cluster_info().tls_bootstrap_kubeconfig(&token);
+    write_kubeconfig(path, kubeconfig.expose_secret())?;
+    Ok(found)
 }

@@ -441,6 +441,48 @@ async fn a_slow_server_is_bounded_by_the_request_timeout() {
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
+/// The one call: discovery, then the kubelet's bootstrap kubeconfig on disk, 0600; nothing is
+/// written when discovery fails.
+#[tokio::test]
+async fn token_to_kubeconfig_writes_the_tls_bootstrap_kubeconfig() {
+    let server = server_with_token().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bootstrap-kubelet.conf");
+    let config = token_config(&endpoint(&server), token(), pins_for(server.ca_pem()));
+    let found = discovery::token_to_kubeconfig(config, &path).await.unwrap();
+    let written = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        written,
+        found
+            .cluster_info()
+            .tls_bootstrap_kubeconfig(&token())
+            .expose_secret()
+    );
+    assert!(
+        written.contains(&format!("server: {}", server.url())),
+        "{written}"
+    );
+    assert!(written.contains(&format!("token: {TOKEN}")), "{written}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    // A wrong token secret: discovery fails and nothing is written.
+    let other = dir.path().join("other.conf");
+    let config = token_config(
+        &endpoint(&server),
+        "abcdef.ffffffffffffffff".parse().unwrap(),
+        pins_for(server.ca_pem()),
+    );
+    let err = discovery::token_to_kubeconfig(config, &other)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Failed(_)), "{err:?}");
+    assert!(!other.exists());
+}
+
 #[test]
 fn the_kubeconfig_is_written_0600_and_atomically() {
     let dir = tempfile::tempdir().unwrap();

@@ -28,6 +28,7 @@ use kube::{Client, Config};
 use loopback_apiserver::{Error, LoopbackApiServer};
 use serde_json::{Value, json};
 
+#[path = "support/kubectl.rs"]
 mod support;
 use support::{kubectl, stderr, stdout, write};
 

@@ -12,6 +12,7 @@
 use base64::Engine as _;
 use loopback_apiserver::LoopbackApiServer;
 
+#[path = "support/kubectl.rs"]
 mod support;
 use support::{kubectl, kubectl_with_input, stderr, stdout, write};
 

@@ -93,13 +93,13 @@ async fn run() -> Result<(), BoxError> {
         found.cluster_info().server()
     ));
 
-    discovery::write_kubeconfig(args.out.as_ref(), found.to_client_kubeconfig_yaml())?;
+    discovery::write_kubeconfig(&args.out, found.to_client_kubeconfig_yaml())?;
     say(&format!(
         "wrote kubeconfig (no credentials) to {}",
         args.out
     ));
     let bootstrap = found.cluster_info().tls_bootstrap_kubeconfig(&token);
-    discovery::write_kubeconfig(args.bootstrap_out.as_ref(), bootstrap.expose_secret())?;
+    discovery::write_kubeconfig(&args.bootstrap_out, bootstrap.expose_secret())?;
     say(&format!(
         "wrote TLS-bootstrap kubeconfig (user {}, token ID {}) to {}",
         k8s_bootstrap::clusterinfo::TLS_BOOTSTRAP_USER,

@@ -338,7 +338,10 @@ async fn within_grace(
     match tokio::time::timeout(grace, controllers).await {
         Ok(result) => result,
         Err(_) => {
-            tracing::warn!(?grace, "controllers: still stopping after the grace, cancelled");
+            tracing::warn!(
+                ?grace,
+                "controllers: still stopping after the grace, cancelled"
+            );
             Ok(())
         }
     }

@@ -16,7 +16,7 @@
         feature = "exec",
         feature = "sidecar"
     )),
-    doc = "Async drivers and a CLI over the k8s-bootstrap cores; enable the `discovery`, `token`, `exec`, `sidecar`, `loopback-server` or `cli` feature (see the README)."
+    doc = "Async drivers over the k8s-bootstrap cores; enable the `discovery`, `token`, `exec`, `sidecar`, `controllers`, `tls-bootstrap` or `loopback-server` feature (see the README)."
 )]
 
 #[allow(dead_code, reason = "used by whichever drivers are enabled")]

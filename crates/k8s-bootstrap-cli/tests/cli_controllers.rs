@@ -51,7 +51,10 @@ fn replica(kubeconfig: &Path, identity: &str, http: SocketAddr) -> Child {
             &format!("--http-address={http}"),
         ])
         .env_remove("KUBECONFIG")
-        .env("RUST_LOG", "k8s_bootstrap=debug,kube_runtime=debug,kube_client=debug")
+        .env(
+            "RUST_LOG",
+            "k8s_bootstrap=debug,kube_runtime=debug,kube_client=debug",
+        )
         .env("POD_NAME", identity)
         .stdout(Stdio::null())
         .stderr(log)
@@ -209,7 +212,11 @@ async fn two_replicas_sign_clean_report_and_hand_over_on_sigterm() {
     );
 
     // SIGTERM: the leader exits 0 and releases the lease; the standby takes over.
-    let standby_id = if leader_id == "replica-a" { "replica-b" } else { "replica-a" };
+    let standby_id = if leader_id == "replica-a" {
+        "replica-b"
+    } else {
+        "replica-a"
+    };
     exits_after_sigterm(leader, &kubeconfig, &leader_id).await;
     eventually("the standby leads", || async {
         holder(&server).is_some_and(|h| h != leader_id)

@@ -22,8 +22,6 @@ mod progress;
 #[cfg(any(feature = "controllers", feature = "sidecar"))]
 mod signals;
 mod token_cmd;
-#[cfg(feature = "sidecar")]
-mod upstream;
 
 use std::process::ExitCode;
 

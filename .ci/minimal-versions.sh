@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The library crates (k8s-bootstrap with every driver and its CLI) build and pass their tests with the lowest versions their manifests
+# The library crates (k8s-bootstrap with every driver) and the CLI (k8s-bootstrap-cli) build and pass their tests with the lowest versions their manifests
 # declare for direct dependencies (cargo's -Z direct-minimal-versions, through RUSTC_BOOTSTRAP
 # on a stable toolchain), so a user whose lockfile holds older releases is not broken. Runs on
 # a copy of the tree; the checked-in Cargo.lock is not touched.
@@ -20,6 +20,7 @@ RUSTC_BOOTSTRAP=1 cargo update -Z direct-minimal-versions
 CARGO_TARGET_DIR="$root/target" cargo test --quiet \
   -p jws-detached -p bootstrap-token -p clusterinfo -p exec-credential -p addon-jwt -p tls-bootstrap \
   -p loopback-apiserver --features loopback-apiserver/kube \
-  -p k8s-bootstrap --features k8s-bootstrap/cli,k8s-bootstrap/loopback-server,k8s-bootstrap/sidecar,k8s-bootstrap/controllers "$@"
+  -p k8s-bootstrap --features k8s-bootstrap/discovery,k8s-bootstrap/token,k8s-bootstrap/exec,k8s-bootstrap/tls-bootstrap,k8s-bootstrap/accept,k8s-bootstrap/loopback-server,k8s-bootstrap/sidecar,k8s-bootstrap/forward-proxy,k8s-bootstrap/controllers \
+  -p k8s-bootstrap-cli "$@"
 rm -rf "$work"
 echo "minimal-versions: 1 passed, 0 failed"

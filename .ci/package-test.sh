@@ -16,7 +16,8 @@ crates=(
   "addon-jwt:${ADDON_JWT_FEATURES:-http}"
   "tls-bootstrap:k8s-openapi,yaml"
   "loopback-apiserver:kube"
-  "k8s-bootstrap:cli,loopback-server,sidecar,controllers"
+  "k8s-bootstrap:discovery,token,exec,tls-bootstrap,accept,loopback-server,sidecar,forward-proxy,controllers"
+  "k8s-bootstrap-cli:"
 )
 
 # Builds into the workspace's target directory: dependencies built alike are built once.

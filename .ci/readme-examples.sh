@@ -16,6 +16,8 @@ else readmes=(crates/*/README.md); fi
 for readme in "${readmes[@]}"; do
   crate=$(basename "$(dirname "$readme")")
   grep -q '^publish *= *false' "crates/$crate/Cargo.toml" && continue
+  # A binary-only crate (k8s-bootstrap-cli) has no library to `cargo add`.
+  [ -f "crates/$crate/src/lib.rs" ] || continue
   project="$work/$crate-example"
   mkdir -p "$project/src"
   # The first ```rust block, with rustdoc's hidden-line markers left as they are: a hidden

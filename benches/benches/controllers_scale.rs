@@ -128,7 +128,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
-    let binary = k8s_bootstrap_benches::build_cli("cli,controllers");
+    let binary = k8s_bootstrap_benches::build_cli("ring,controllers");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -328,7 +328,7 @@ fn main() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(cpus - 1)
     });
-    let binary = k8s_bootstrap_benches::build_cli("cli,sidecar");
+    let binary = k8s_bootstrap_benches::build_cli("ring,sidecar");
     let upstream = start_upstream();
     let key = SigningKey::from_pkcs8_pem(KEY).unwrap();
     let dir = tempfile::tempdir().unwrap();

@@ -7,8 +7,8 @@
 pub const BENCH_KUBECONFIG: &str =
     include_str!("../../crates/clusterinfo/tests/vectors/bench_kubeconfig.yaml");
 
-/// Builds the release `k8s-bootstrap` binary with `features` (through the `cargo` running the
-/// bench) and returns its path, for the benches that drive the real process.
+/// Builds the release `k8s-bootstrap` binary (package `k8s-bootstrap-cli`) with `features` and
+/// no default features (through the `cargo` running the bench) and returns its path, for the benches that drive the real process.
 ///
 /// # Panics
 ///
@@ -22,7 +22,8 @@ pub fn build_cli(features: &str) -> std::path::PathBuf {
             "--release",
             "--locked",
             "-p",
-            "k8s-bootstrap",
+            "k8s-bootstrap-cli",
+            "--no-default-features",
             "--features",
             features,
             "--bin",
@@ -30,7 +31,7 @@ pub fn build_cli(features: &str) -> std::path::PathBuf {
         ])
         .status();
     if !status.is_ok_and(|s| s.success()) {
-        panic!("building k8s-bootstrap --features {features} failed");
+        panic!("building k8s-bootstrap-cli --features {features} failed");
     }
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
         || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"),

@@ -56,6 +56,52 @@ pub const STRIPPED_IDENTITY_HEADERS: [&str; 11] = [
     "Remote-User",
 ];
 
+/// The hop-by-hop headers (RFC 9110 §7.6.1, with `Proxy-Connection` and the proxy
+/// authentication fields), lower case: they concern one connection, and a proxy forwards them
+/// in neither direction. `Connection` may name more. The sidecar decision removes them, and
+/// every header `Connection` names, from requests (any case, `_` for `-`);
+/// `remove_hop_by_hop` (feature `http`) does it for a response a proxy passes on.
+pub const HOP_BY_HOP_HEADERS: [&str; 9] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Removes from `headers` what concerns only the connection they came on: every
+/// [`HOP_BY_HOP_HEADERS`] name and every header `Connection` names. What a proxy does to the
+/// upstream's response before passing it on: the client's connection has its own
+/// (`Connection: close` from the upstream must not close it), and the proxy's HTTP library
+/// frames the body for the client itself. Requests get the same through [`Sidecar::decide`].
+#[cfg(feature = "http")]
+pub fn remove_hop_by_hop(headers: &mut http::HeaderMap) {
+    // Usually there is none: one pass over the few names, no removal.
+    if !headers
+        .keys()
+        .any(|name| HOP_BY_HOP_HEADERS.contains(&name.as_str()))
+    {
+        return;
+    }
+    let named: Vec<http::HeaderName> = headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| http::HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for name in HOP_BY_HOP_HEADERS {
+        headers.remove(name);
+    }
+}
+
 /// The decision a sidecar proxy in front of an add-on takes for one request.
 ///
 /// For each request, [`Sidecar::decide`] takes the header list (moved in, never copied) and
@@ -955,24 +1001,14 @@ impl Hasher for DigestHasher {
 }
 
 /// Removed from every forwarded request: any client `X-Authenticated-User` look-alike,
-/// `Authorization` and the hop-by-hop headers (RFC 9110 §7.6.1: `Connection`, `Keep-Alive`,
-/// `Proxy-Connection`, `Proxy-Authenticate`, `Proxy-Authorization`, `TE`, `Trailer`,
-/// `Transfer-Encoding`, `Upgrade`).
+/// `Authorization` and the [`HOP_BY_HOP_HEADERS`], in any case and with `_` for `-`.
 fn is_always_dropped(name: &[u8]) -> bool {
-    // By length first: most request headers are none of these and cost one comparison.
-    let any = |names: &[&str]| names.iter().any(|n| same_name(name, n.as_bytes()));
-    match name.len() {
-        2 => any(&["te"]),
-        7 => any(&["trailer", "upgrade"]),
-        10 => any(&["connection", "keep-alive"]),
-        13 => any(&["authorization"]),
-        16 => any(&["proxy-connection"]),
-        17 => any(&["transfer-encoding"]),
-        18 => any(&["proxy-authenticate"]),
-        19 => any(&["proxy-authorization"]),
-        20 => any(&[USER_HEADER_LOWER]),
-        _ => false,
-    }
+    // `same_name` compares lengths first: most request headers are none of these and cost a
+    // length comparison each.
+    HOP_BY_HOP_HEADERS
+        .iter()
+        .chain(&["authorization", USER_HEADER_LOWER])
+        .any(|n| same_name(name, n.as_bytes()))
 }
 
 /// Whether `name` is one of [`STRIPPED_IDENTITY_HEADERS`] (any case, `_` for `-`).
@@ -1094,19 +1130,6 @@ fn is_header_safe(user: &str) -> bool {
 mod tests {
     use super::*;
 
-    /// Hop-by-hop headers (RFC 9110 §7.6.1) that are never forwarded.
-    const HOP_BY_HOP: [&str; 9] = [
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-    ];
-
     #[test]
     fn bearer_parsing() {
         assert_eq!(bearer_token(b"Bearer abc.def.ghi"), Some("abc.def.ghi"));
@@ -1139,6 +1162,29 @@ mod tests {
         }
     }
 
+    /// A response passed on loses `Connection`, what it names and the other hop-by-hop
+    /// headers, and keeps the rest; a response without any is left as it is.
+    #[cfg(feature = "http")]
+    #[test]
+    fn hop_by_hop_headers_leave_a_response() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert("content-type", "text/plain".parse().unwrap());
+        headers.insert("x-kept", "1".parse().unwrap());
+        let untouched = headers.clone();
+        remove_hop_by_hop(&mut headers);
+        assert_eq!(headers, untouched);
+
+        headers.insert("connection", "close, X-Per-Hop".parse().unwrap());
+        headers.append("connection", "x-other".parse().unwrap());
+        headers.insert("x-per-hop", "1".parse().unwrap());
+        headers.insert("x-other", "1".parse().unwrap());
+        for name in HOP_BY_HOP_HEADERS.iter().skip(1) {
+            headers.insert(*name, "1".parse().unwrap());
+        }
+        remove_hop_by_hop(&mut headers);
+        assert_eq!(headers, untouched);
+    }
+
     #[test]
     fn look_alike_names_compare_equal() {
         assert!(same_name(b"X_Authenticated_User", b"x-authenticated-user"));
@@ -1152,7 +1198,7 @@ mod tests {
 
     #[test]
     fn always_dropped_covers_every_listed_name_and_look_alike() {
-        for name in HOP_BY_HOP
+        for name in HOP_BY_HOP_HEADERS
             .iter()
             .chain(&["authorization", USER_HEADER_LOWER])
         {
@@ -1175,7 +1221,7 @@ mod tests {
     #[cfg(feature = "http")]
     #[test]
     fn listed_names_are_the_stripped_ones() {
-        for name in HOP_BY_HOP
+        for name in HOP_BY_HOP_HEADERS
             .iter()
             .chain(&["authorization", USER_HEADER_LOWER])
         {

@@ -16,7 +16,7 @@
         feature = "exec",
         feature = "sidecar"
     )),
-    doc = "Async drivers and a CLI over the k8s-bootstrap cores; enable the `discovery`, `token`, `exec`, `sidecar`, `loopback-server` or `cli` feature (see the README)."
+    doc = "Async drivers over the k8s-bootstrap cores; enable the `discovery`, `token`, `exec`, `sidecar`, `controllers`, `tls-bootstrap` or `loopback-server` feature (see the README)."
 )]
 
 #[allow(dead_code, reason = "used by whichever drivers are enabled")]
@@ -36,7 +36,8 @@ pub use jws_detached;
     feature = "token",
     feature = "exec",
     feature = "controllers",
-    feature = "tls-bootstrap"
+    feature = "tls-bootstrap",
+    feature = "forward-proxy"
 ))]
 pub use k8s_openapi;
 /// The `kube` this crate's drivers use.
@@ -44,7 +45,8 @@ pub use k8s_openapi;
     feature = "token",
     feature = "exec",
     feature = "controllers",
-    feature = "tls-bootstrap"
+    feature = "tls-bootstrap",
+    feature = "forward-proxy"
 ))]
 pub use kube;
 #[cfg(feature = "tls-bootstrap")]
@@ -62,6 +64,10 @@ pub mod discovery;
 pub mod exec;
 #[cfg(any(feature = "discovery", feature = "tls-bootstrap"))]
 mod files;
+#[cfg(feature = "forward-proxy")]
+pub mod forward_proxy;
+#[cfg(any(feature = "controllers", feature = "forward-proxy"))]
+mod health;
 /// The kube-apiserver double, now the [`loopback_apiserver`] crate (the `loopback-server`
 /// feature keeps this path for one release).
 #[cfg(feature = "loopback-server")]

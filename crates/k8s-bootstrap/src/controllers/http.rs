@@ -5,10 +5,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
-use axum::routing::get;
+use axum::http::StatusCode;
+
+use crate::health::Livez;
 
 use super::{Error, Metrics};
 
@@ -43,28 +42,19 @@ pub async fn serve_http(
 }
 
 fn router(metrics: Arc<Metrics>) -> Router {
-    Router::new()
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/livez", get(|| async { "ok" }))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics_text))
-        .with_state(metrics)
-}
-
-async fn readyz(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
-    if metrics.is_ready() {
-        (StatusCode::OK, "ok")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "watch caches not synced")
-    }
-}
-
-async fn metrics_text(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        metrics.encode(),
+    let ready = metrics.clone();
+    crate::health::router(
+        Livez::On,
+        move || {
+            if ready.is_ready() {
+                (StatusCode::OK, "ok".to_owned())
+            } else {
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "watch caches not synced".to_owned(),
+                )
+            }
+        },
+        move || metrics.encode(),
     )
 }

@@ -6,37 +6,22 @@
 //! Exit codes: 0 on success, 1 on a runtime failure (one `error: …` line on stderr naming the
 //! step), 2 on a usage error (clap's).
 
-#[path = "k8s-bootstrap/args.rs"]
 mod args;
 #[cfg(feature = "controllers")]
-#[path = "k8s-bootstrap/controllers_cmd.rs"]
 mod controllers_cmd;
 #[cfg(feature = "loopback-server")]
-#[path = "k8s-bootstrap/demo.rs"]
 mod demo;
-#[path = "k8s-bootstrap/error.rs"]
 mod error;
 #[cfg(feature = "sidecar")]
-#[path = "k8s-bootstrap/forward_proxy.rs"]
 mod forward_proxy;
-#[path = "k8s-bootstrap/join.rs"]
 mod join;
-#[path = "k8s-bootstrap/kubeconfig.rs"]
 mod kubeconfig;
-#[path = "k8s-bootstrap/output.rs"]
 mod output;
-#[path = "k8s-bootstrap/pin.rs"]
 mod pin;
-#[path = "k8s-bootstrap/progress.rs"]
 mod progress;
 #[cfg(any(feature = "controllers", feature = "sidecar"))]
-#[path = "k8s-bootstrap/signals.rs"]
 mod signals;
-#[path = "k8s-bootstrap/token_cmd.rs"]
 mod token_cmd;
-#[cfg(feature = "sidecar")]
-#[path = "k8s-bootstrap/upstream.rs"]
-mod upstream;
 
 use std::process::ExitCode;
 

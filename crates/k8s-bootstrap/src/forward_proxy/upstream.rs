@@ -20,7 +20,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
-use crate::forward_proxy::ProxyMetrics;
+use super::ProxyMetrics;
 
 /// How long opening a connection to the add-on may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -77,7 +77,10 @@ impl Upstream {
         };
         match answered {
             Ok(mut response) => {
-                remove_hop_by_hop(response.headers_mut());
+                // What concerns only the add-on's connection stays there: the client's
+                // connection has its own (`Connection: close` from the add-on must not close
+                // it), and hyper frames the body for the client itself.
+                crate::addon_jwt::remove_hop_by_hop(response.headers_mut());
                 response.map(|body| ProxyBody {
                     upstream: Some((body, deadline)),
                 })
@@ -147,43 +150,6 @@ impl Upstream {
             .await?;
         link.install(connection);
         Ok(sender)
-    }
-}
-
-/// Removes what concerns only the add-on's connection from its response (RFC 9110 §7.6.1):
-/// `Connection` and every header it names, and the other hop-by-hop headers. The client's
-/// connection has its own (`Connection: close` from the add-on must not close it), and
-/// hyper frames the body for the client itself.
-fn remove_hop_by_hop(headers: &mut http::HeaderMap) {
-    const HOP_BY_HOP: [&str; 7] = [
-        "keep-alive",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "proxy-authenticate",
-    ];
-    // Usually there is none: one pass over the few names, no removal.
-    if !headers
-        .keys()
-        .any(|name| name == http::header::CONNECTION || HOP_BY_HOP.contains(&name.as_str()))
-    {
-        return;
-    }
-    let named: Vec<http::HeaderName> = headers
-        .get_all(http::header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|name| http::HeaderName::from_bytes(name.trim().as_bytes()).ok())
-        .collect();
-    headers.remove(http::header::CONNECTION);
-    for name in named {
-        headers.remove(name);
-    }
-    for name in HOP_BY_HOP {
-        headers.remove(name);
     }
 }
 

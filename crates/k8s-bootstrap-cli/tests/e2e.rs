@@ -9,7 +9,7 @@
 //! `token delete`, the CSR deleted; and, with
 //! the `controllers` feature, `k8s-bootstrap controllers` signing and cleaning tokens behind
 //! leader election on a Lease of its own.
-#![cfg(all(feature = "cli", feature = "loopback-server"))]
+#![cfg(feature = "loopback-server")]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -1,0 +1,206 @@
+//! `forward_proxy` in process, in front of a stub add-on on loopback: a verified request
+//! reaches the add-on with `X-Authenticated-User` and without its credential, a request
+//! without a valid token is answered 403 and never reaches it, the health endpoints answer,
+//! and the server returns once its shutdown future completes.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods,
+    reason = "test code reads the wall clock and fails loudly"
+)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Empty};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use k8s_bootstrap::addon_jwt::{Algorithm, Audience, Issuer, Minter, SigningKey};
+use k8s_bootstrap::forward_proxy::{self, Config, KeySource, Server};
+
+const KEY_A: &str = "-----BEGIN PRIVATE KEY-----\n\
+MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
+-----END PRIVATE KEY-----\n";
+const KEY_B: &str = "-----BEGIN PRIVATE KEY-----\n\
+MC4CAQAwBQYDK2VwBCIEINc4iOMgSUlBwtxE3NLfU5Ef/KD5IywIVQfcq3YRiFU5\n\
+-----END PRIVATE KEY-----\n";
+const ISSUER: &str = "https://kubernetes.default.svc";
+const AUDIENCE: &str = "kube-system/dashboard";
+
+fn token(key: &str, sub: &str) -> String {
+    let key = SigningKey::from_pkcs8_pem(key).unwrap();
+    Minter::new(key, Issuer::new(ISSUER))
+        .mint(sub, &Audience::new(AUDIENCE), SystemTime::now())
+        .unwrap()
+        .expose_secret()
+        .to_owned()
+}
+
+/// The add-on: reports the identity headers it got, and counts requests.
+async fn addon(hits: Arc<AtomicUsize>) -> SocketAddr {
+    async fn echo(State(hits): State<Arc<AtomicUsize>>, headers: HeaderMap) -> String {
+        hits.fetch_add(1, Ordering::SeqCst);
+        let users: Vec<&str> = headers
+            .get_all("x-authenticated-user")
+            .iter()
+            .map(|v| v.to_str().unwrap())
+            .collect();
+        format!(
+            "user={} authorization={}",
+            users.join(","),
+            headers.contains_key("authorization")
+        )
+    }
+    let app = axum::Router::new()
+        .route("/echo", axum::routing::get(echo))
+        .with_state(hits);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+type HttpClient = Client<HttpConnector, Empty<Bytes>>;
+
+async fn get(client: &HttpClient, url: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let mut request = http::Request::get(url);
+    for (n, v) in headers {
+        request = request.header(*n, *v);
+    }
+    let response = client
+        .request(request.body(Empty::new()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8(body.to_vec()).unwrap())
+}
+
+fn config(upstream: SocketAddr, keys: &std::path::Path) -> Config {
+    Config::new(
+        &upstream.to_string(),
+        ISSUER,
+        KeySource::Pem(keys.to_owned(), Algorithm::EdDsa),
+    )
+    .audience(AUDIENCE)
+    .listen("127.0.0.1:0".parse().unwrap())
+    .http_address("127.0.0.1:0".parse().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forwards_verified_requests_refuses_the_others_and_shuts_down() {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let upstream = addon(hits.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("key.pem");
+    let public = SigningKey::from_pkcs8_pem(KEY_A)
+        .unwrap()
+        .public_key_pem()
+        .unwrap();
+    std::fs::write(&keys, public).unwrap();
+
+    let server = Server::bind(config(upstream, &keys)).await.unwrap();
+    let (proxy, health) = (server.local_addr(), server.http_addr());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.serve(async move {
+        let _ = stopped.await;
+    }));
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let echo = format!("http://{proxy}/echo");
+
+    // Verified: the identity in, the credential and a spoofed identity out.
+    let bearer = format!("Bearer {}", token(KEY_A, "jane"));
+    let (status, body) = get(
+        &client,
+        &echo,
+        &[
+            ("authorization", &bearer),
+            ("x-authenticated-user", "admin"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, "user=jane authorization=false");
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+
+    // No token, or one signed with another key: 403, and the add-on never sees them.
+    let forged = format!("Bearer {}", token(KEY_B, "jane"));
+    for headers in [
+        &[][..],
+        &[("x-authenticated-user", "admin")][..],
+        &[("authorization", forged.as_str())][..],
+    ] {
+        let (status, _) = get(&client, &echo, headers).await;
+        assert_eq!(status, 403, "{headers:?}");
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+
+    // Health and metrics.
+    assert_eq!(
+        get(&client, &format!("http://{health}/healthz"), &[]).await,
+        (200, "ok".to_owned())
+    );
+    assert_eq!(
+        get(&client, &format!("http://{health}/readyz"), &[]).await,
+        (200, "ok".to_owned())
+    );
+    let (status, metrics) = get(&client, &format!("http://{health}/metrics"), &[]).await;
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains("k8s_bootstrap_forward_proxy_forwarded_requests_total 1\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("k8s_bootstrap_forward_proxy_rejected_requests_total 3\n"),
+        "{metrics}"
+    );
+
+    // Graceful shutdown: serve returns, and the address no longer accepts.
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(60), serving)
+        .await
+        .expect("serve returns after shutdown")
+        .unwrap()
+        .unwrap();
+    assert!(tokio::net::TcpStream::connect(proxy).await.is_err());
+}
+
+#[tokio::test]
+async fn start_up_errors_are_typed() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.pem");
+    let upstream: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let err = Server::bind(config(upstream, &missing)).await.unwrap_err();
+    assert!(
+        matches!(&err, forward_proxy::Error::ReadKeys { path, .. } if *path == missing),
+        "{err:?}"
+    );
+
+    let keys = dir.path().join("key.pem");
+    std::fs::write(&keys, "not a key").unwrap();
+    let err = Server::bind(config(upstream, &keys)).await.unwrap_err();
+    assert!(matches!(err, forward_proxy::Error::Keys { .. }), "{err:?}");
+
+    let public = SigningKey::from_pkcs8_pem(KEY_A)
+        .unwrap()
+        .public_key_pem()
+        .unwrap();
+    std::fs::write(&keys, public).unwrap();
+    let mut no_port = config(upstream, &keys);
+    no_port.forward = "127.0.0.1".to_owned();
+    let err = Server::bind(no_port).await.unwrap_err();
+    assert!(matches!(err, forward_proxy::Error::Forward), "{err:?}");
+
+    let mut no_audience = config(upstream, &keys);
+    no_audience.audiences.clear();
+    let err = Server::bind(no_audience).await.unwrap_err();
+    assert!(matches!(err, forward_proxy::Error::NoAudience), "{err:?}");
+}

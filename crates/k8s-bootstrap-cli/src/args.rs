@@ -9,7 +9,12 @@ use k8s_bootstrap::bootstrap_token;
 
 /// Kubernetes bootstrap tokens, CA pins and node discovery, as kubeadm does them.
 #[derive(Debug, Parser)]
-#[command(name = "k8s-bootstrap", version, about, propagate_version = true)]
+#[command(
+    name = "k8s-bootstrap",
+    version = env!("K8S_BOOTSTRAP_VERSION"),
+    about,
+    propagate_version = true
+)]
 pub(crate) struct Cli {
     /// The kubeconfig to use (else the first file of $KUBECONFIG, else ~/.kube/config).
     #[arg(long, global = true, value_name = "PATH")]
@@ -64,6 +69,11 @@ pub(crate) enum Command {
     /// kubectl with the written kubeconfig, each run as the real command.
     #[cfg(feature = "loopback-server")]
     Demo(DemoArgs),
+    /// Print the shell completion script (bash, zsh, fish, elvish, powershell), e.g.
+    /// `k8s-bootstrap completion bash > /etc/bash_completion.d/k8s-bootstrap`.
+    Completion(CompletionArgs),
+    /// Print the man page (roff), e.g. `k8s-bootstrap manpage > k8s-bootstrap.1`.
+    Manpage,
 }
 
 #[cfg(feature = "controllers")]
@@ -194,6 +204,13 @@ pub(crate) enum KeyReloadFailure {
     Keep,
     /// Refuse every request until the key file loads again.
     FailClosed,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CompletionArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub(crate) shell: clap_complete::Shell,
 }
 
 #[cfg(feature = "loopback-server")]

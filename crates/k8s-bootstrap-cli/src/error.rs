@@ -6,6 +6,8 @@ use k8s_bootstrap::{bootstrap_token, clusterinfo, discovery, token};
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CliError {
+    #[error("writing to standard output: {0}")]
+    Stdout(#[source] std::io::Error),
     #[error("loading kubeconfig {}: {message}", .path.display())]
     Kubeconfig { path: PathBuf, message: String },
     #[cfg(any(feature = "controllers", feature = "sidecar"))]

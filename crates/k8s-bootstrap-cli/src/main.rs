@@ -7,6 +7,7 @@
 //! step), 2 on a usage error (clap's).
 
 mod args;
+mod completion;
 #[cfg(feature = "controllers")]
 mod controllers_cmd;
 #[cfg(feature = "loopback-server")]
@@ -58,6 +59,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::ServeLoopback(args) => demo::serve(&args).await,
         #[cfg(feature = "loopback-server")]
         Command::Demo(args) => demo::run(&args).await,
+        Command::Completion(args) => completion::completion(&args),
+        Command::Manpage => completion::manpage(),
     }
 }
 

@@ -25,14 +25,11 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::{Child, Command};
 
-const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
+#[path = "support/process.rs"]
+mod support;
+use support::{eventually, free_addr, sigterm};
 
-fn free_addr() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
+const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 
 /// A replica whose log (debug level) goes to `<identity>.log` beside the kubeconfig: a file, not
 /// a pipe, so a replica never blocks on a log nobody reads, and a failing test can show it.
@@ -95,18 +92,6 @@ async fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
     Some((status, response.split_once("\r\n\r\n")?.1.to_owned()))
 }
 
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !check().await {
-        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// Whether the metrics text has exactly this sample line (a `contains` would also match the
 /// metric's `# HELP` line).
 fn has_line(metrics: &str, line: &str) -> bool {
@@ -119,15 +104,6 @@ fn holder(server: &LoopbackApiServer) -> Option<String> {
         .pointer("/spec/holderIdentity")?
         .as_str()
         .map(str::to_owned)
-}
-
-fn sigterm(child: &Child) {
-    let pid = child.id().unwrap();
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

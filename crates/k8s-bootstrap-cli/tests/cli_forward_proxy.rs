@@ -30,6 +30,10 @@ use hyper_util::rt::TokioExecutor;
 use k8s_bootstrap::addon_jwt::{Audience, Issuer, Minter, SigningKey};
 use tokio::process::{Child, Command};
 
+#[path = "support/process.rs"]
+mod support;
+use support::{eventually, free_addr, sigterm};
+
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 const KEY_A: &str = "-----BEGIN PRIVATE KEY-----\n\
 MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
@@ -115,13 +119,6 @@ async fn addon(hits: Arc<AtomicUsize>) -> SocketAddr {
     addr
 }
 
-fn free_addr() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
 /// A key file mounted as Kubernetes mounts a ConfigMap: `key.pem -> ..data/key.pem`,
 /// `..data -> ..<version>`; an update swaps `..data` atomically.
 fn mount(dir: &Path, version: &str, pem: &str) {
@@ -164,18 +161,6 @@ async fn send(
         .to_bytes()
         .to_vec();
     (status, headers, body)
-}
-
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    while !check().await {
-        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 fn start_proxy(upstream: SocketAddr, listen: SocketAddr, http: SocketAddr, keys: &Path) -> Child {
@@ -400,14 +385,7 @@ async fn forward_proxy_in_front_of_an_addon() {
     );
 
     // SIGTERM: exit 0.
-    let pid = proxy.id().unwrap();
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
+    sigterm(&proxy);
     let status = tokio::time::timeout(Duration::from_secs(10), proxy.wait())
         .await
         .unwrap()
@@ -767,14 +745,7 @@ async fn forward_proxy_addon_failures_and_shutdown() {
     let in_flight =
         tokio::spawn(async move { exchange(&mut stream, &get("/delay", &bearer)).await });
     reaches_addon(&seen, "/delay").await;
-    let pid = proxy.id().unwrap();
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
+    sigterm(&proxy);
     assert_eq!(in_flight.await.unwrap(), (200, "ok".into()));
     let status = tokio::time::timeout(Duration::from_secs(10), proxy.wait())
         .await

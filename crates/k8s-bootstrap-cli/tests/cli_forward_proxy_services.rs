@@ -14,7 +14,7 @@
 
 use std::net::SocketAddr;
 use std::process::Stdio;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use k8s_bootstrap::addon_jwt::{Audience, Issuer, Minter, SigningKey};
 use loopback_apiserver::LoopbackApiServer;
@@ -22,18 +22,15 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::Command;
 
+#[path = "support/process.rs"]
+mod support;
+use support::{eventually, free_addr};
+
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 const KEY: &str = "-----BEGIN PRIVATE KEY-----\n\
 MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
 -----END PRIVATE KEY-----\n";
 const ISSUER: &str = "https://kubernetes.default.svc";
-
-fn free_addr() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
 
 /// The status of a GET through the proxy with a token for `audience`.
 async fn status_for(proxy: SocketAddr, audience: &str) -> u16 {
@@ -57,18 +54,6 @@ async fn status_for(proxy: SocketAddr, audience: &str) -> u16 {
         .get(9..12)
         .and_then(|s| s.parse().ok())
         .unwrap_or(0)
-}
-
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    while !check().await {
-        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 fn service(name: &str, selector: serde_json::Value) -> serde_json::Value {

@@ -502,8 +502,7 @@ fn the_kubeconfig_is_written_0600_and_atomically() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names.len(), 1, "{names:?}");
-    let err =
-        discovery::write_kubeconfig(&dir.path().join("no/such/dir/x.conf"), b"x").unwrap_err();
+    let err = discovery::write_kubeconfig(dir.path().join("no/such/dir/x.conf"), b"x").unwrap_err();
     assert!(matches!(err, Error::Write { .. }), "{err:?}");
 }
 

@@ -1,5 +1,9 @@
+// The README is the front page whatever features are enabled; its examples are doctests when
+// the features they use are (the README's own examples name them).
+#![cfg_attr(not(doctest), doc = include_str!("../README.md"))]
 #![cfg_attr(
     all(
+        doctest,
         feature = "discovery",
         feature = "token",
         feature = "loopback-server",
@@ -7,16 +11,6 @@
         feature = "sidecar"
     ),
     doc = include_str!("../README.md")
-)]
-#![cfg_attr(
-    not(all(
-        feature = "discovery",
-        feature = "token",
-        feature = "loopback-server",
-        feature = "exec",
-        feature = "sidecar"
-    )),
-    doc = "Async drivers over the k8s-bootstrap cores; enable the `discovery`, `token`, `exec`, `sidecar`, `controllers`, `tls-bootstrap` or `loopback-server` feature (see the README)."
 )]
 
 #[allow(dead_code, reason = "used by whichever drivers are enabled")]

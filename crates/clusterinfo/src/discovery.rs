@@ -449,6 +449,18 @@ impl Discovery {
         self.next.take()
     }
 
+    /// Why the last attempt failed while discovery goes on retrying (a transport error, an
+    /// HTTP status, no signature for the token yet...): what a progress line shows, as kubeadm
+    /// logs each failed attempt. `None` before the first failure of the current stage and once
+    /// discovery has finished.
+    #[must_use]
+    pub fn last_error(&self) -> Option<&Error> {
+        match &self.phase {
+            Phase::Polling(poll, _) => poll.last_error.as_ref(),
+            Phase::AwaitUrl | Phase::Finished => None,
+        }
+    }
+
     /// Whether discovery has finished (successfully or not) and its last action was taken.
     pub fn is_finished(&self) -> bool {
         matches!(self.phase, Phase::Finished) && self.next.is_none()

@@ -342,6 +342,7 @@ fn hostile_responses_fail_cleanly() {
 #[test]
 fn early_wake_ups_are_reissued() {
     let mut d = config().start(now()).unwrap();
+    assert!(d.last_error().is_none());
     let Some(Action::Fetch(_)) = d.poll_action() else {
         panic!()
     };
@@ -349,6 +350,9 @@ fn early_wake_ups_are_reissued() {
     let Some(Action::WakeAt(at)) = d.poll_action() else {
         panic!()
     };
+    // Why it waits, for a progress line.
+    let why = d.last_error().unwrap().to_string();
+    assert!(why.contains("refused"), "{why}");
     d.handle_timeout(now());
     assert!(matches!(d.poll_action(), Some(Action::WakeAt(t)) if t == at));
     d.handle_timeout(at);

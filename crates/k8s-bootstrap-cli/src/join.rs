@@ -51,9 +51,23 @@ pub(crate) async fn run(args: &JoinArgs) -> Result<(), CliError> {
         "{target} (timeout {})",
         k8s_bootstrap::bootstrap_token::format_go_duration(timeout)
     );
-    let discovered = crate::progress::report(&waiting, discovery::discover(source))
-        .await
-        .map_err(CliError::Discovery)?;
+    // Why the last attempt failed, for the progress line (kubeadm logs each failed attempt).
+    let last_failure = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+    let discoverer = {
+        let last_failure = last_failure.clone();
+        discovery::Discoverer::new().on_retry(move |reason| {
+            if let Ok(mut last) = last_failure.lock() {
+                *last = Some(reason.to_string());
+            }
+        })
+    };
+    let discovered = crate::progress::report_with(
+        &waiting,
+        || last_failure.lock().ok().and_then(|l| l.clone()),
+        discoverer.discover(source),
+    )
+    .await
+    .map_err(CliError::Discovery)?;
     for warning in discovered.warnings() {
         eprintln!("warning: {warning}");
     }

@@ -9,6 +9,16 @@ const FRAMES: [char; 4] = ['|', '/', '-', '\\'];
 
 /// Runs `work` to completion, reporting `what` on stderr until it finishes.
 pub(crate) async fn report<F: Future>(what: &str, work: F) -> F::Output {
+    report_with(what, || None, work).await
+}
+
+/// As [`report`], each progress line ending with what `status` says then (why the last
+/// attempt failed, say).
+pub(crate) async fn report_with<F: Future>(
+    what: &str,
+    status: impl Fn() -> Option<String>,
+    work: F,
+) -> F::Output {
     let tty = std::io::stderr().is_terminal();
     let period = Duration::from_secs(if tty { 1 } else { 10 });
     eprintln!("{what}");
@@ -29,12 +39,14 @@ pub(crate) async fn report<F: Future>(what: &str, work: F) -> F::Output {
             _ = ticker.tick() => {
                 ticks = ticks.saturating_add(1);
                 let seconds = ticks.saturating_mul(period.as_secs());
+                let why = status().map(|s| format!(": {s}")).unwrap_or_default();
                 if tty {
                     let frame = usize::try_from(ticks % 4).ok().and_then(|i| FRAMES.get(i)).copied().unwrap_or('|');
-                    eprint!("\r{frame} still waiting ({seconds}s)");
+                    // The line is redrawn: clear what a longer one left.
+                    eprint!("\r\x1b[K{frame} still waiting ({seconds}s){why}");
                     let _ = std::io::stderr().flush();
                 } else {
-                    eprintln!("still waiting ({seconds}s)");
+                    eprintln!("still waiting ({seconds}s){why}");
                 }
             }
         }

@@ -226,6 +226,65 @@ async fn join_with_unsafe_skip_ca_verification() {
     assert!(text.contains("token: abcdef.0123456789abcdef"));
 }
 
+/// While discovery retries, each progress line says why the last attempt failed, as kubeadm
+/// logs each failed attempt: nothing listening (connection refused), and a server whose
+/// cluster-info has no signature for the token yet. The token's secret is never in them.
+#[tokio::test]
+async fn join_progress_lines_say_why_the_last_attempt_failed() {
+    let env = Env::start().await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let endpoint = env.server.url().trim_start_matches("https://").to_owned();
+    // Attempts every 5 s (kubeadm's interval) until the 17 s timeout: the last at 15 s, so the
+    // progress line at 10 s (every 10 s without a terminal) comes while discovery still runs.
+    let join = |target: String| {
+        let home = env.dir.path().to_owned();
+        async move {
+            run_bin(
+                &[
+                    "join",
+                    &target,
+                    "--token",
+                    "zzzzzz.0123456789abcdef",
+                    "--discovery-token-unsafe-skip-ca-verification",
+                    "--discovery-timeout",
+                    "17s",
+                    "--tls-bootstrap-kubeconfig",
+                    "never-written.conf",
+                ],
+                &home,
+                None,
+            )
+            .await
+        }
+    };
+    let (refused, unsigned) = tokio::join!(join(closed), join(endpoint));
+    for (out, why) in [
+        (&refused, "failed to request the cluster-info ConfigMap"),
+        (&unsigned, "zzzzzz"),
+    ] {
+        let err = stderr(out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("still waiting (10s): "))
+            .unwrap_or_else(|| panic!("no progress line with a reason:\n{err}"));
+        assert!(line.contains(why), "{line}");
+        assert!(!err.contains("0123456789abcdef"), "{err}");
+    }
+    assert!(
+        stderr(&refused)
+            .to_lowercase()
+            .contains("connection refused"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(!env.dir.path().join("never-written.conf").exists());
+}
+
 /// The token from `--token-file` (a trailing newline ignored) or `$K8S_BOOTSTRAP_TOKEN`
 /// instead of the command line; two sources at once are a usage error; a file that cannot be
 /// read or holds no token is an error naming the flag, the path and the reason. The token never

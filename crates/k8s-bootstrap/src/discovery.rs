@@ -161,18 +161,24 @@ pub async fn discover(source: Source) -> Result<Discovered, Error> {
     Discoverer::new().discover(source).await
 }
 
-/// Discovery with options: the per-request timeout and the roots for HTTPS-URL discovery.
+/// Discovery with options: the per-request timeout, the roots for HTTPS-URL discovery, and a
+/// function told why each failed attempt failed.
 #[derive(Clone)]
 pub struct Discoverer {
     request_timeout: Duration,
     https_roots: Option<CaBundle>,
+    on_retry: Option<Arc<RetryHook>>,
 }
+
+/// What [`Discoverer::on_retry`] calls.
+type RetryHook = dyn Fn(&clusterinfo::Error) + Send + Sync;
 
 impl fmt::Debug for Discoverer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Discoverer")
             .field("request_timeout", &self.request_timeout)
             .field("https_roots", &self.https_roots.as_ref().map(CaBundle::len))
+            .field("on_retry", &self.on_retry.is_some())
             .finish()
     }
 }
@@ -189,6 +195,7 @@ impl Discoverer {
         Discoverer {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             https_roots: None,
+            on_retry: None,
         }
     }
 
@@ -204,6 +211,19 @@ impl Discoverer {
     /// only the pinned CA.
     pub fn with_https_roots(mut self, roots: CaBundle) -> Discoverer {
         self.https_roots = Some(roots);
+        self
+    }
+
+    /// Calls `hook` with the reason each time an attempt has failed and discovery waits to try
+    /// again (connection refused, a timeout, a TLS error, 404, no signature for the token
+    /// yet...), as kubeadm logs each failed attempt: for a progress line that says why it is
+    /// still waiting. The reasons never hold the token's secret.
+    #[must_use]
+    pub fn on_retry(
+        mut self,
+        hook: impl Fn(&clusterinfo::Error) + Send + Sync + 'static,
+    ) -> Discoverer {
+        self.on_retry = Some(Arc::new(hook));
         self
     }
 
@@ -262,6 +282,9 @@ impl Discoverer {
                     }
                 }
                 Some(Action::WakeAt(at)) => {
+                    if let (Some(hook), Some(reason)) = (&self.on_retry, discovery.last_error()) {
+                        hook(reason);
+                    }
                     let wait = at.duration_since(now()).unwrap_or(Duration::ZERO);
                     tracing::debug!(?wait, "discovery waits before retrying");
                     tokio::time::sleep(wait).await;

@@ -62,7 +62,8 @@ pub(crate) enum Command {
     /// with X-Authenticated-User, answer 403 otherwise; until SIGTERM or Ctrl-C.
     #[cfg(feature = "sidecar")]
     ForwardProxy(ForwardProxyArgs),
-    /// Run the loopback API server, a test double, until interrupted (Ctrl-C).
+    /// Run the loopback API server, a test double, until SIGTERM or Ctrl-C (its admin
+    /// kubeconfig is removed on exit).
     #[cfg(feature = "loopback-server")]
     ServeLoopback(ServeLoopbackArgs),
     /// The whole bootstrap flow on loopback: an API server double, `token create`, `join` and

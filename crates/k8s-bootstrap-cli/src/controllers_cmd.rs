@@ -51,8 +51,9 @@ pub(crate) async fn run(global: &Global, args: &ControllersArgs) -> Result<(), C
         metrics.clone(),
         wait(),
     ));
+    let terminated = crate::signals::terminated();
     let signals = tokio::spawn(async move {
-        crate::signals::terminated().await;
+        terminated.await;
         tracing::info!("controllers: shutting down");
         let _ = stop.send(true);
     });

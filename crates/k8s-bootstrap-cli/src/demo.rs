@@ -12,22 +12,38 @@ use crate::args::{DemoArgs, ServeLoopbackArgs};
 use crate::error::CliError;
 use crate::output::print;
 
-/// `serve-loopback`: serve until Ctrl-C, with the admin kubeconfig written to disk.
+/// `serve-loopback`: serve until Ctrl-C or SIGTERM, with the admin kubeconfig written to
+/// disk while it runs (removed on exit: its token dies with the server).
 pub(crate) async fn serve(args: &ServeLoopbackArgs) -> Result<(), CliError> {
+    // Before anything a signal could interrupt: a SIGTERM from now on stops it cleanly.
+    let stop = crate::signals::terminated();
     let server = LoopbackApiServer::builder().port(args.port).start().await?;
-    write_private(&args.admin_kubeconfig, server.admin_kubeconfig_yaml())?;
+    let path = &args.admin_kubeconfig;
+    let contents = zeroize::Zeroizing::new(server.admin_kubeconfig_yaml());
+    discovery::write_kubeconfig(path, contents.as_bytes()).map_err(|e| {
+        CliError::AdminKubeconfig {
+            path: path.clone(),
+            source: match e {
+                discovery::Error::Write { source, .. } => source,
+                other => std::io::Error::other(other.to_string()),
+            },
+        }
+    })?;
     print(&format!(
         "loopback API server (a test double, not a control plane) at {url}\n\
-         admin kubeconfig: {path} (it holds the admin token)\n\
+         admin kubeconfig: {path} (it holds the admin token; removed on exit)\n\
          try: kubectl --kubeconfig {path} get secrets -n kube-system\n\
          Ctrl-C stops it.\n",
         url = server.url(),
-        path = args.admin_kubeconfig.display(),
+        path = path.display(),
     ))?;
-    tokio::signal::ctrl_c()
-        .await
-        .map_err(|e| CliError::Demo(format!("waiting for Ctrl-C: {e}")))?;
+    stop.await;
     server.shutdown().await;
+    if let Err(e) = std::fs::remove_file(path)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        eprintln!("warning: removing {}: {e}", path.display());
+    }
     Ok(())
 }
 

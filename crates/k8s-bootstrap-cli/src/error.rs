@@ -66,6 +66,13 @@ pub(crate) enum CliError {
     #[cfg(feature = "loopback-server")]
     #[error("demo: {0}")]
     Demo(String),
+    #[cfg(feature = "loopback-server")]
+    #[error("--admin-kubeconfig {}: {source}", .path.display())]
+    AdminKubeconfig {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("writing output: {0}")]
     Output(String),
     #[cfg(feature = "sidecar")]

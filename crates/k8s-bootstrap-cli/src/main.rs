@@ -20,7 +20,11 @@ mod kubeconfig;
 mod output;
 mod pin;
 mod progress;
-#[cfg(any(feature = "controllers", feature = "sidecar"))]
+#[cfg(any(
+    feature = "controllers",
+    feature = "sidecar",
+    feature = "loopback-server"
+))]
 mod signals;
 mod token_cmd;
 

@@ -226,6 +226,69 @@ async fn join_with_unsafe_skip_ca_verification() {
     assert!(text.contains("token: abcdef.0123456789abcdef"));
 }
 
+/// `serve-loopback` writes its admin kubeconfig (0600), stops on SIGTERM with exit 0 and removes
+/// it (its token dies with the server); a path it cannot write is an error naming the flag, the
+/// path and the OS reason.
+#[tokio::test]
+async fn serve_loopback_removes_its_admin_kubeconfig_on_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let admin = dir.path().join("admin.conf");
+    let mut child = Command::new(BIN)
+        .args([
+            "serve-loopback",
+            "--admin-kubeconfig",
+            admin.to_str().unwrap(),
+        ])
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !admin.exists() {
+        assert!(tokio::time::Instant::now() < deadline, "no admin kubeconfig");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let mode = std::fs::metadata(&admin).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let pid = child.id().unwrap().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = tokio::time::timeout(std::time::Duration::from_secs(10), child.wait())
+        .await
+        .expect("serve-loopback exits within 10 s of SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(!admin.exists(), "the admin kubeconfig outlived the server");
+
+    let out = run_bin(
+        &[
+            "serve-loopback",
+            "--admin-kubeconfig",
+            dir.path().to_str().unwrap(),
+        ],
+        dir.path(),
+        None,
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(&format!(
+            "error: --admin-kubeconfig {}: ",
+            dir.path().display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("os error"), "{err}");
+}
+
 /// While discovery retries, each progress line says why the last attempt failed, as kubeadm
 /// logs each failed attempt: nothing listening (connection refused), and a server whose
 /// cluster-info has no signature for the token yet. The token's secret is never in them.

@@ -237,11 +237,20 @@ fn source(
             ));
         }
         let kubeconfig = PathBuf::from(path);
-        if !kubeconfig.is_file() {
-            return Err(CliError::JoinFlags(
-                "discovery.file.kubeConfigPath: Invalid value: not a valid HTTPS URL or a file on disk"
-                    .to_owned(),
-            ));
+        match std::fs::metadata(&kubeconfig) {
+            Ok(m) if m.is_file() => {}
+            Ok(_) => {
+                return Err(CliError::JoinFlags(format!(
+                    "--discovery-file {}: not a file (give a kubeconfig file or an https:// URL)",
+                    kubeconfig.display()
+                )));
+            }
+            Err(e) => {
+                return Err(CliError::JoinFlags(format!(
+                    "--discovery-file {}: {e} (give a kubeconfig file or an https:// URL)",
+                    kubeconfig.display()
+                )));
+            }
         }
         let target = format!("discovering the cluster from {}", kubeconfig.display());
         return Ok((Source::File { kubeconfig, config }, target));
@@ -249,9 +258,29 @@ fn source(
 
     let Some(endpoint) = &args.endpoint else {
         return Err(CliError::JoinFlags(
-            "discovery.bootstrapToken.apiServerEndpoint: Required value: APIServerEndpoint is not set"
+            "no API server endpoint: give it as the first argument (host:port, as \
+             `k8s-bootstrap join 10.0.0.1:6443 --token ...`), or use --discovery-file"
                 .to_owned(),
         ));
+    };
+    // A URL as kubeadm's users write it: `https://host:port` (a trailing slash allowed) is
+    // the endpoint `host:port`; any other scheme or a path is refused by name.
+    let endpoint = match endpoint.split_once("://") {
+        None => endpoint.as_str(),
+        Some(("https", rest)) if !rest.trim_end_matches('/').contains('/') => {
+            rest.trim_end_matches('/')
+        }
+        Some(("https", _)) => {
+            return Err(CliError::JoinFlags(format!(
+                "API server endpoint {endpoint:?}: give host:port (or https://host:port), without a path"
+            )));
+        }
+        Some((scheme, _)) => {
+            let scheme: String = scheme.chars().take(16).collect();
+            return Err(CliError::JoinFlags(format!(
+                "API server endpoint {endpoint:?}: discovery uses HTTPS, not {scheme:?}: give host:port"
+            )));
+        }
     };
     let token = match &args.discovery_token {
         Some(t) => parse_token(Some(t), "--discovery-token")?,
@@ -272,7 +301,7 @@ fn source(
     let mut config = TokenDiscoveryConfig::new(endpoint, token)
         .map_err(|e| {
             CliError::JoinFlags(format!(
-                "discovery.bootstrapToken.apiServerEndpoint: Invalid value: {endpoint:?}: {e}"
+                "API server endpoint {endpoint:?}: {e} (give host:port, as 10.0.0.1:6443)"
             ))
         })?
         .with_pins(pins)

@@ -226,6 +226,90 @@ async fn join_with_unsafe_skip_ca_verification() {
     assert!(text.contains("token: abcdef.0123456789abcdef"));
 }
 
+/// The endpoint may be written as a URL (`https://host:port`, a trailing slash allowed), as
+/// kubeadm users write it; another scheme, a path, no endpoint at all and a discovery file that
+/// cannot be read are errors that say what to give, naming the flag, the path and the OS reason,
+/// before any request.
+#[tokio::test]
+async fn join_endpoints_as_urls_and_flag_errors_in_the_users_words() {
+    let env = Env::start().await;
+    assert_ok(
+        &env.run(&["token", "create", "abcdef.0123456789abcdef"])
+            .await,
+    );
+    let endpoint = env.server.url().trim_start_matches("https://").to_owned();
+    let out = env
+        .run(&[
+            "join",
+            &format!("https://{endpoint}/"),
+            "--token",
+            "abcdef.0123456789abcdef",
+            "--discovery-token-unsafe-skip-ca-verification",
+            "--tls-bootstrap-kubeconfig",
+            "from-url.conf",
+        ])
+        .await;
+    assert_ok(&out);
+    assert!(env.dir.path().join("from-url.conf").exists());
+    let fetches = || {
+        env.server
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/configmaps/cluster-info"))
+            .count()
+    };
+    let fetched = fetches();
+    let token = [
+        "--token",
+        "abcdef.0123456789abcdef",
+        "--discovery-token-unsafe-skip-ca-verification",
+    ];
+    for (args, expected) in [
+        (
+            vec!["join"],
+            "no API server endpoint: give it as the first argument (host:port",
+        ),
+        (
+            vec!["join", "http://10.0.0.1:6443"],
+            "API server endpoint \"http://10.0.0.1:6443\": discovery uses HTTPS, not \"http\": give host:port",
+        ),
+        (
+            vec!["join", "https://10.0.0.1:6443/api"],
+            "API server endpoint \"https://10.0.0.1:6443/api\": give host:port (or https://host:port), without a path",
+        ),
+        (
+            vec!["join", "10.0.0.1"],
+            "API server endpoint \"10.0.0.1\": ",
+        ),
+    ] {
+        let mut all = args.clone();
+        all.extend_from_slice(&token);
+        let out = env.run(&all).await;
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(
+            stderr(&out).starts_with(&format!("error: {expected}")),
+            "{}",
+            stderr(&out)
+        );
+    }
+    let out = env
+        .run(&[
+            "join",
+            "--discovery-file",
+            "/nonexistent/cluster.conf",
+            "--tls-bootstrap-token",
+            "abcdef.0123456789abcdef",
+        ])
+        .await;
+    assert_eq!(
+        stderr(&out),
+        "error: --discovery-file /nonexistent/cluster.conf: No such file or directory (os error 2) \
+         (give a kubeconfig file or an https:// URL)\n"
+    );
+    // Nothing was asked of the server by the refused joins.
+    assert_eq!(fetches(), fetched);
+}
+
 /// `serve-loopback` writes its admin kubeconfig (0600), stops on SIGTERM with exit 0 and removes
 /// it (its token dies with the server); a path it cannot write is an error naming the flag, the
 /// path and the OS reason.
@@ -247,7 +331,10 @@ async fn serve_loopback_removes_its_admin_kubeconfig_on_exit() {
         .unwrap();
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
     while !admin.exists() {
-        assert!(tokio::time::Instant::now() < deadline, "no admin kubeconfig");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no admin kubeconfig"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     let mode = std::fs::metadata(&admin).unwrap().permissions().mode();

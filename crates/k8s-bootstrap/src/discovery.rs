@@ -501,6 +501,7 @@ fn trust_name(trust: &FetchTrust) -> &'static str {
 /// just "client error (Connect)").
 fn transport_text(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
+    let mut not_tls = is_not_tls(e);
     let mut source = e.source();
     while let Some(s) = source {
         let part = s.to_string();
@@ -508,9 +509,39 @@ fn transport_text(e: &(dyn std::error::Error + 'static)) -> String {
             text.push_str(": ");
             text.push_str(&part);
         }
+        not_tls |= is_not_tls(s);
         source = s.source();
     }
+    if not_tls {
+        text.push_str(
+            " (the server did not answer in TLS: is this a plain-HTTP port? discovery needs the \
+             API server's HTTPS endpoint)",
+        );
+    }
     text
+}
+
+/// Whether `e` is rustls reading a record that is not TLS (a plain-HTTP answer, say), possibly
+/// inside I/O errors (hyper's connector wraps it twice; an I/O error's `source` skips what it
+/// wraps, so the wrapped errors are opened here).
+fn is_not_tls(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    // A bound on the nesting, for an error type that wraps itself without end.
+    for _ in 0..8 {
+        let Some(err) = current else {
+            return false;
+        };
+        if let Some(rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)) =
+            err.downcast_ref::<rustls::Error>()
+        {
+            return true;
+        }
+        current = err
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .map(|inner| inner as &(dyn std::error::Error + 'static));
+    }
+    false
 }
 
 /// The body, reading at most `cap + 1` bytes (the core rejects anything longer than `cap`).

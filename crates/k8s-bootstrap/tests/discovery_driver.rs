@@ -441,6 +441,40 @@ async fn a_slow_server_is_bounded_by_the_request_timeout() {
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
+/// A plain-HTTP server on the endpoint: the error says the server did not answer in TLS, not
+/// rustls's "corrupt message of type InvalidContentType" alone.
+#[tokio::test]
+async fn a_plain_http_server_is_named_as_such() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let plain = tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 1024];
+                let _ = stream.read(&mut buf).await;
+                let _ = stream
+                    .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                    .await;
+            });
+        }
+    });
+    let config = TokenDiscoveryConfig::new(&addr.to_string(), token())
+        .unwrap()
+        .dangerous_skip_ca_verification()
+        .with_retry_interval(Duration::from_millis(100))
+        .with_timeout(Duration::from_millis(500));
+    let err = discovery::discover(Source::Token(config))
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("the server did not answer in TLS: is this a plain-HTTP port?"),
+        "{text}"
+    );
+    plain.abort();
+}
+
 /// The one call: discovery, then the kubelet's bootstrap kubeconfig on disk, 0600; nothing is
 /// written when discovery fails.
 #[tokio::test]

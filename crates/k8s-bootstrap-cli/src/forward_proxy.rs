@@ -81,6 +81,15 @@ fn proxy_error(e: &forward_proxy::Error, args: &ForwardProxyArgs) -> CliError {
             "--forward {:?} is not host:port",
             args.forward.chars().take(64).collect::<String>()
         ),
+        // Which flag named the address.
+        forward_proxy::Error::Listen { addr, source } => {
+            let flag = if *addr == args.http_address && *addr != args.listen {
+                "--http-address"
+            } else {
+                "--listen"
+            };
+            format!("{flag} {addr}: {source}")
+        }
         other => other.to_string(),
     })
 }

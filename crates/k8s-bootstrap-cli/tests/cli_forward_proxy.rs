@@ -444,6 +444,44 @@ async fn forward_proxy_refuses_bad_flags_and_bad_keys() {
     }
 }
 
+/// A port already in use: the error names the flag that gave it, the address and the OS reason.
+#[tokio::test]
+async fn a_busy_port_names_its_flag_and_the_os_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key.pem");
+    std::fs::write(&key, public_pem(KEY_A)).unwrap();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy_addr = busy.local_addr().unwrap();
+    for (flag, other) in [
+        ("--listen", "--http-address"),
+        ("--http-address", "--listen"),
+    ] {
+        let output = Command::new(BIN)
+            .args([
+                "forward-proxy",
+                "--forward=127.0.0.1:1",
+                "--issuer=i",
+                "--audience=a",
+                &format!("--public-key-file={}", key.display()),
+                "--algorithm=EdDSA",
+                &format!("{flag}={busy_addr}"),
+                &format!("{other}={}", free_addr()),
+            ])
+            .output()
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert_eq!(
+            stderr,
+            format!(
+                "error: forward-proxy: {flag} {busy_addr}: Address already in use (os error 98)\n"
+            )
+        );
+    }
+    drop(busy);
+}
+
 /// What the raw add-on saw: connections accepted, each request (connection, request line,
 /// `Host`), and which connections the proxy closed.
 #[derive(Default, Debug)]

@@ -39,6 +39,7 @@ pub(crate) async fn run(args: &JoinArgs) -> Result<(), CliError> {
         Some(t) => parse_token(Some(t), "--tls-bootstrap-token")?,
         None => parse_token(token.value, token.flag)?,
     };
+    preflight(args)?;
     let (source, target) = source(args, timeout, &token)?;
     let Some(tls_token) = tls_token else {
         return Err(CliError::JoinFlags(
@@ -188,6 +189,74 @@ async fn tls_bootstrap(
         pem = pem_path.display(),
         kc = args.kubelet_kubeconfig.display(),
     ))
+}
+
+/// Everything the flags alone can tell, checked before discovery runs (which may take minutes):
+/// the node name, and that each file `join` will write can be created where it goes (its
+/// directory exists and takes a file; `--cert-dir` is created if missing, so its nearest
+/// existing ancestor must take one). Errors name the flag, the path and the OS reason.
+fn preflight(args: &JoinArgs) -> Result<(), CliError> {
+    use std::path::Path;
+    let writable_dir = |flag: &str, dir: &Path| -> Result<(), CliError> {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        // A probe file, created and removed: the OS says whether the directory takes files.
+        let nanos = now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let probe = dir.join(format!(
+            ".k8s-bootstrap-check-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&probe)
+            .map(|file| {
+                drop(file);
+                let _ = std::fs::remove_file(&probe);
+            })
+            .map_err(|e| {
+                CliError::JoinFlags(format!("{flag}: cannot write in {}: {e}", dir.display()))
+            })
+    };
+    let parent = |p: &Path| p.parent().map(Path::to_owned).unwrap_or_default();
+    writable_dir(
+        &format!(
+            "--tls-bootstrap-kubeconfig {}",
+            args.tls_bootstrap_kubeconfig.display()
+        ),
+        &parent(&args.tls_bootstrap_kubeconfig),
+    )?;
+    let Some(node_name) = &args.node_name else {
+        return Ok(());
+    };
+    node_name
+        .parse::<k8s_bootstrap::tls_bootstrap::NodeName>()
+        .map_err(|e| CliError::JoinFlags(format!("--node-name {node_name:?}: {e}")))?;
+    writable_dir(
+        &format!("--kubelet-kubeconfig {}", args.kubelet_kubeconfig.display()),
+        &parent(&args.kubelet_kubeconfig),
+    )?;
+    // The certificate directory, or the nearest ancestor that exists (it is created).
+    let mut existing = args.cert_dir.clone();
+    while !existing.as_os_str().is_empty() && !existing.exists() {
+        existing = parent(&existing);
+    }
+    if !existing.as_os_str().is_empty() && !existing.is_dir() {
+        return Err(CliError::JoinFlags(format!(
+            "--cert-dir {}: {} is not a directory",
+            args.cert_dir.display(),
+            existing.display()
+        )));
+    }
+    writable_dir(
+        &format!("--cert-dir {}", args.cert_dir.display()),
+        &existing,
+    )
 }
 
 /// Writes a file only its owner can read.

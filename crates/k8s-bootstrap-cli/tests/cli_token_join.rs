@@ -292,6 +292,35 @@ async fn join_endpoints_as_urls_and_flag_errors_in_the_users_words() {
             stderr(&out)
         );
     }
+    // What the flags alone show is reported before discovery runs: nothing is fetched.
+    let file = env.dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let node = ["--node-name", "worker-1"];
+    for (extra, expected) in [
+        (
+            vec!["--node-name", "BAD_NAME"],
+            "--node-name \"BAD_NAME\": invalid node name: ".to_owned(),
+        ),
+        (
+            vec!["--tls-bootstrap-kubeconfig", "/nonexistent/x.conf"],
+            "--tls-bootstrap-kubeconfig /nonexistent/x.conf: cannot write in /nonexistent: No such file or directory (os error 2)".to_owned(),
+        ),
+        (
+            [node.as_slice(), &["--kubelet-kubeconfig", "/nonexistent/kubelet.conf"]].concat(),
+            "--kubelet-kubeconfig /nonexistent/kubelet.conf: cannot write in /nonexistent: No such file or directory (os error 2)".to_owned(),
+        ),
+        (
+            [node.as_slice(), &["--cert-dir", &format!("{}/pki", file.display())]].concat(),
+            format!("--cert-dir {0}/pki: {0} is not a directory", file.display()),
+        ),
+    ] {
+        let mut all = vec!["join", endpoint.as_str()];
+        all.extend_from_slice(&token);
+        all.extend_from_slice(&extra);
+        let out = env.run(&all).await;
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(stderr(&out).starts_with(&format!("error: {expected}")), "{}", stderr(&out));
+    }
     let out = env
         .run(&[
             "join",

@@ -39,7 +39,7 @@ pub(crate) async fn run(args: &JoinArgs) -> Result<(), CliError> {
         Some(t) => parse_token(Some(t), "--tls-bootstrap-token")?,
         None => parse_token(token.value, token.flag)?,
     };
-    preflight(args)?;
+    let node = preflight(args)?;
     let (source, target) = source(args, timeout, &token)?;
     let Some(tls_token) = tls_token else {
         return Err(CliError::JoinFlags(
@@ -89,7 +89,7 @@ pub(crate) async fn run(args: &JoinArgs) -> Result<(), CliError> {
         id = kubeconfig.token_id(),
         path = path.display(),
     ))?;
-    let Some(node_name) = &args.node_name else {
+    let Some(node) = node else {
         return Ok(());
     };
     let ca_pem = discovered
@@ -103,7 +103,7 @@ pub(crate) async fn run(args: &JoinArgs) -> Result<(), CliError> {
         })?;
     tls_bootstrap(
         args,
-        node_name,
+        &node,
         kubeconfig.expose_secret(),
         kubeconfig.server(),
         &ca_pem,
@@ -116,19 +116,14 @@ pub(crate) async fn run(args: &JoinArgs) -> Result<(), CliError> {
 /// certificate, and the node's kubeconfig.
 async fn tls_bootstrap(
     args: &JoinArgs,
-    node_name: &str,
+    node: &k8s_bootstrap::tls_bootstrap::NodeName,
     bootstrap_kubeconfig: &str,
     server: &str,
     ca_pem: &str,
 ) -> Result<(), CliError> {
     use k8s_bootstrap::csr;
-    use k8s_bootstrap::tls_bootstrap::{NodeKey, NodeName};
+    use k8s_bootstrap::tls_bootstrap::NodeKey;
 
-    let node: NodeName = node_name.parse().map_err(|e| {
-        CliError::JoinFlags(format!(
-            "nodeRegistration.name: Invalid value: {node_name:?}: {e}"
-        ))
-    })?;
     let key_path = args.cert_dir.join("kubelet-client.key.tmp");
     let key_err = |source| CliError::NodeKey {
         path: key_path.clone(),
@@ -164,7 +159,7 @@ async fn tls_bootstrap(
     );
     let cert = crate::progress::report(
         &waiting,
-        csr::request_certificate(&client, &node, &key, ca_pem, &options),
+        csr::request_certificate(&client, node, &key, ca_pem, &options),
     )
     .await
     .map_err(CliError::TlsBootstrap)?;
@@ -195,7 +190,8 @@ async fn tls_bootstrap(
 /// the node name, and that each file `join` will write can be created where it goes (its
 /// directory exists and takes a file; `--cert-dir` is created if missing, so its nearest
 /// existing ancestor must take one). Errors name the flag, the path and the OS reason.
-fn preflight(args: &JoinArgs) -> Result<(), CliError> {
+/// Returns the node name, parsed, when the TLS bootstrap is asked for.
+fn preflight(args: &JoinArgs) -> Result<Option<k8s_bootstrap::tls_bootstrap::NodeName>, CliError> {
     use std::path::Path;
     let writable_dir = |flag: &str, dir: &Path| -> Result<(), CliError> {
         let dir = if dir.as_os_str().is_empty() {
@@ -232,9 +228,9 @@ fn preflight(args: &JoinArgs) -> Result<(), CliError> {
         &parent(&args.tls_bootstrap_kubeconfig),
     )?;
     let Some(node_name) = &args.node_name else {
-        return Ok(());
+        return Ok(None);
     };
-    node_name
+    let node = node_name
         .parse::<k8s_bootstrap::tls_bootstrap::NodeName>()
         .map_err(|e| CliError::JoinFlags(format!("--node-name {node_name:?}: {e}")))?;
     writable_dir(
@@ -256,7 +252,8 @@ fn preflight(args: &JoinArgs) -> Result<(), CliError> {
     writable_dir(
         &format!("--cert-dir {}", args.cert_dir.display()),
         &existing,
-    )
+    )?;
+    Ok(Some(node))
 }
 
 /// Writes a file only its owner can read.

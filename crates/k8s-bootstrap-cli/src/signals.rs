@@ -11,25 +11,19 @@ pub(crate) fn terminated() -> impl Future<Output = ()> {
     let mut term = signal(SignalKind::terminate()).ok();
     let mut int = signal(SignalKind::interrupt()).ok();
     async move {
-        let term = async {
-            match term.as_mut() {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending().await,
-            }
-        };
-        let int = async {
-            match int.as_mut() {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
-            () = term => {}
-            () = int => {}
+            () = received(term.as_mut()) => {}
+            () = received(int.as_mut()) => {}
         }
+    }
+}
+
+/// The next delivery of `signal`; never, when its handler could not be installed.
+async fn received(signal: Option<&mut tokio::signal::unix::Signal>) {
+    match signal {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending().await,
     }
 }

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod add_auth;
 mod algorithm;
 mod b64;
 mod backend;
@@ -17,6 +18,7 @@ mod token;
 mod validation;
 mod verify;
 
+pub use add_auth::AuthenticatedUser;
 pub use algorithm::Algorithm;
 pub use backend::SIGNATURE_BACKEND;
 pub use claims::{Claims, MAX_AUDIENCES, MAX_SUBJECT_BYTES};

@@ -3,6 +3,8 @@
 
 use core::fmt;
 
+use crate::Audience;
+
 /// The user a server or gateway authenticated, in the form the `add-auth` decision takes it.
 ///
 /// A server puts this in a request's extensions (`http::Extensions`) once it has authenticated
@@ -36,9 +38,59 @@ impl fmt::Debug for AuthenticatedUser {
     }
 }
 
+/// The Service a proxied request is for: the add-on's audience is `<namespace>/<name>`.
+///
+/// A server puts this in a request's extensions beside [`AuthenticatedUser`] once it has
+/// resolved the proxy path (`/api/v1/namespaces/<namespace>/services/<name>[:<port>]/proxy/...`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ProxiedService {
+    namespace: String,
+    name: String,
+}
+
+impl ProxiedService {
+    /// The Service `name` in `namespace` (the name without any `:<port>` suffix).
+    #[must_use]
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> ProxiedService {
+        ProxiedService {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    /// The Service's namespace.
+    #[must_use]
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The Service's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The audience of the tokens minted for this Service: `<namespace>/<name>`, as
+    /// `forward-proxy --audience-from-services` expects.
+    #[must_use]
+    pub fn audience(&self) -> Audience {
+        Audience::new(format!("{}/{}", self.namespace, self.name))
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::AuthenticatedUser;
+    use super::{AuthenticatedUser, ProxiedService};
+
+    #[test]
+    fn a_service_s_audience_is_namespace_slash_name() {
+        let service = ProxiedService::new("kube-system", "dashboard");
+        assert_eq!(service.audience().as_str(), "kube-system/dashboard");
+        assert_eq!(
+            (service.namespace(), service.name()),
+            ("kube-system", "dashboard")
+        );
+    }
 
     #[test]
     fn the_name_is_kept_and_shown() {

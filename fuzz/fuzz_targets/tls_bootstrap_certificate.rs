@@ -1,5 +1,6 @@
-//! `accept_certificate` on arbitrary bytes as `status.certificate`: never panics; only the
-//! fixture node's certificate chained to the fixture CA is accepted.
+//! `accept_certificate`, `go_pem_blocks` and `Subject` on arbitrary bytes as
+//! `status.certificate`: never panics; only the fixture node's certificate chained to the
+//! fixture CA is accepted.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

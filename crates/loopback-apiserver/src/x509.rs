@@ -4,29 +4,17 @@
 
 use std::collections::BTreeMap;
 
-use base64::Engine as _;
 use sha2::Digest as _;
 use x509_cert::Certificate;
-// BMPString comes from der itself: the type is in der 0.7.8 and later, the floor this crate
-// declares.
-use der::asn1::BmpString;
-use x509_cert::der::asn1::{
-    Ia5StringRef, ObjectIdentifier, PrintableStringRef, TeletexStringRef, Utf8StringRef,
-};
-use x509_cert::der::{Any, Decode as _, Encode as _, Tag, Tagged as _};
+use x509_cert::der::Decode as _;
 use x509_cert::request::CertReq;
-use x509_cert::spki::AlgorithmIdentifierOwned;
 
 use super::auth::User;
 use super::ids;
 
-/// `id-at-commonName`.
-const COMMON_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.4.3");
-/// `id-at-organizationName`.
-const ORGANIZATION: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.4.10");
 /// The subject attribute kube-apiserver reads the user's UID from (feature gate
 /// `AllowParsingUserUIDFromCertAuth`, beta and on since 1.34).
-const USER_UID: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.57683.2");
+const USER_UID: &str = "1.3.6.1.4.1.57683.2";
 /// The `user.Info` extra key kube-apiserver records the credential in.
 pub(crate) const CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";
 /// Most PEM blocks read from one field (a bound on untrusted input).
@@ -55,31 +43,14 @@ impl CertIdentity {
     /// `x509.CommonNameUserConversion`). `system:authenticated` is added as the authenticated
     /// group adder adds it.
     pub(crate) fn from_der(der: &[u8]) -> CertIdentity {
-        let Ok(cert) = Certificate::from_der(der) else {
+        // Go's TLS stack parses the certificate (`parseName`) before the authenticator sees it:
+        // a subject value that is not a valid string fails it.
+        let Ok(subject) = tls_bootstrap::Subject::of_certificate(der) else {
             return CertIdentity::Error;
         };
-        let mut common_name = None;
-        let mut groups = Vec::new();
-        let mut uids = Vec::new();
-        for rdn in cert.tbs_certificate.subject.0.iter() {
-            for atv in rdn.0.iter() {
-                let value = string_value(&atv.value);
-                if atv.oid == COMMON_NAME {
-                    if let Some(v) = value {
-                        common_name = Some(v);
-                    }
-                } else if atv.oid == ORGANIZATION {
-                    if let Some(v) = value {
-                        groups.push(v);
-                    }
-                } else if atv.oid == USER_UID {
-                    match value {
-                        Some(v) => uids.push(v),
-                        None => return CertIdentity::Error,
-                    }
-                }
-            }
-        }
+        let common_name = subject.common_name().map(str::to_owned);
+        let groups = subject.organizations().to_vec();
+        let uids: Vec<String> = subject.values(USER_UID).map(str::to_owned).collect();
         let Some(name) = common_name.filter(|n| !n.is_empty()) else {
             return CertIdentity::None;
         };
@@ -97,192 +68,57 @@ impl CertIdentity {
     }
 }
 
-/// A directory string's text (UTF8String, PrintableString, IA5String, T61String, BMPString), as
-/// Go's `pkix.Name` accepts them.
-fn string_value(value: &Any) -> Option<String> {
-    match value.tag() {
-        Tag::Utf8String => value
-            .decode_as::<Utf8StringRef<'_>>()
-            .ok()
-            .map(|s| s.as_str().to_owned()),
-        Tag::PrintableString => value
-            .decode_as::<PrintableStringRef<'_>>()
-            .ok()
-            .map(|s| s.as_str().to_owned()),
-        Tag::Ia5String => value
-            .decode_as::<Ia5StringRef<'_>>()
-            .ok()
-            .map(|s| s.as_str().to_owned()),
-        Tag::TeletexString => value
-            .decode_as::<TeletexStringRef<'_>>()
-            .ok()
-            .map(|s| s.as_str().to_owned()),
-        Tag::BmpString => value.decode_as::<BmpString>().ok().map(|s| s.to_string()),
-        _ => None,
-    }
-}
-
-/// One PEM block, as Go's `pem.Decode` finds it.
-struct PemBlock {
-    label: String,
-    headers: bool,
-    der: Vec<u8>,
-}
-
-/// The PEM blocks in `data`, in order, as Go's `pem.Decode` called in a loop finds them: text
-/// around and between blocks is ignored, and so is a block whose body is not base64.
-fn pem_blocks(data: &[u8]) -> Vec<PemBlock> {
-    const BEGIN: &[u8] = b"-----BEGIN ";
-    const DASHES: &[u8] = b"-----";
-    let mut blocks = Vec::new();
-    let mut rest = data;
-    while blocks.len() < MAX_PEM_BLOCKS {
-        let Some(start) = find(rest, BEGIN) else {
-            break;
-        };
-        let Some(after_begin) = rest.get(start.saturating_add(BEGIN.len())..) else {
-            break;
-        };
-        // Whatever happens to this block, the search goes on after its BEGIN.
-        rest = after_begin;
-        let Some(label_end) = find(after_begin, DASHES) else {
-            break;
-        };
-        let label = after_begin.get(..label_end).unwrap_or_default();
-        let Ok(label) = std::str::from_utf8(label) else {
-            continue;
-        };
-        if label.contains('\n') {
-            continue;
-        }
-        let body_start = label_end.saturating_add(DASHES.len());
-        let end_marker = format!("-----END {label}-----");
-        let Some(body) = after_begin.get(body_start..) else {
-            continue;
-        };
-        let Some(body_len) = find(body, end_marker.as_bytes()) else {
-            continue;
-        };
-        let body_text = body.get(..body_len).unwrap_or_default();
-        let mut headers = false;
-        let mut encoded = Vec::new();
-        let mut in_headers = true;
-        for line in body_text.split(|b| *b == b'\n') {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            if in_headers && line.contains(&b':') {
-                headers = true;
-                continue;
-            }
-            in_headers = false;
-            encoded.extend(line.iter().filter(|b| !b.is_ascii_whitespace()));
-        }
-        let Ok(der) = base64::engine::general_purpose::STANDARD.decode(&encoded) else {
-            continue;
-        };
-        blocks.push(PemBlock {
-            label: label.to_owned(),
-            headers,
-            der,
-        });
-        rest = body
-            .get(body_len.saturating_add(end_marker.len())..)
-            .unwrap_or_default();
-    }
-    blocks
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
 /// `spec.request`: the first PEM block must be a `CERTIFICATE REQUEST` whose self-signature
-/// verifies (kube-apiserver's `certificates.ParseCSR` and `CheckSignature`). The error is Go's
-/// sentence.
+/// verifies (kube-apiserver's `certificates.ParseCSR` and `CheckSignature`, as the
+/// `tls-bootstrap` core reads them). The error is Go's sentence.
 pub(crate) fn check_certificate_request(pem: &[u8]) -> Result<(), String> {
-    let block = pem_blocks(pem).into_iter().next();
-    let Some(block) = block.filter(|b| b.label == "CERTIFICATE REQUEST") else {
+    let block = tls_bootstrap::go_pem_blocks(pem, 1).into_iter().next();
+    let Some(block) = block.filter(|b| b.label() == "CERTIFICATE REQUEST") else {
         return Err("PEM block type must be CERTIFICATE REQUEST".to_owned());
     };
-    let request = CertReq::from_der(&block.der)
-        .map_err(|_| "x509: malformed certificate request".to_owned())?;
-    let message = request
-        .info
-        .to_der()
-        .map_err(|_| "x509: malformed certificate request".to_owned())?;
-    verify_signature(
-        &request.info.public_key.algorithm,
-        request.info.public_key.subject_public_key.raw_bytes(),
-        &request.algorithm,
-        &message,
-        request.signature.raw_bytes(),
-    )
-}
-
-/// Checks `signature` over `message` with the crypto provider's verification algorithms (the ones
-/// rustls verifies TLS certificates with), matching the key's and the signature's algorithm
-/// identifiers.
-fn verify_signature(
-    key_algorithm: &AlgorithmIdentifierOwned,
-    public_key: &[u8],
-    signature_algorithm: &AlgorithmIdentifierOwned,
-    message: &[u8],
-    signature: &[u8],
-) -> Result<(), String> {
-    let unimplemented = || "x509: cannot verify signature: algorithm unimplemented".to_owned();
-    let key_id = algorithm_contents(key_algorithm).ok_or_else(unimplemented)?;
-    let signature_id = algorithm_contents(signature_algorithm).ok_or_else(unimplemented)?;
-    let provider = crate::crypto::provider().ok_or_else(unimplemented)?;
-    let algorithm = provider
-        .signature_verification_algorithms
-        .all
-        .iter()
-        .find(|a| {
-            a.public_key_alg_id().as_ref() == key_id.as_slice()
-                && a.signature_alg_id().as_ref() == signature_id.as_slice()
-        })
-        .ok_or_else(unimplemented)?;
-    algorithm
-        .verify_signature(public_key, message, signature)
-        .map_err(|_| {
-            let oid = signature_algorithm.oid.to_string();
-            if oid.starts_with("1.2.840.10045.4.") {
-                "x509: ECDSA verification failure".to_owned()
-            } else if oid == "1.3.101.112" {
-                "x509: Ed25519 verification failure".to_owned()
-            } else {
-                "crypto/rsa: verification error".to_owned()
-            }
-        })
-}
-
-/// The contents of an `AlgorithmIdentifier` SEQUENCE (the OID and the parameters, encoded), as
-/// rustls's algorithm descriptions hold them.
-fn algorithm_contents(algorithm: &AlgorithmIdentifierOwned) -> Option<Vec<u8>> {
-    let mut out = algorithm.oid.to_der().ok()?;
-    if let Some(parameters) = &algorithm.parameters {
-        out.extend(parameters.to_der().ok()?);
+    match tls_bootstrap::CertificateRequest::from_der(block.der()) {
+        Ok(_) => Ok(()),
+        Err(tls_bootstrap::Error::BadSignature) => Err(verification_failure(block.der())),
+        Err(tls_bootstrap::Error::UnsupportedAlgorithm | tls_bootstrap::Error::NoCryptoBackend) => {
+            Err("x509: cannot verify signature: algorithm unimplemented".to_owned())
+        }
+        Err(_) => Err("x509: malformed certificate request".to_owned()),
     }
-    Some(out)
+}
+
+/// Go's `CheckSignature` message for a signature that does not verify, by the signature
+/// algorithm.
+fn verification_failure(der: &[u8]) -> String {
+    let oid = CertReq::from_der(der)
+        .map(|r| r.algorithm.oid.to_string())
+        .unwrap_or_default();
+    if oid.starts_with("1.2.840.10045.4.") {
+        "x509: ECDSA verification failure".to_owned()
+    } else if oid == "1.3.101.112" {
+        "x509: Ed25519 verification failure".to_owned()
+    } else {
+        "crypto/rsa: verification error".to_owned()
+    }
 }
 
 /// `status.certificate`: one or more `CERTIFICATE` PEM blocks without headers, each an X.509
 /// certificate (kube-apiserver's `validateCertificate`). The error is Go's sentence.
 pub(crate) fn check_certificates(pem: &[u8]) -> Result<(), String> {
-    let blocks = pem_blocks(pem);
+    let blocks = tls_bootstrap::go_pem_blocks(pem, MAX_PEM_BLOCKS);
     if blocks.is_empty() {
         return Err("must contain at least one CERTIFICATE PEM block".to_owned());
     }
     for block in blocks {
-        if block.label != "CERTIFICATE" {
-            let shown: String = block.label.chars().take(64).collect();
+        if block.label() != "CERTIFICATE" {
+            let shown: String = block.label().chars().take(64).collect();
             return Err(format!(
                 "only CERTIFICATE PEM blocks are allowed, found {shown:?}"
             ));
         }
-        if block.headers {
+        if block.has_headers() {
             return Err("no PEM block headers are permitted".to_owned());
         }
-        Certificate::from_der(&block.der).map_err(|_| "x509: malformed certificate".to_owned())?;
+        Certificate::from_der(block.der()).map_err(|_| "x509: malformed certificate".to_owned())?;
     }
     Ok(())
 }

@@ -98,10 +98,10 @@ pub fn accept_certificate(
         return Err(Error::WrongKey);
     }
 
-    let (cn, orgs) =
-        crate::request::subject_fields(&tbs.subject).map_err(|_| Error::InvalidCertificate {
-            reason: "a subject attribute is not a string",
-        })?;
+    let (cn, orgs) = crate::request::subject_fields(&tbs.subject, crate::name::NonString::Refuse)
+        .map_err(|_| Error::InvalidCertificate {
+        reason: "a subject attribute is not a string",
+    })?;
     if cn.as_deref() != Some(node.user_name().as_str()) || orgs != [NODES_GROUP] {
         return Err(Error::WrongSubject);
     }

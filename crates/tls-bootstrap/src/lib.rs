@@ -9,6 +9,7 @@ mod error;
 mod k8s;
 mod key;
 mod kubeconfig;
+mod name;
 mod node_name;
 mod object;
 mod pem;
@@ -28,6 +29,7 @@ pub use kubeconfig::{
     KUBELET_CLIENT_PEM, KUBELET_CLUSTER, KUBELET_CONTEXT, KUBELET_USER, kubelet_kubeconfig,
     kubelet_kubeconfig_inline,
 };
+pub use name::{MAX_SUBJECT_ATTRIBUTES, Subject};
 pub use node_name::{MAX_NODE_NAME_LEN, NODE_USER_PREFIX, NODES_GROUP, NodeName};
 pub use object::{
     API_VERSION, CertificateSigningRequest, CertificateSigningRequestBuilder, Condition, KIND,
@@ -35,6 +37,7 @@ pub use object::{
     MAX_OBJECT_BYTES, MIN_EXPIRATION_SECONDS, NODE_CSR_NAME_PREFIX, ObjectMeta, Spec, State,
     Status, kubelet_client_usages, node_csr_name,
 };
+pub use pem::{GoPemBlock, go_pem_blocks};
 pub use policy::{
     AccessReview, Approval, Recognizer, Rejection, approve, is_node_client_cert,
     is_self_node_client_cert, validate_kubelet_client,

@@ -68,11 +68,56 @@ pub(crate) fn blocks(
     Ok(out)
 }
 
-/// One PEM block as Go's `pem.Decode` finds it.
-pub(crate) struct GoBlock {
+/// One PEM block as Go's `pem.Decode` finds it (see [`go_pem_blocks`]).
+#[derive(Clone, PartialEq, Eq)]
+pub struct GoPemBlock {
     pub(crate) label: String,
     pub(crate) headers: bool,
     pub(crate) der: Vec<u8>,
+}
+
+pub(crate) type GoBlock = GoPemBlock;
+
+impl GoPemBlock {
+    /// The type on the BEGIN line (`CERTIFICATE`, `CERTIFICATE REQUEST`, ...).
+    #[must_use]
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Whether the block had RFC 1421 headers (`Key: value` lines; Kubernetes refuses them in
+    /// `status.certificate`).
+    #[must_use]
+    pub fn has_headers(&self) -> bool {
+        self.headers
+    }
+
+    /// The decoded body.
+    #[must_use]
+    pub fn der(&self) -> &[u8] {
+        &self.der
+    }
+}
+
+impl core::fmt::Debug for GoPemBlock {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // The body may be a private key: its length only.
+        f.debug_struct("GoPemBlock")
+            .field("label", &self.label)
+            .field("headers", &self.headers)
+            .field("der_len", &self.der.len())
+            .finish()
+    }
+}
+
+/// The first `max_blocks` PEM blocks of `input`, as Go's `pem.Decode` called in a loop finds
+/// them: text before, between and after blocks is skipped, and so is a BEGIN line whose block
+/// does not end well or whose body is not base64. This is how Kubernetes reads PEM fields it
+/// does not own the format of (`spec.request`, `status.certificate`, CA bundles). Linear in the
+/// input.
+#[must_use]
+pub fn go_pem_blocks(input: &[u8], max_blocks: usize) -> Vec<GoPemBlock> {
+    go_blocks(input, max_blocks)
 }
 
 const GO_BEGIN: &[u8] = b"\n-----BEGIN ";

@@ -13,6 +13,7 @@ use x509_cert::request::{CertReq, CertReqInfo, ExtensionReq, Version};
 
 use crate::error::Error;
 use crate::key::NodeKey;
+use crate::name::{NonString, Subject};
 use crate::node_name::{NODES_GROUP, NodeName};
 use crate::pem;
 
@@ -197,7 +198,9 @@ impl CertificateRequest {
             .ok_or(invalid("signature has unused bits"))?;
         crate::backend::verify(&req.info.public_key, &req.algorithm, &tbs, signature)?;
 
-        let (common_name, organizations) = subject_fields(&req.info.subject)?;
+        // Go reads a request's subject with `encoding/asn1`: values that are not strings are
+        // skipped, strings invalid for their type refuse the request.
+        let (common_name, organizations) = subject_fields(&req.info.subject, NonString::Skip)?;
         let mut names = Names::default();
         for attr in req.info.attributes.iter() {
             if attr.oid != OID_EXTENSION_REQUEST {
@@ -328,34 +331,14 @@ fn rdn(oid: ObjectIdentifier, value: &str) -> Result<RelativeDistinguishedName, 
 }
 
 /// The last common name and every organization of a name, in order (Go's
-/// `pkix.Name.FillFromRDNSequence`).
-pub(crate) fn subject_fields(name: &Name) -> Result<(Option<String>, Vec<String>), Error> {
-    let mut common_name = None;
-    let mut organizations = Vec::new();
-    for rdn in name.0.iter() {
-        for atv in rdn.0.iter() {
-            if atv.oid == OID_CN {
-                common_name = Some(string_value(&atv.value)?);
-            } else if atv.oid == OID_O {
-                organizations.push(string_value(&atv.value)?);
-            }
-        }
-    }
-    Ok((common_name, organizations))
-}
-
-fn string_value(value: &der::Any) -> Result<String, Error> {
-    use der::{Tag, Tagged as _};
-    let bytes = value.value();
-    let text = match value.tag() {
-        Tag::Utf8String | Tag::PrintableString | Tag::Ia5String | Tag::TeletexString => {
-            std::str::from_utf8(bytes).ok()
-        }
-        _ => None,
-    };
-    text.map(str::to_owned).ok_or(Error::InvalidRequest {
-        reason: "a subject attribute is not a string",
-    })
+/// `pkix.Name.FillFromRDNSequence`), as [`Subject`](crate::Subject) reads it.
+pub(crate) fn subject_fields(
+    name: &Name,
+    non_string: NonString,
+) -> Result<(Option<String>, Vec<String>), Error> {
+    Subject::of_name(name, non_string)
+        .map(Subject::into_fields)
+        .map_err(|reason| Error::InvalidRequest { reason })
 }
 
 #[derive(Default)]

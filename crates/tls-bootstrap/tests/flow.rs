@@ -384,3 +384,121 @@ fn openssl_keys_are_read() {
         tls_bootstrap::KeyType::EcdsaP384
     );
 }
+
+/// openssl with `string_mask = default` writes a subject value that PrintableString and
+/// T61String cannot hold as a BMPString: Go reads it (UCS-2), and so do the request and the
+/// certificate readers here; `Subject` reads every value of an attribute type.
+#[test]
+fn bmpstring_subjects_are_read_as_go_reads_them() {
+    let dir = std::env::temp_dir().join(format!("tls-bootstrap-bmp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("openssl.cnf");
+    std::fs::write(
+        &config,
+        "[req]\ndistinguished_name = dn\nstring_mask = default\nutf8 = yes\n[dn]\n",
+    )
+    .unwrap();
+    let key = dir.join("p256.key");
+    let csr = dir.join("bmp.csr");
+    let cert = dir.join("bmp.crt");
+    let subject = "/CN=n\u{3a9}de/O=gr\u{3a9}up/O=plain";
+    for (out, extra) in [(&csr, None), (&cert, Some("-x509"))] {
+        let mut args = vec![
+            "req",
+            "-new",
+            "-config",
+            config.to_str().unwrap(),
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            key.to_str().unwrap(),
+            "-subj",
+            subject,
+            "-out",
+            out.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        let (ok, _, err) = run("openssl", &args);
+        assert!(ok, "openssl: {err}");
+    }
+    // The value is a BMPString (tag 0x1e) in both, as asn1parse shows.
+    for file in [&csr, &cert] {
+        let (ok, out, err) = run("openssl", &["asn1parse", "-in", file.to_str().unwrap()]);
+        assert!(ok, "openssl: {err}");
+        assert!(out.contains("BMPSTRING"), "{out}");
+    }
+    let request = CertificateRequest::from_pem(&std::fs::read(&csr).unwrap()).unwrap();
+    assert_eq!(request.common_name(), Some("n\u{3a9}de"));
+    assert_eq!(request.organizations(), ["gr\u{3a9}up", "plain"]);
+
+    let pem = std::fs::read(&cert).unwrap();
+    let blocks = tls_bootstrap::go_pem_blocks(&pem, 4);
+    assert_eq!(blocks.len(), 1);
+    assert_eq!(blocks[0].label(), "CERTIFICATE");
+    assert!(!blocks[0].has_headers());
+    let subject = tls_bootstrap::Subject::of_certificate(blocks[0].der()).unwrap();
+    assert_eq!(subject.common_name(), Some("n\u{3a9}de"));
+    assert_eq!(subject.organizations(), ["gr\u{3a9}up", "plain"]);
+    assert_eq!(
+        subject.values("2.5.4.10").collect::<Vec<_>>(),
+        ["gr\u{3a9}up", "plain"]
+    );
+    assert_eq!(subject.values("not an oid").count(), 0);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A certificate whose subject holds a value that is not a string does not parse in Go
+/// (`parseName`): neither does its `Subject`.
+#[test]
+fn a_non_string_subject_value_refuses_the_certificate() {
+    let dir = std::env::temp_dir().join(format!("tls-bootstrap-int-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("openssl.cnf");
+    // openssl writes subject values as strings only, so the certificate is edited: the
+    // UTF8String tag (0x0c) of the O value "XX" (issuer and subject) becomes INTEGER (0x02).
+    std::fs::write(&config, "[req]\ndistinguished_name = dn\n[dn]\n").unwrap();
+    let key = dir.join("p256.key");
+    let cert = dir.join("int.crt");
+    let (ok, _, err) = run(
+        "openssl",
+        &[
+            "req",
+            "-new",
+            "-x509",
+            "-config",
+            config.to_str().unwrap(),
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            key.to_str().unwrap(),
+            "-subj",
+            "/CN=node/O=XX",
+            "-outform",
+            "DER",
+            "-out",
+            cert.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "openssl: {err}");
+    let mut der = std::fs::read(&cert).unwrap();
+    assert!(tls_bootstrap::Subject::of_certificate(&der).is_ok());
+    let at: Vec<usize> = der
+        .windows(4)
+        .enumerate()
+        .filter(|(_, w)| *w == [0x0c, 0x02, b'X', b'X'])
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(at.len(), 2);
+    for i in at {
+        der[i] = 0x02;
+    }
+    let error = tls_bootstrap::Subject::of_certificate(&der).unwrap_err();
+    assert!(error.to_string().contains("not a string"), "{error}");
+    std::fs::remove_dir_all(&dir).ok();
+}

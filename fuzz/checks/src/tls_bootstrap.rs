@@ -115,6 +115,16 @@ pub fn tls_bootstrap_certificate(data: &[u8]) -> Outcome {
     let key = KEY.get_or_init(|| NodeKey::from_pem(TLS_NODE_KEY_PEM.as_bytes()).unwrap());
     let node: NodeName = "fuzz".parse().unwrap();
     let now = fixture_now();
+    // The readers an API server's side uses on the same field: Go's PEM reading and the
+    // subject as Go's x509 reads it. Never a panic; the blocks are bounded by the count asked.
+    let blocks = tls_bootstrap::go_pem_blocks(data, 8);
+    assert!(blocks.len() <= 8);
+    for block in &blocks {
+        if let Ok(subject) = tls_bootstrap::Subject::of_certificate(block.der()) {
+            assert!(subject.values("2.5.4.3").count() <= tls_bootstrap::MAX_SUBJECT_ATTRIBUTES);
+        }
+    }
+    let _ = tls_bootstrap::Subject::of_certificate(data);
     let Ok(cert) = accept_certificate(data, TLS_CA_PEM.as_bytes(), key, &node, now) else {
         return Outcome::Rejected;
     };

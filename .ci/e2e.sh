@@ -4,11 +4,11 @@
 # proven on every run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The workspace build (every driver, the CLI and the loopback server): the build `cargo test
-# --workspace` made, so nothing recompiles.
+# The workspace build (every driver, the CLI and the loopback server): the build `cargo test`
+# made, so nothing recompiles.
 if [ -n "${K8S_BOOTSTRAP_E2E_KUBECONFIG:-}" ]; then
   echo "e2e: against the cluster in $K8S_BOOTSTRAP_E2E_KUBECONFIG"
-  cargo test --locked --workspace --test e2e -- --nocapture
+  cargo test --locked --test e2e -- --nocapture
   # The manifests apply (server-side dry run: validated and admitted, nothing created).
   for d in deploy/controllers deploy/forward-proxy; do
     kubectl --kubeconfig "$K8S_BOOTSTRAP_E2E_KUBECONFIG" apply -k "$d" --dry-run=server
@@ -16,7 +16,7 @@ if [ -n "${K8S_BOOTSTRAP_E2E_KUBECONFIG:-}" ]; then
   exit 0
 fi
 # Building the e2e test builds the binary beside it (target/debug/k8s-bootstrap).
-cargo test --locked --workspace --test e2e --no-run
+cargo test --locked --test e2e --no-run
 dir=$(mktemp -d)
 target/debug/k8s-bootstrap serve-loopback --admin-kubeconfig "$dir/admin.conf" > "$dir/log" 2>&1 &
 pid=$!
@@ -25,4 +25,4 @@ for _ in $(seq 50); do [ -s "$dir/admin.conf" ] && break; sleep 0.1; done
 [ -s "$dir/admin.conf" ] || { cat "$dir/log"; echo "serve-loopback did not start" >&2; exit 1; }
 echo "e2e: K8S_BOOTSTRAP_E2E_KUBECONFIG is not set; running against serve-loopback"
 K8S_BOOTSTRAP_E2E_KUBECONFIG="$dir/admin.conf" \
-  cargo test --locked --workspace --test e2e -- --nocapture
+  cargo test --locked --test e2e -- --nocapture

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Leader election under load: the handover test 20 times and the cut-off tests twice, while two
-# busy loops keep both cores loaded, from the test binary `cargo test --workspace` built (no
+# busy loops keep both cores loaded, from the test binary `cargo test` built (no
 # recompiling). Bounded: 90 s at most.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=$(cargo test --locked --workspace --test controllers --no-run 2>&1 \
+bin=$(cargo test --locked --test controllers --no-run 2>&1 \
   | sed -n 's/.*Executable tests\/controllers.rs (\(.*\))/\1/p')
 [ -x "$bin" ] || { echo "leader-election-load: no controllers test binary" >&2; exit 1; }
 timeout 90 bash -c '

@@ -195,6 +195,11 @@ pub(crate) struct ForwardProxyArgs {
     /// Where to serve /healthz, /readyz and /metrics (plain HTTP).
     #[arg(long, default_value = "0.0.0.0:10259", value_name = "ADDR:PORT")]
     pub(crate) http_address: std::net::SocketAddr,
+    /// Tell a refused caller why: each 403 carries WWW-Authenticate: Bearer error="...",
+    /// error_description="<reason>" (token has expired, audience does not match, ...). The
+    /// reason never holds token bytes, but it tells any caller which check failed.
+    #[arg(long)]
+    pub(crate) explain_rejections: bool,
 }
 
 /// `forward-proxy --key-reload-failure`.

@@ -61,7 +61,8 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
         })
         .strip_headers(args.strip_header.clone())
         .max_connections(NonZeroUsize::new(args.max_connections))
-        .http_address(args.http_address);
+        .http_address(args.http_address)
+        .explain_rejections(args.explain_rejections);
     for audience in &args.audience {
         config = config.audience(audience);
     }

@@ -151,6 +151,9 @@ pub struct Config {
     /// Where to serve `/healthz`, `/readyz` and `/metrics` (plain HTTP; default
     /// `0.0.0.0:10259`).
     pub http_address: SocketAddr,
+    /// Whether a 403 tells the caller why (`WWW-Authenticate` with an `error_description`, as
+    /// [`SidecarLayer::explain_rejections`]; default off).
+    pub explain_rejections: bool,
 }
 
 impl Config {
@@ -174,7 +177,15 @@ impl Config {
             strip_headers: Vec::new(),
             max_connections: None,
             http_address: SocketAddr::from(([0, 0, 0, 0], 10259)),
+            explain_rejections: false,
         }
+    }
+
+    /// Sets [`Config::explain_rejections`].
+    #[must_use]
+    pub fn explain_rejections(mut self, explain: bool) -> Config {
+        self.explain_rejections = explain;
+        self
     }
 
     /// Sets [`Config::listen`].
@@ -401,7 +412,8 @@ impl Server {
         });
         let layer = SidecarLayer::new(inputs.sidecar.clone())
             .observer(metrics.clone())
-            .max_concurrent_verifications(slots);
+            .max_concurrent_verifications(slots)
+            .explain_rejections(config.explain_rejections);
         let upstream = Upstream::new(&config.forward, config.request_timeout, metrics.clone())
             .map(Arc::new)
             .ok_or(Error::Forward)?;

@@ -6,7 +6,8 @@
 //!
 //! * a request without a valid `Authorization: Bearer <token>` (missing, forged, expired, wrong
 //!   audience or issuer, a look-alike identity header, oversized headers) is answered `403
-//!   Forbidden` with an empty body, and the inner service never sees it;
+//!   Forbidden` with an empty body (with [`SidecarLayer::explain_rejections`], a
+//!   `WWW-Authenticate` header says which check failed), and the inner service never sees it;
 //! * otherwise the inner service gets the request with every `Authorization`, client-supplied
 //!   `X-Authenticated-User` (any spelling), other identity header
 //!   ([`addon_jwt::STRIPPED_IDENTITY_HEADERS`]: `X-Remote-User`, `Impersonate-*`,
@@ -78,7 +79,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::SystemTime;
 
-use addon_jwt::{Rejection, Sidecar};
+use addon_jwt::{RejectReason, Rejection, Sidecar};
 use arc_swap::ArcSwap;
 use http::{Request, Response, StatusCode};
 use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
@@ -163,6 +164,7 @@ pub struct SidecarLayer {
     clock: fn() -> SystemTime,
     observer: Arc<dyn DecisionObserver>,
     verifications: Option<Arc<Semaphore>>,
+    explain: bool,
 }
 
 impl SidecarLayer {
@@ -175,7 +177,19 @@ impl SidecarLayer {
             clock: crate::clock::now,
             observer: Arc::new(NoObserver),
             verifications: None,
+            explain: false,
         }
+    }
+
+    /// Tells the caller why a request was refused: each 403 carries
+    /// `WWW-Authenticate: Bearer error="invalid_token", error_description="<reason>"` (RFC 6750
+    /// section 3), the reason being [`Rejection`]'s text (`token has expired`, `audience does
+    /// not match`, `no authorization header`, ...). Off by default: the reason never contains
+    /// token bytes, but it tells any caller which check failed.
+    #[must_use]
+    pub fn explain_rejections(mut self, explain: bool) -> SidecarLayer {
+        self.explain = explain;
+        self
     }
 
     /// Reads `now` from `clock` instead of the wall clock (tests, simulated time).
@@ -239,10 +253,39 @@ impl SidecarLayer {
                 // `Rejection`'s Display never contains the token.
                 tracing::debug!(reason = %rejection, "sidecar: request rejected");
                 self.observer.rejected(&rejection);
-                State::Forbidden
+                State::Forbidden {
+                    explanation: self.explain.then(|| explanation(&rejection)),
+                }
             }
         }
     }
+}
+
+/// The `WWW-Authenticate` value that explains `rejection` (RFC 6750 section 3): the reason as
+/// an `error_description`, with the characters its quoted string may not hold (`"`, a backslash,
+/// controls, non-ASCII) replaced by `'`, and at most 200 of them.
+fn explanation(rejection: &Rejection) -> http::HeaderValue {
+    let reason = rejection.reason().to_string();
+    let description: String = reason
+        .chars()
+        .take(200)
+        .map(|c| match c {
+            ' ' | '!' | '#'..='[' | ']'..='~' => c,
+            _ => '\'',
+        })
+        .collect();
+    let error = match rejection.reason() {
+        RejectReason::MissingAuthorization
+        | RejectReason::MultipleAuthorization
+        | RejectReason::MalformedAuthorization
+        | RejectReason::HeadersTooLarge
+        | RejectReason::InvalidHeaderName => "invalid_request",
+        _ => "invalid_token",
+    };
+    http::HeaderValue::from_str(&format!(
+        "Bearer error=\"{error}\", error_description=\"{description}\""
+    ))
+    .unwrap_or_else(|_| http::HeaderValue::from_static("Bearer error=\"invalid_token\""))
 }
 
 impl fmt::Debug for SidecarLayer {
@@ -357,7 +400,7 @@ pin_project_lite::pin_project! {
         S: tower::Service<Request<ReqBody>>,
     {
         Called { #[pin] future: S::Future },
-        Forbidden,
+        Forbidden { explanation: Option<http::HeaderValue> },
         Waiting {
             permit: Acquire,
             request: Option<Request<ReqBody>>,
@@ -374,7 +417,7 @@ where
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.state {
             State::Called { .. } => "called",
-            State::Forbidden => "forbidden",
+            State::Forbidden { .. } => "forbidden",
             State::Waiting { .. } => "waiting for a verification slot",
         };
         f.debug_struct("ResponseFuture")
@@ -395,9 +438,14 @@ where
         loop {
             let next = match state.as_mut().project() {
                 StateProj::Called { future } => return future.poll(cx),
-                StateProj::Forbidden => {
+                StateProj::Forbidden { explanation } => {
                     let mut response = Response::new(ResBody::default());
                     *response.status_mut() = StatusCode::FORBIDDEN;
+                    if let Some(value) = explanation.take() {
+                        response
+                            .headers_mut()
+                            .insert(http::header::WWW_AUTHENTICATE, value);
+                    }
                     return Poll::Ready(Ok(response));
                 }
                 StateProj::Waiting {
@@ -420,7 +468,7 @@ where
                             layer.finish(decision, request, inner)
                         }
                         // Only after the request went on: nothing is forwarded.
-                        None => State::Forbidden,
+                        None => State::Forbidden { explanation: None },
                     }
                 }
             };

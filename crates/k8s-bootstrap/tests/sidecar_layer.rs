@@ -21,7 +21,7 @@ use axum::routing::get;
 use http::{HeaderMap, Request, Response, StatusCode};
 use http_body_util::BodyExt as _;
 use k8s_bootstrap::sidecar::{AuthenticatedUser, DecisionObserver, SharedSidecar, SidecarLayer};
-use tower::{Layer as _, Service as _, ServiceExt as _};
+use tower::{Layer as _, Service as _, ServiceExt};
 
 const ED25519_A: &str = "-----BEGIN PRIVATE KEY-----\n\
 MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
@@ -478,4 +478,85 @@ fn known_callers_first_with_verification_slots() {
         4,
         "known twice, the holder, the stranger"
     );
+}
+
+/// The 403's `WWW-Authenticate` for `headers`, if any, from a layer with or without
+/// explanations and verification slots.
+async fn refusal(layer: SidecarLayer, headers: &[(&str, &str)]) -> Option<String> {
+    let mut app = addon().layer(layer);
+    let mut request = Request::get("/");
+    for (n, v) in headers {
+        request = request.header(*n, *v);
+    }
+    let response = ServiceExt::<Request<Body>>::ready(&mut app)
+        .await
+        .unwrap()
+        .call(request.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    response
+        .headers()
+        .get(http::header::WWW_AUTHENTICATE)
+        .map(|v| v.to_str().unwrap().to_owned())
+}
+
+/// Off by default, a 403 says nothing; with `explain_rejections`, it says which check failed
+/// (RFC 6750's `error` and `error_description`), never the token.
+#[tokio::test]
+async fn rejections_are_explained_only_when_asked() {
+    let expired = mint(key_a(), "jane", AUDIENCE, now() - Duration::from_secs(3600));
+    let other_audience = mint(key_a(), "jane", "kube-system/other", now());
+    let unknown_key = mint(key_b(), "jane", AUDIENCE, now());
+    type Case<'a> = (Vec<(&'a str, String)>, &'a str, &'a str);
+    let cases: [Case<'_>; 5] = [
+        (vec![], "invalid_request", "no authorization header"),
+        (
+            vec![("authorization", "Basic amFuZTpzZWNyZXQ=".to_owned())],
+            "invalid_request",
+            "authorization header is not a single bearer token",
+        ),
+        (
+            vec![("authorization", format!("Bearer {expired}"))],
+            "invalid_token",
+            "invalid token: ",
+        ),
+        (
+            vec![("authorization", format!("Bearer {other_audience}"))],
+            "invalid_token",
+            "invalid token: ",
+        ),
+        (
+            vec![("authorization", format!("Bearer {unknown_key}"))],
+            "invalid_token",
+            "invalid token: ",
+        ),
+    ];
+    for (headers, error, description) in &cases {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let quiet = SidecarLayer::new(sidecar_for(&key_a())).clock(now);
+        assert_eq!(refusal(quiet, &headers).await, None);
+        let plain = SidecarLayer::new(sidecar_for(&key_a()))
+            .clock(now)
+            .explain_rejections(true);
+        let slots = SidecarLayer::new(sidecar_for(&key_a()))
+            .clock(now)
+            .explain_rejections(true)
+            .max_concurrent_verifications(std::num::NonZeroUsize::MIN);
+        for layer in [plain, slots] {
+            let value = refusal(layer, &headers).await.unwrap();
+            let prefix = format!("Bearer error=\"{error}\", error_description=\"{description}");
+            assert!(value.starts_with(&prefix), "{value}");
+            assert!(value.ends_with('"'), "{value}");
+            // The quoted string holds no quote or backslash of its own.
+            let inner = &value[prefix.len() - description.len()..value.len() - 1];
+            assert!(!inner.contains('"') && !inner.contains('\\'), "{value}");
+            for (_, v) in &headers {
+                let token = v.trim_start_matches("Bearer ").trim_start_matches("Basic ");
+                for part in token.split('.') {
+                    assert!(part.len() < 8 || !value.contains(part), "{value}");
+                }
+            }
+        }
+    }
 }

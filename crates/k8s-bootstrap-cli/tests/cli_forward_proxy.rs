@@ -15,7 +15,6 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
@@ -28,11 +27,11 @@ use http_body_util::{BodyExt as _, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use k8s_bootstrap::addon_jwt::{Audience, Issuer, Minter, SigningKey};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 #[path = "support/process.rs"]
 mod support;
-use support::{eventually, free_addr, sigterm};
+use support::{Proxy, eventually, free_addr, sigterm, spawn_proxy};
 
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 const KEY_A: &str = "-----BEGIN PRIVATE KEY-----\n\
@@ -163,21 +162,15 @@ async fn send(
     (status, headers, body)
 }
 
-fn start_proxy(upstream: SocketAddr, listen: SocketAddr, http: SocketAddr, keys: &Path) -> Child {
-    start_proxy_with(upstream, listen, http, keys, &[])
+fn start_proxy(upstream: SocketAddr, keys: &Path) -> impl Future<Output = Proxy> {
+    start_proxy_with(upstream, keys, &[])
 }
 
-/// The proxy's flags for these addresses and keys, and `extra`.
-fn proxy_args(
-    upstream: SocketAddr,
-    listen: SocketAddr,
-    http: SocketAddr,
-    keys: &Path,
-    extra: &[&str],
-) -> Vec<String> {
+/// The proxy's flags for these keys, and `extra`: both listeners on port 0 of loopback.
+fn proxy_args(upstream: SocketAddr, keys: &Path, extra: &[&str]) -> Vec<String> {
     let mut args: Vec<String> = [
         "forward-proxy".to_owned(),
-        format!("--listen={listen}"),
+        "--listen=127.0.0.1:0".to_owned(),
         format!("--forward={upstream}"),
         format!("--issuer={ISSUER}"),
         format!("--audience={AUDIENCE}"),
@@ -185,7 +178,7 @@ fn proxy_args(
         "--algorithm=EdDSA".to_owned(),
         "--request-timeout=2s".to_owned(),
         "--reload-interval=100ms".to_owned(),
-        format!("--http-address={http}"),
+        "--http-address=127.0.0.1:0".to_owned(),
     ]
     .into();
     args.extend(extra.iter().map(|a| (*a).to_owned()));
@@ -194,19 +187,12 @@ fn proxy_args(
 
 fn start_proxy_with(
     upstream: SocketAddr,
-    listen: SocketAddr,
-    http: SocketAddr,
     keys: &Path,
     extra: &[&str],
-) -> Child {
-    Command::new(BIN)
-        .args(proxy_args(upstream, listen, http, keys, extra))
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap()
+) -> impl Future<Output = Proxy> {
+    let mut command = Command::new(BIN);
+    command.args(proxy_args(upstream, keys, extra));
+    spawn_proxy(command)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -215,14 +201,13 @@ async fn forward_proxy_in_front_of_an_addon() {
     let upstream = addon(hits.clone()).await;
     let dir = tempfile::tempdir().unwrap();
     mount(dir.path(), "v1", &public_pem(KEY_A));
-    let (listen, http) = (free_addr(), free_addr());
     let mut proxy = start_proxy_with(
         upstream,
-        listen,
-        http,
         dir.path(),
         &["--strip-header=X-WebAuth-User,x-tenant-*"],
-    );
+    )
+    .await;
+    let (listen, http) = (proxy.listen, proxy.http);
     let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
     listening(listen).await;
 
@@ -385,16 +370,13 @@ async fn forward_proxy_in_front_of_an_addon() {
     );
 
     // SIGTERM: exit 0.
-    sigterm(&proxy);
-    let status = tokio::time::timeout(Duration::from_secs(10), proxy.wait())
+    sigterm(&proxy.child);
+    let status = tokio::time::timeout(Duration::from_secs(10), proxy.child.wait())
         .await
         .unwrap()
         .unwrap();
     assert!(status.success());
-    let mut stderr = String::new();
-    tokio::io::AsyncReadExt::read_to_string(&mut proxy.stderr.take().unwrap(), &mut stderr)
-        .await
-        .unwrap();
+    let stderr = proxy.stderr().await;
     for t in [&bearer, &b_bearer] {
         assert!(!stderr.contains(t.trim_start_matches("Bearer ")));
     }
@@ -636,8 +618,8 @@ async fn forward_proxy_addon_connections() {
     let upstream = raw_addon(seen.clone()).await;
     let dir = tempfile::tempdir().unwrap();
     mount(dir.path(), "v1", &public_pem(KEY_A));
-    let (listen, http) = (free_addr(), free_addr());
-    let _proxy = start_proxy(upstream, listen, http, dir.path());
+    let proxy = start_proxy(upstream, dir.path()).await;
+    let listen = proxy.listen;
     listening(listen).await;
     let bearer = format!("Bearer {}", token(KEY_A, "jane"));
     let connect = || async { tokio::net::TcpStream::connect(listen).await.unwrap() };
@@ -749,8 +731,8 @@ async fn forward_proxy_addon_failures_and_shutdown() {
     };
 
     // Nothing listens at --forward.
-    let (listen, http) = (free_addr(), free_addr());
-    let _nowhere = start_proxy(free_addr(), listen, http, dir.path());
+    let nowhere = start_proxy(free_addr(), dir.path()).await;
+    let (listen, http) = (nowhere.listen, nowhere.http);
     listening(listen).await;
     let mut stream = tokio::net::TcpStream::connect(listen).await.unwrap();
     assert_eq!(exchange(&mut stream, &get("/keep", &bearer)).await.0, 502);
@@ -761,8 +743,8 @@ async fn forward_proxy_addon_failures_and_shutdown() {
 
     let seen = Arc::new(std::sync::Mutex::new(Seen::default()));
     let upstream = raw_addon(seen.clone()).await;
-    let (listen, http) = (free_addr(), free_addr());
-    let mut proxy = start_proxy(upstream, listen, http, dir.path());
+    let mut proxy = start_proxy(upstream, dir.path()).await;
+    let (listen, http) = (proxy.listen, proxy.http);
     listening(listen).await;
     // No answer within --request-timeout (2 s).
     let mut stream = tokio::net::TcpStream::connect(listen).await.unwrap();
@@ -783,9 +765,9 @@ async fn forward_proxy_addon_failures_and_shutdown() {
     let in_flight =
         tokio::spawn(async move { exchange(&mut stream, &get("/delay", &bearer)).await });
     reaches_addon(&seen, "/delay").await;
-    sigterm(&proxy);
+    sigterm(&proxy.child);
     assert_eq!(in_flight.await.unwrap(), (200, "ok".into()));
-    let status = tokio::time::timeout(Duration::from_secs(10), proxy.wait())
+    let status = tokio::time::timeout(Duration::from_secs(10), proxy.child.wait())
         .await
         .unwrap()
         .unwrap();
@@ -833,14 +815,9 @@ async fn forward_proxy_key_reload_failure() {
     // Fail closed.
     let dir = tempfile::tempdir().unwrap();
     mount(dir.path(), "v1", &public_pem(KEY_A));
-    let (listen, http) = (free_addr(), free_addr());
-    let _closed = start_proxy_with(
-        upstream,
-        listen,
-        http,
-        dir.path(),
-        &["--key-reload-failure=fail-closed"],
-    );
+    let closed =
+        start_proxy_with(upstream, dir.path(), &["--key-reload-failure=fail-closed"]).await;
+    let (listen, http) = (closed.listen, closed.http);
     listening(listen).await;
     assert_eq!(status(listen, bearer_a.clone()).await, 200);
     assert_eq!(health_get(http, "/readyz").await.0, 200);
@@ -880,8 +857,8 @@ async fn forward_proxy_key_reload_failure() {
     // Keep (the default): the keys loaded before stay, /readyz says so.
     let dir = tempfile::tempdir().unwrap();
     mount(dir.path(), "v1", &public_pem(KEY_A));
-    let (listen, http) = (free_addr(), free_addr());
-    let _kept = start_proxy(upstream, listen, http, dir.path());
+    let kept = start_proxy(upstream, dir.path()).await;
+    let (listen, http) = (kept.listen, kept.http);
     listening(listen).await;
     assert_eq!(health_get(http, "/readyz").await, (200, "ok".to_owned()));
     mount(dir.path(), "v2", "not a key\n");
@@ -924,26 +901,16 @@ fn clock_ticks_per_second() -> u64 {
 async fn forward_proxy_caps_connections_under_a_low_file_limit() {
     let dir = tempfile::tempdir().unwrap();
     mount(dir.path(), "v1", &public_pem(KEY_A));
-    let (listen, http) = (free_addr(), free_addr());
-    let args = proxy_args(
-        free_addr(),
-        listen,
-        http,
-        dir.path(),
-        &["--max-connections=16"],
-    );
-    let mut proxy = Command::new("sh")
+    let args = proxy_args(free_addr(), dir.path(), &["--max-connections=16"]);
+    let mut command = Command::new("sh");
+    command
         .arg("-c")
         .arg("ulimit -n 64 && exec \"$0\" \"$@\"")
         .arg(BIN)
-        .args(&args)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let pid = proxy.id().unwrap();
+        .args(&args);
+    let mut proxy = spawn_proxy(command).await;
+    let (listen, http) = (proxy.listen, proxy.http);
+    let pid = proxy.child.id().unwrap();
     listening(listen).await;
 
     // More idle connections than the process has descriptors.
@@ -969,7 +936,7 @@ async fn forward_proxy_caps_connections_under_a_low_file_limit() {
         "the proxy used {used} ticks of CPU in {window:?} while idle (budget {budget})"
     );
     assert!(
-        proxy.try_wait().unwrap().is_none(),
+        proxy.child.try_wait().unwrap().is_none(),
         "the proxy is still running"
     );
 

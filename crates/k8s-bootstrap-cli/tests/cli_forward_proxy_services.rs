@@ -13,7 +13,6 @@
 )]
 
 use std::net::SocketAddr;
-use std::process::Stdio;
 use std::time::SystemTime;
 
 use k8s_bootstrap::addon_jwt::{Audience, Issuer, Minter, SigningKey};
@@ -24,7 +23,7 @@ use tokio::process::Command;
 
 #[path = "support/process.rs"]
 mod support;
-use support::{eventually, free_addr};
+use support::{eventually, spawn_proxy};
 
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 const KEY: &str = "-----BEGIN PRIVATE KEY-----\n\
@@ -118,11 +117,11 @@ async fn audiences_follow_the_services_that_select_the_pod() {
             });
         }
     });
-    let listen = free_addr();
-    let mut proxy = Command::new(BIN)
+    let mut command = Command::new(BIN);
+    command
         .args([
             "forward-proxy",
-            &format!("--listen={listen}"),
+            "--listen=127.0.0.1:0",
             &format!("--forward={upstream}"),
             &format!("--issuer={ISSUER}"),
             "--audience-from-services",
@@ -131,14 +130,11 @@ async fn audiences_follow_the_services_that_select_the_pod() {
             "--audience-refresh-interval=200ms",
             &format!("--public-key-file={}", key.display()),
             "--algorithm=EdDSA",
-            &format!("--http-address={}", free_addr()),
+            "--http-address=127.0.0.1:0",
         ])
-        .env("KUBECONFIG", &kubeconfig)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+        .env("KUBECONFIG", &kubeconfig);
+    let mut proxy = spawn_proxy(command).await;
+    let listen = proxy.listen;
     eventually("serving", || async {
         status_for(listen, "kube-system/dashboard").await == 200
     })
@@ -192,5 +188,5 @@ async fn audiences_follow_the_services_that_select_the_pod() {
     })
     .await;
     assert_eq!(status_for(listen, "kube-system/web").await, 200);
-    proxy.kill().await.unwrap();
+    proxy.child.kill().await.unwrap();
 }

@@ -432,7 +432,6 @@ impl Server {
             addr: listen,
             source,
         })?;
-        tracing::info!(%local, forward = %config.forward, max_connections, "forward-proxy: listening");
         let addr = config.http_address;
         let http_listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -440,6 +439,14 @@ impl Server {
         let http_local = http_listener
             .local_addr()
             .map_err(|source| Error::Listen { addr, source })?;
+        // Both addresses as bound (a port 0 in the flags is resolved here).
+        tracing::info!(
+            %local,
+            http = %http_local,
+            forward = %config.forward,
+            max_connections,
+            "forward-proxy: listening"
+        );
         Ok(Server {
             services: config.services.clone(),
             args: config,

@@ -394,7 +394,8 @@ fn mask(args: &[&str]) -> String {
         .join(" ")
 }
 
-/// The parameters of the printed `kubeadm join <endpoint> --token <t> --discovery-token-ca-cert-hash <h>`.
+/// The parameters of the printed `k8s-bootstrap join <endpoint> --token <t>
+/// --discovery-token-ca-cert-hash <h>`.
 struct JoinLine {
     endpoint: String,
     token: String,
@@ -412,7 +413,7 @@ impl JoinLine {
                 .map(|w| (*w).to_owned())
         };
         let bad = || CliError::Demo("token create did not print a join command".to_owned());
-        if words.get(..2) != Some(&["kubeadm", "join"][..]) {
+        if words.get(..2) != Some(&["k8s-bootstrap", "join"][..]) {
             return Err(bad());
         }
         Ok(JoinLine {

@@ -183,6 +183,10 @@ fn kubeconfig_and_context_are_offered_only_where_a_kubeconfig_is_used() {
     let top = stdout(&run(&["--help"]));
     assert!(!top.contains("--kubeconfig"), "{top}");
     assert!(!top.contains("--context"), "{top}");
+    // The man page documents the top-level command, where they are not options.
+    let page = stdout(&run(&["manpage"]));
+    assert!(!page.contains("\\-\\-kubeconfig"), "{page}");
+    assert!(!page.contains("\\-\\-context"), "{page}");
     for (command, uses_cluster) in subcommands() {
         let mut args = command.to_vec();
         args.push("--help");

@@ -89,10 +89,10 @@ pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
     heading("2. an administrator creates a bootstrap token (kubeadm token create)");
     let out = demo
         .cli(&[
-            "--kubeconfig",
-            &admin_flag,
             "token",
             "create",
+            "--kubeconfig",
+            &admin_flag,
             "--description",
             "k8s-bootstrap demo",
             "--print-join-command",
@@ -112,7 +112,7 @@ pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
         )));
     }
     say("same hash as in the join command");
-    demo.cli(&["--kubeconfig", &admin_flag, "token", "list"])
+    demo.cli(&["token", "list", "--kubeconfig", &admin_flag])
         .await?;
 
     heading(
@@ -248,7 +248,7 @@ pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
     .await?;
 
     heading("8. the administrator deletes the token; the signer removes its signature");
-    demo.cli(&["--kubeconfig", &admin_flag, "token", "delete", join.id()])
+    demo.cli(&["token", "delete", "--kubeconfig", &admin_flag, join.id()])
         .await?;
     demo.refused(
         "the deleted token (waiting 2s for a signature that will not come)",

@@ -948,8 +948,8 @@ async fn demo_runs_the_whole_flow_with_the_real_commands() {
     let text = stdout(&out);
     assert!(out.status.success(), "{text}\n{}", stderr(&out));
     for expected in [
-        "$ k8s-bootstrap --kubeconfig",
-        "token create --description k8s-bootstrap demo --print-join-command",
+        "$ k8s-bootstrap token create --kubeconfig",
+        "--description k8s-bootstrap demo --print-join-command",
         "k8s-bootstrap join 127.0.0.1:",
         "same hash as in the join command",
         "wrote the TLS-bootstrap kubeconfig for https://127.0.0.1:",

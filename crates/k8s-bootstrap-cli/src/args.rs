@@ -84,9 +84,13 @@ impl Cli {
             Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message)
         };
         let Some((own_kubeconfig, own_context)) = self.command.cluster_mut() else {
+            let why = if name == "forward-proxy" {
+                "it talks to the cluster only with '--audience-from-services'"
+            } else {
+                "it talks to no cluster through a kubeconfig"
+            };
             return Err(conflict(format!(
-                "the argument '{given}' cannot be used with '{name}': it talks to no cluster \
-                 through a kubeconfig"
+                "the argument '{given}' cannot be used with '{name}': {why}"
             )));
         };
         if kubeconfig.is_some() && own_kubeconfig.is_some() {

@@ -270,7 +270,10 @@ fn forward_proxy_takes_a_kubeconfig_only_with_audience_from_services() {
     let text = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(
-        text.contains("the argument '--context' cannot be used with 'forward-proxy'"),
+        text.contains(
+            "the argument '--context' cannot be used with 'forward-proxy': it talks to the \
+             cluster only with '--audience-from-services'"
+        ),
         "{text}"
     );
 }

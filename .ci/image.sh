@@ -117,7 +117,9 @@ fi
 echo "storage: $("${pm[@]}" info --format '{{.Store.GraphDriverName}} in {{.Store.GraphRoot}}')"
 
 echo "building $tag (version $version, revision $revision)"
-"${pm[@]}" build --network=none --pull=never -f Containerfile -t "$tag" \
+# --no-cache: podman 4.3 reuses a cached LABEL layer when only a --build-arg it expands changed
+# (a stale revision label); --layers=false: no intermediate images left behind.
+"${pm[@]}" build --no-cache --layers=false --network=none --pull=never -f Containerfile -t "$tag" \
   --build-arg BINARY=k8s-bootstrap --build-arg ROOTFS=rootfs \
   --build-arg VERSION="$version" --build-arg REVISION="$revision" \
   "$work/context"
@@ -146,7 +148,7 @@ expected=$( (cd "$work/context/rootfs" && find . -not -type d; echo ./usr/local/
 [ "$(cd "$root" && find . -not -type d | sort)" = "$expected" ] \
   || fail "the image's files are not the root filesystem and the binary: expected $expected"
 for shell in bin/sh bin/bash bin/busybox usr/bin/sh; do
-  [ ! -e "$root/$shell" ] && [ ! -L "$root/$shell" ] || fail "the image has /$shell"
+  if [ -e "$root/$shell" ] || [ -L "$root/$shell" ]; then fail "the image has /$shell"; fi
 done
 found=$(cd "$root" && find . \( -name sh -o -name bash -o -name dash -o -name busybox -o -name ash \) -print)
 [ -z "$found" ] || fail "the image has a shell: $found"
@@ -164,8 +166,9 @@ in_image() {
   fi
 }
 in_image --help >"$work/help" || fail "--help fails in the image"
-grep -q 'controllers' "$work/help" && grep -q 'forward-proxy' "$work/help" \
-  || fail "--help lists no controllers or forward-proxy command: $(cat "$work/help")"
+grep -q 'controllers' "$work/help" || fail "--help lists no controllers command: $(cat "$work/help")"
+grep -q 'forward-proxy' "$work/help" \
+  || fail "--help lists no forward-proxy command: $(cat "$work/help")"
 got=$(in_image --version) || fail "--version fails in the image"
 # `k8s-bootstrap 0.1.0 (commit 0bc1dc9fa224)`: the labelled version, and a prefix of the
 # labelled commit (none when it is unknown).
@@ -177,13 +180,15 @@ esac
 if [ "$revision" = unknown ]; then
   [ -z "$commit" ] || fail "--version names commit $commit; the revision label says unknown"
 else
-  [ -n "$commit" ] && [ "${revision#"$commit"}" != "$revision" ] \
-    || fail "--version says '$got'; the revision label says $revision"
+  if [ -z "$commit" ] || [ "${revision#"$commit"}" = "$revision" ]; then
+    fail "--version says '$got'; the revision label says $revision"
+  fi
 fi
 echo "in the image: $got"
 # A name lookup (getaddrinfo) through the image's /etc/nsswitch.conf and /etc/hosts: join
 # against localhost on a closed port must fail to connect, not to resolve.
-mkdir -p "$root/tmp/out" && chown 65532:65532 "$root/tmp/out" 2>/dev/null || chmod 0777 "$root/tmp/out"
+mkdir -p "$root/tmp/out"
+chown 65532:65532 "$root/tmp/out" 2>/dev/null || chmod 0777 "$root/tmp/out"
 set +e
 in_image join localhost:1 --token abcdef.0123456789abcdef \
   --discovery-token-unsafe-skip-ca-verification --discovery-timeout 2s \

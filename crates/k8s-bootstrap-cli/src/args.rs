@@ -16,12 +16,11 @@ use k8s_bootstrap::bootstrap_token;
     propagate_version = true
 )]
 pub(crate) struct Cli {
-    /// The kubeconfig to use (else the first file of $KUBECONFIG, else ~/.kube/config).
-    #[arg(long, global = true, value_name = "PATH")]
-    pub(crate) kubeconfig: Option<PathBuf>,
-    /// The kubeconfig context to use (else its current context).
-    #[arg(long, global = true, value_name = "NAME")]
-    pub(crate) context: Option<String>,
+    /// Accepted before the subcommand too (`k8s-bootstrap --kubeconfig PATH token list`), for
+    /// the commands that take it; hidden here, where it would read as applying to every
+    /// command.
+    #[command(flatten)]
+    pub(crate) cluster: HiddenClusterArgs,
     /// Log to stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
@@ -29,19 +28,88 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
-/// The options every API command shares.
-#[derive(Debug, Clone)]
-pub(crate) struct Global {
+/// `--kubeconfig` and `--context`, offered by the commands that talk to an existing cluster
+/// through a kubeconfig (`token create|list|delete`, `controllers`, and `forward-proxy` with
+/// `--audience-from-services`), and by no other: `join`, `pin`, `serve-loopback` and the rest
+/// refuse them as unexpected arguments.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct ClusterArgs {
+    /// The kubeconfig to use (else the first file of $KUBECONFIG, else ~/.kube/config).
+    #[arg(long, value_name = "PATH")]
     pub(crate) kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (else its current context).
+    #[arg(long, value_name = "NAME")]
     pub(crate) context: Option<String>,
 }
 
+#[cfg(any(feature = "controllers", feature = "sidecar"))]
+impl ClusterArgs {
+    /// Whether either flag was given.
+    pub(crate) fn is_set(&self) -> bool {
+        self.kubeconfig.is_some() || self.context.is_some()
+    }
+}
+
+/// The same flags before the subcommand, where they stay accepted (earlier releases took them
+/// there for every command) but are not listed.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct HiddenClusterArgs {
+    #[arg(long = "kubeconfig", value_name = "PATH", hide = true)]
+    kubeconfig: Option<PathBuf>,
+    #[arg(long = "context", value_name = "NAME", hide = true)]
+    context: Option<String>,
+}
+
 impl Cli {
-    pub(crate) fn global(&self) -> Global {
-        Global {
-            kubeconfig: self.kubeconfig.clone(),
-            context: self.context.clone(),
+    /// Moves `--kubeconfig`/`--context` given before the subcommand into the subcommand's own,
+    /// as a usage error (clap's, exit code 2) when the subcommand takes no kubeconfig or the
+    /// flag is given in both places.
+    ///
+    /// # Errors
+    ///
+    /// A usage error naming the flag and the subcommand.
+    pub(crate) fn hoist_cluster_args(&mut self) -> Result<(), clap::Error> {
+        use clap::CommandFactory as _;
+        let HiddenClusterArgs {
+            kubeconfig,
+            context,
+        } = std::mem::take(&mut self.cluster);
+        let given = match (&kubeconfig, &context) {
+            (Some(_), _) => "--kubeconfig",
+            (None, Some(_)) => "--context",
+            (None, None) => return Ok(()),
+        };
+        let name = self.command.name();
+        let conflict = |message: String| {
+            Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message)
+        };
+        let Some((own_kubeconfig, own_context)) = self.command.cluster_mut() else {
+            let why = if name == "forward-proxy" {
+                "it talks to the cluster only with '--audience-from-services'"
+            } else {
+                "it talks to no cluster through a kubeconfig"
+            };
+            return Err(conflict(format!(
+                "the argument '{given}' cannot be used with '{name}': {why}"
+            )));
+        };
+        if kubeconfig.is_some() && own_kubeconfig.is_some() {
+            return Err(conflict(
+                "the argument '--kubeconfig' was given before and after the subcommand".to_owned(),
+            ));
         }
+        if context.is_some() && own_context.is_some() {
+            return Err(conflict(
+                "the argument '--context' was given before and after the subcommand".to_owned(),
+            ));
+        }
+        if kubeconfig.is_some() {
+            *own_kubeconfig = kubeconfig;
+        }
+        if context.is_some() {
+            *own_context = context;
+        }
+        Ok(())
     }
 }
 
@@ -75,6 +143,52 @@ pub(crate) enum Command {
     Completion(CompletionArgs),
     /// Print the man page (roff), e.g. `k8s-bootstrap manpage > k8s-bootstrap.1`.
     Manpage,
+}
+
+impl Command {
+    /// The subcommand's name as typed (`token create`).
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Token(t) => match t.command {
+                TokenCommand::Create(_) => "token create",
+                TokenCommand::List(_) => "token list",
+                TokenCommand::Delete(_) => "token delete",
+                TokenCommand::Generate => "token generate",
+            },
+            Command::Pin(_) => "pin",
+            Command::Join(_) => "join",
+            #[cfg(feature = "controllers")]
+            Command::Controllers(_) => "controllers",
+            #[cfg(feature = "sidecar")]
+            Command::ForwardProxy(_) => "forward-proxy",
+            #[cfg(feature = "loopback-server")]
+            Command::ServeLoopback(_) => "serve-loopback",
+            #[cfg(feature = "loopback-server")]
+            Command::Demo(_) => "demo",
+            Command::Completion(_) => "completion",
+            Command::Manpage => "manpage",
+        }
+    }
+
+    /// The subcommand's `--kubeconfig` and `--context`, if it takes them.
+    fn cluster_mut(&mut self) -> Option<(&mut Option<PathBuf>, &mut Option<String>)> {
+        let own = match self {
+            Command::Token(t) => match &mut t.command {
+                TokenCommand::Create(a) => &mut a.cluster,
+                TokenCommand::List(a) => &mut a.cluster,
+                TokenCommand::Delete(a) => &mut a.cluster,
+                TokenCommand::Generate => return None,
+            },
+            #[cfg(feature = "controllers")]
+            Command::Controllers(a) => &mut a.cluster,
+            #[cfg(feature = "sidecar")]
+            Command::ForwardProxy(a) if a.audience_from_services => {
+                return Some((&mut a.kubeconfig, &mut a.context));
+            }
+            _ => return None,
+        };
+        Some((&mut own.kubeconfig, &mut own.context))
+    }
 }
 
 #[cfg(feature = "controllers")]
@@ -112,6 +226,8 @@ pub(crate) struct ControllersArgs {
     /// Where to serve /healthz, /readyz and /metrics (plain HTTP).
     #[arg(long, default_value = "0.0.0.0:10258", value_name = "ADDR:PORT")]
     pub(crate) http_address: std::net::SocketAddr,
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
 }
 
 #[cfg(feature = "sidecar")]
@@ -137,6 +253,13 @@ pub(crate) struct ForwardProxyArgs {
     /// selector matches the pod's labels (needs `list` on Services), refreshed periodically.
     #[arg(long)]
     pub(crate) audience_from_services: bool,
+    /// The kubeconfig to list the Services with, for --audience-from-services (else the first
+    /// file of $KUBECONFIG, else ~/.kube/config, else the pod's service account).
+    #[arg(long, value_name = "PATH", requires = "audience_from_services")]
+    pub(crate) kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use, for --audience-from-services (else its current context).
+    #[arg(long, value_name = "NAME", requires = "audience_from_services")]
+    pub(crate) context: Option<String>,
     /// The pod's namespace, for --audience-from-services.
     #[arg(long, env = "POD_NAMESPACE", value_name = "NAMESPACE")]
     pub(crate) pod_namespace: Option<String>,
@@ -279,12 +402,35 @@ pub(crate) struct CreateArgs {
     /// A human-friendly description of the token.
     #[arg(long, default_value = "")]
     pub(crate) description: String,
-    /// Print the whole `kubeadm join` command instead of the token.
+    /// Print the whole join command instead of the token: `k8s-bootstrap join` with this
+    /// command's flags, or `kubeadm join` (--join-command-format).
     #[arg(long)]
     pub(crate) print_join_command: bool,
+    /// The command --print-join-command prints.
+    #[arg(
+        long,
+        value_enum,
+        default_value_t = JoinCommandFormat::K8sBootstrap,
+        value_name = "FORMAT",
+        requires = "print_join_command"
+    )]
+    pub(crate) join_command_format: JoinCommandFormat,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Text)]
     pub(crate) output: OutputFormat,
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
+}
+
+/// `token create --join-command-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum JoinCommandFormat {
+    /// `k8s-bootstrap join <endpoint> --token ... --discovery-token-ca-cert-hash ...`.
+    #[value(name = "k8s-bootstrap")]
+    K8sBootstrap,
+    /// `kubeadm join <endpoint> --token ... --discovery-token-ca-cert-hash ...`, as kubeadm
+    /// prints it.
+    Kubeadm,
 }
 
 #[derive(Debug, Args)]
@@ -292,6 +438,8 @@ pub(crate) struct ListArgs {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Text)]
     pub(crate) output: OutputFormat,
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
 }
 
 #[derive(Debug, Args)]
@@ -299,6 +447,8 @@ pub(crate) struct DeleteArgs {
     /// Token IDs or whole tokens to delete.
     #[arg(required = true, value_name = "ID|TOKEN")]
     pub(crate) tokens: Vec<String>,
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use k8s_bootstrap::controllers::{self, Enabled, LeaderElection, Metrics, Options};
 
-use crate::args::{ControllersArgs, Global};
+use crate::args::ControllersArgs;
 use crate::error::CliError;
 use crate::kubeconfig;
 
-pub(crate) async fn run(global: &Global, args: &ControllersArgs) -> Result<(), CliError> {
+pub(crate) async fn run(args: &ControllersArgs) -> Result<(), CliError> {
     let enabled = Enabled::from_names(args.controllers.iter().map(String::as_str))
         .map_err(CliError::UnknownController)?;
     let election = if args.leader_elect {
@@ -31,9 +31,9 @@ pub(crate) async fn run(global: &Global, args: &ControllersArgs) -> Result<(), C
     } else {
         None
     };
-    // In a pod: the service account (in-cluster config) unless a kubeconfig is named.
-    let client = if global.kubeconfig.is_some() || std::env::var_os("KUBECONFIG").is_some() {
-        kubeconfig::client(global).await?.0
+    // In a pod: the service account (in-cluster config) unless a kubeconfig or context is named.
+    let client = if args.cluster.is_set() || std::env::var_os("KUBECONFIG").is_some() {
+        kubeconfig::client(&args.cluster).await?.0
     } else {
         let config = kube::Config::infer().await.map_err(CliError::InferConfig)?;
         kube::Client::try_from(config).map_err(CliError::Client)?

@@ -89,10 +89,10 @@ pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
     heading("2. an administrator creates a bootstrap token (kubeadm token create)");
     let out = demo
         .cli(&[
-            "--kubeconfig",
-            &admin_flag,
             "token",
             "create",
+            "--kubeconfig",
+            &admin_flag,
             "--description",
             "k8s-bootstrap demo",
             "--print-join-command",
@@ -112,7 +112,7 @@ pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
         )));
     }
     say("same hash as in the join command");
-    demo.cli(&["--kubeconfig", &admin_flag, "token", "list"])
+    demo.cli(&["token", "list", "--kubeconfig", &admin_flag])
         .await?;
 
     heading(
@@ -248,7 +248,7 @@ pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
     .await?;
 
     heading("8. the administrator deletes the token; the signer removes its signature");
-    demo.cli(&["--kubeconfig", &admin_flag, "token", "delete", join.id()])
+    demo.cli(&["token", "delete", "--kubeconfig", &admin_flag, join.id()])
         .await?;
     demo.refused(
         "the deleted token (waiting 2s for a signature that will not come)",
@@ -394,7 +394,8 @@ fn mask(args: &[&str]) -> String {
         .join(" ")
 }
 
-/// The parameters of the printed `kubeadm join <endpoint> --token <t> --discovery-token-ca-cert-hash <h>`.
+/// The parameters of the printed `k8s-bootstrap join <endpoint> --token <t>
+/// --discovery-token-ca-cert-hash <h>`.
 struct JoinLine {
     endpoint: String,
     token: String,
@@ -412,7 +413,7 @@ impl JoinLine {
                 .map(|w| (*w).to_owned())
         };
         let bad = || CliError::Demo("token create did not print a join command".to_owned());
-        if words.get(..2) != Some(&["kubeadm", "join"][..]) {
+        if words.get(..2) != Some(&["k8s-bootstrap", "join"][..]) {
             return Err(bad());
         }
         Ok(JoinLine {

@@ -6,8 +6,9 @@ use std::num::NonZeroUsize;
 use k8s_bootstrap::addon_jwt::Algorithm;
 use k8s_bootstrap::forward_proxy::{self, Config, KeySource, ServiceAudiences};
 
-use crate::args::{ForwardProxyArgs, KeyReloadFailure};
+use crate::args::{ClusterArgs, ForwardProxyArgs, KeyReloadFailure};
 use crate::error::CliError;
+use crate::kubeconfig;
 
 fn key_source(args: &ForwardProxyArgs) -> Result<KeySource, CliError> {
     match (&args.jwks_file, &args.public_key_file) {
@@ -40,8 +41,17 @@ async fn services(args: &ForwardProxyArgs) -> Result<ServiceAudiences, CliError>
         })?;
     let labels = forward_proxy::read_pod_labels(&args.pod_labels_file)
         .map_err(|e| CliError::Proxy(format!("reading {}: {e}", args.pod_labels_file.display())))?;
-    let config = kube::Config::infer().await.map_err(CliError::InferConfig)?;
-    let client = kube::Client::try_from(config).map_err(CliError::Client)?;
+    // In a pod: the service account (in-cluster config) unless a kubeconfig or context is named.
+    let cluster = ClusterArgs {
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+    };
+    let client = if cluster.is_set() {
+        kubeconfig::client(&cluster).await?.0
+    } else {
+        let config = kube::Config::infer().await.map_err(CliError::InferConfig)?;
+        kube::Client::try_from(config).map_err(CliError::Client)?
+    };
     Ok(ServiceAudiences::new(client, &namespace, labels)
         .refresh_interval(args.audience_refresh_interval))
 }

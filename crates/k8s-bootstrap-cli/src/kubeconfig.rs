@@ -5,7 +5,7 @@ use k8s_bootstrap::bootstrap_token::BootstrapToken;
 use k8s_bootstrap::clusterinfo::CaBundle;
 use k8s_bootstrap::exec::{self, KubeconfigOptions};
 
-use crate::args::Global;
+use crate::args::{ClusterArgs, JoinCommandFormat};
 use crate::error::CliError;
 
 /// A client for the chosen kubeconfig and context, with kube's configuration of it: the
@@ -13,12 +13,14 @@ use crate::error::CliError;
 /// them), else `~/.kube/config`, else the in-cluster configuration. A user with an `exec`
 /// stanza authenticates through the library's exec layer (client-go's rules, the 401 refresh
 /// and retry, kubectl's kuberc plugin policy), never kube's built-in exec support.
-pub(crate) async fn client(global: &Global) -> Result<(kube::Client, kube::Config), CliError> {
+pub(crate) async fn client(
+    cluster: &ClusterArgs,
+) -> Result<(kube::Client, kube::Config), CliError> {
     let mut options = KubeconfigOptions::infer();
-    if let Some(path) = &global.kubeconfig {
+    if let Some(path) = &cluster.kubeconfig {
         options = options.kubeconfig(path);
     }
-    if let Some(context) = &global.context {
+    if let Some(context) = &cluster.context {
         options = options.context(context);
     }
     let built = exec::kube_client(&options).await.map_err(cli_error)?;
@@ -45,13 +47,15 @@ fn cli_error(e: exec::Error) -> CliError {
     }
 }
 
-/// kubeadm's `token create --print-join-command` line: the endpoint is the current cluster's
-/// server without `https://`, followed by one `--discovery-token-ca-cert-hash` per CA
-/// certificate of that cluster (the continuations and tabs of kubeadm's template removed, which
-/// leaves a trailing space).
+/// The `token create --print-join-command` line: `k8s-bootstrap join` or `kubeadm join`, the
+/// endpoint (the current cluster's server without `https://`), `--token`, and one
+/// `--discovery-token-ca-cert-hash` per CA certificate of that cluster. kubeadm's form is
+/// kubeadm's template with its continuations and tabs removed, which leaves a trailing space;
+/// this tool's form has none.
 pub(crate) fn join_command(
     config: &kube::Config,
     token: &BootstrapToken,
+    format: JoinCommandFormat,
 ) -> Result<String, CliError> {
     let endpoint = config
         .cluster_url
@@ -70,9 +74,16 @@ pub(crate) fn join_command(
     }
     let bundle = CaBundle::from_pem(pem.as_bytes())
         .map_err(|e| CliError::JoinCommand(format!("reading the cluster CA: {e}")))?;
-    let mut line = format!("kubeadm join {endpoint} --token {token} ");
+    let program = match format {
+        JoinCommandFormat::K8sBootstrap => "k8s-bootstrap",
+        JoinCommandFormat::Kubeadm => "kubeadm",
+    };
+    let mut line = format!("{program} join {endpoint} --token {token}");
     for pin in bundle.pins() {
-        line.push_str(&format!("--discovery-token-ca-cert-hash {pin} "));
+        line.push_str(&format!(" --discovery-token-ca-cert-hash {pin}"));
+    }
+    if format == JoinCommandFormat::Kubeadm {
+        line.push(' ');
     }
     Ok(line)
 }

@@ -37,7 +37,10 @@ use crate::error::CliError;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if let Err(e) = cli.hoist_cluster_args() {
+        e.exit();
+    }
     init_tracing(cli.verbose);
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
@@ -50,13 +53,12 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), CliError> {
-    let global = cli.global();
     match cli.command {
-        Command::Token(token) => token_cmd::run(&global, token.command).await,
+        Command::Token(token) => token_cmd::run(token.command).await,
         Command::Pin(args) => pin::run(&args),
         Command::Join(args) => join::run(&args).await,
         #[cfg(feature = "controllers")]
-        Command::Controllers(args) => controllers_cmd::run(&global, &args).await,
+        Command::Controllers(args) => controllers_cmd::run(&args).await,
         #[cfg(feature = "sidecar")]
         Command::ForwardProxy(args) => forward_proxy::run(&args).await,
         #[cfg(feature = "loopback-server")]

@@ -5,19 +5,19 @@ use std::time::SystemTime;
 use k8s_bootstrap::bootstrap_token::{BootstrapToken, KubeadmToken};
 use k8s_bootstrap::token;
 
-use crate::args::{CreateArgs, DeleteArgs, Global, ListArgs, OutputFormat, TokenCommand};
+use crate::args::{CreateArgs, DeleteArgs, ListArgs, OutputFormat, TokenCommand};
 use crate::error::CliError;
 use crate::{kubeconfig, output};
 
-pub(crate) async fn run(global: &Global, command: TokenCommand) -> Result<(), CliError> {
+pub(crate) async fn run(command: TokenCommand) -> Result<(), CliError> {
     match command {
         TokenCommand::Generate => {
             let t = token::generate()?;
             output::print(&format!("{t}\n"))
         }
-        TokenCommand::Create(args) => create(global, args).await,
-        TokenCommand::List(args) => list(global, &args).await,
-        TokenCommand::Delete(args) => delete(global, &args).await,
+        TokenCommand::Create(args) => create(args).await,
+        TokenCommand::List(args) => list(&args).await,
+        TokenCommand::Delete(args) => delete(&args).await,
     }
 }
 
@@ -30,7 +30,7 @@ fn now() -> SystemTime {
     SystemTime::now()
 }
 
-async fn create(global: &Global, args: CreateArgs) -> Result<(), CliError> {
+async fn create(args: CreateArgs) -> Result<(), CliError> {
     let token = match &args.token {
         Some(s) => s
             .parse::<BootstrapToken>()
@@ -47,10 +47,14 @@ async fn create(global: &Global, args: CreateArgs) -> Result<(), CliError> {
     options.usages = args.usages;
     options.groups = args.groups;
 
-    let (client, config) = kubeconfig::client(global).await?;
+    let (client, config) = kubeconfig::client(&args.cluster).await?;
     // Built before creating, so a kubeconfig without a CA does not leave a token behind.
     let join = if args.print_join_command {
-        Some(kubeconfig::join_command(&config, &token)?)
+        Some(kubeconfig::join_command(
+            &config,
+            &token,
+            args.join_command_format,
+        )?)
     } else {
         None
     };
@@ -66,8 +70,8 @@ async fn create(global: &Global, args: CreateArgs) -> Result<(), CliError> {
     }
 }
 
-async fn list(global: &Global, args: &ListArgs) -> Result<(), CliError> {
-    let (client, _) = kubeconfig::client(global).await?;
+async fn list(args: &ListArgs) -> Result<(), CliError> {
+    let (client, _) = kubeconfig::client(&args.cluster).await?;
     let api = token::secrets_api(client);
     let listed = token::list(&api, now()).await?;
     for skipped in &listed.skipped {
@@ -88,8 +92,8 @@ async fn list(global: &Global, args: &ListArgs) -> Result<(), CliError> {
     }
 }
 
-async fn delete(global: &Global, args: &DeleteArgs) -> Result<(), CliError> {
-    let (client, _) = kubeconfig::client(global).await?;
+async fn delete(args: &DeleteArgs) -> Result<(), CliError> {
+    let (client, _) = kubeconfig::client(&args.cluster).await?;
     let api = token::secrets_api(client);
     for arg in &args.tokens {
         let id = token::delete(&api, arg).await?;

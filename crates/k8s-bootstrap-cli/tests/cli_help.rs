@@ -143,3 +143,246 @@ fn the_man_page_formats_without_warnings() {
         check_with("groff", &["-man", "-Tutf8", "-ww", "-z"], &out.stdout);
     }
 }
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+/// The subcommands as typed, each with whether it talks to an existing cluster through a
+/// kubeconfig (and so takes `--kubeconfig` and `--context`).
+fn subcommands() -> Vec<(&'static [&'static str], bool)> {
+    let mut all: Vec<(&'static [&'static str], bool)> = vec![
+        (&["token", "create"], true),
+        (&["token", "list"], true),
+        (&["token", "delete"], true),
+        (&["token", "generate"], false),
+        (&["pin"], false),
+        (&["join"], false),
+        (&["completion"], false),
+        (&["manpage"], false),
+    ];
+    if cfg!(feature = "controllers") {
+        all.push((&["controllers"], true));
+    }
+    if cfg!(feature = "sidecar") {
+        // Only with --audience-from-services, the one use of the cluster.
+        all.push((&["forward-proxy"], true));
+    }
+    if cfg!(feature = "loopback-server") {
+        all.push((&["serve-loopback"], false));
+        all.push((&["demo"], false));
+    }
+    all
+}
+
+/// `--kubeconfig` and `--context` are listed in the help of exactly the subcommands that talk
+/// to a cluster through a kubeconfig, and not in the top-level help, where they would read as
+/// applying to `join`, `pin` or `serve-loopback`.
+#[test]
+fn kubeconfig_and_context_are_offered_only_where_a_kubeconfig_is_used() {
+    let top = stdout(&run(&["--help"]));
+    assert!(!top.contains("--kubeconfig"), "{top}");
+    assert!(!top.contains("--context"), "{top}");
+    // The man page documents the top-level command, where they are not options.
+    let page = stdout(&run(&["manpage"]));
+    assert!(!page.contains("\\-\\-kubeconfig"), "{page}");
+    assert!(!page.contains("\\-\\-context"), "{page}");
+    for (command, uses_cluster) in subcommands() {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let out = run(&args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let help = stdout(&out);
+        for flag in ["--kubeconfig <PATH>", "--context <NAME>"] {
+            assert_eq!(
+                help.contains(flag),
+                uses_cluster,
+                "{flag} in {args:?}:\n{help}"
+            );
+        }
+    }
+}
+
+/// After a subcommand that takes no kubeconfig, `--kubeconfig` and `--context` are clap's
+/// "unexpected argument" (exit code 2); before it, a usage error naming the subcommand.
+#[test]
+fn kubeconfig_and_context_are_usage_errors_where_meaningless() {
+    for (command, uses_cluster) in subcommands() {
+        if uses_cluster {
+            continue;
+        }
+        for flag in ["--kubeconfig", "--context"] {
+            let mut args = command.to_vec();
+            args.extend([flag, "x"]);
+            let out = run(&args);
+            let text = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {text}");
+            assert!(
+                text.contains(&format!("unexpected argument '{flag}' found")),
+                "{args:?}: {text}"
+            );
+
+            let mut args = vec![flag, "x"];
+            args.extend_from_slice(command);
+            // The subcommands' required arguments, so that the flag is the only fault.
+            match command {
+                ["pin"] => args.push("ca.pem"),
+                ["completion"] => args.push("bash"),
+                ["token", "delete"] => args.push("abcdef"),
+                _ => {}
+            }
+            let out = run(&args);
+            let text = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {text}");
+            let name = command.join(" ");
+            assert!(
+                text.contains(&format!(
+                    "the argument '{flag}' cannot be used with '{name}'"
+                )),
+                "{args:?}: {text}"
+            );
+        }
+    }
+}
+
+/// `forward-proxy` uses the cluster only to list Services for --audience-from-services: the
+/// kubeconfig flags without it are a usage error, before or after the subcommand.
+#[cfg(feature = "sidecar")]
+#[test]
+fn forward_proxy_takes_a_kubeconfig_only_with_audience_from_services() {
+    let base = [
+        "forward-proxy",
+        "--forward=127.0.0.1:1",
+        "--issuer=https://issuer",
+        "--audience=a",
+        "--jwks-file=/nonexistent",
+    ];
+    let mut args = base.to_vec();
+    args.push("--kubeconfig=/nonexistent");
+    let out = run(&args);
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("--audience-from-services"), "{text}");
+
+    let mut args = vec!["--context=x"];
+    args.extend(base);
+    let out = run(&args);
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "the argument '--context' cannot be used with 'forward-proxy': it talks to the \
+             cluster only with '--audience-from-services'"
+        ),
+        "{text}"
+    );
+}
+
+/// Given both before and after the subcommand, the flag is a usage error rather than one of
+/// the two silently winning.
+#[test]
+fn kubeconfig_before_and_after_the_subcommand_is_a_usage_error() {
+    let out = run(&["--kubeconfig", "a", "token", "list", "--kubeconfig", "b"]);
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("given before and after the subcommand"),
+        "{text}"
+    );
+}
+
+/// `--join-command-format` chooses what `--print-join-command` prints, and means nothing
+/// without it.
+#[test]
+fn join_command_format_needs_print_join_command() {
+    let out = run(&["token", "create", "--join-command-format", "kubeadm"]);
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("--print-join-command"), "{text}");
+    let help = stdout(&run(&["token", "create", "--help"]));
+    assert!(
+        help.contains("[default: k8s-bootstrap]") && help.contains("kubeadm"),
+        "{help}"
+    );
+}
+
+#[cfg(any(feature = "controllers", feature = "sidecar"))]
+/// A HOME whose `~/.kube/config` has one context, `real`, and names a missing one current.
+fn home_with_kubeconfig() -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir(home.path().join(".kube")).unwrap();
+    std::fs::write(
+        home.path().join(".kube/config"),
+        "apiVersion: v1\nkind: Config\ncurrent-context: other\n\
+         clusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n\
+         users:\n- name: u\n  user:\n    token: t\n\
+         contexts:\n- name: real\n  context:\n    cluster: c\n    user: u\n",
+    )
+    .unwrap();
+    home
+}
+
+#[cfg(any(feature = "controllers", feature = "sidecar"))]
+/// The binary with `home` as HOME and no kubeconfig or in-cluster configuration in the
+/// environment.
+fn run_in(home: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env("HOME", home)
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("KUBERNETES_SERVICE_PORT")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap()
+}
+
+/// `controllers --context` alone selects that context of the default kubeconfig (it was
+/// ignored without `--kubeconfig` or `KUBECONFIG`, and the default configuration used).
+#[cfg(feature = "controllers")]
+#[test]
+fn controllers_use_the_context_named() {
+    let home = home_with_kubeconfig();
+    let out = run_in(
+        home.path(),
+        &[
+            "controllers",
+            "--context",
+            "missing-context",
+            "--http-address",
+            "127.0.0.1:0",
+        ],
+    );
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("missing-context"), "{text}");
+}
+
+/// `forward-proxy --audience-from-services --kubeconfig PATH` lists the Services with that
+/// kubeconfig (it was ignored, and the in-cluster or default configuration used).
+#[cfg(feature = "sidecar")]
+#[test]
+fn forward_proxy_uses_the_kubeconfig_named() {
+    let home = home_with_kubeconfig();
+    let labels = home.path().join("labels");
+    std::fs::write(&labels, "app=\"dashboard\"\n").unwrap();
+    let missing = home.path().join("missing.conf");
+    let out = run_in(
+        home.path(),
+        &[
+            "forward-proxy",
+            "--forward=127.0.0.1:1",
+            "--issuer=https://issuer",
+            "--audience-from-services",
+            "--pod-namespace=ns",
+            &format!("--pod-labels-file={}", labels.display()),
+            "--jwks-file=/nonexistent/jwks.json",
+            "--listen=127.0.0.1:0",
+            "--http-address=127.0.0.1:0",
+            &format!("--kubeconfig={}", missing.display()),
+        ],
+    );
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("missing.conf"), "{text}");
+}

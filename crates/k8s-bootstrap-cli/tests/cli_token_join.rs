@@ -38,10 +38,15 @@ impl Env {
         }
     }
 
-    /// The binary with `--kubeconfig admin.conf`, a clean environment (no KUBECONFIG, HOME in
-    /// the temporary directory).
+    /// The binary (with `--kubeconfig admin.conf` for the token commands), a clean environment
+    /// (no KUBECONFIG, HOME in the temporary directory).
     async fn run(&self, args: &[&str]) -> Output {
-        let mut all = vec!["--kubeconfig", self.kubeconfig.to_str().unwrap()];
+        // Only the commands that take a kubeconfig get one: `join` and `pin` refuse it.
+        let mut all = Vec::new();
+        let mut words = args.iter().filter(|a| !a.starts_with('-'));
+        if words.next() == Some(&"token") && words.next() != Some(&"generate") {
+            all.extend(["--kubeconfig", self.kubeconfig.to_str().unwrap()]);
+        }
         all.extend_from_slice(args);
         run_bin(&all, self.dir.path(), None).await
     }
@@ -114,9 +119,10 @@ async fn print_join_command_then_join_then_kubectl() {
     assert_ok(&out);
     let line = stdout(&out);
     assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(!line.ends_with(' '), "{line:?}");
     let words: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(words.len(), 7, "{line}");
-    assert_eq!(&words[..2], ["kubeadm", "join"]);
+    assert_eq!(&words[..2], ["k8s-bootstrap", "join"]);
     let endpoint = words[2];
     assert_eq!(format!("https://{endpoint}"), env.server.url());
     assert_eq!(words[3], "--token");
@@ -134,22 +140,17 @@ async fn print_join_command_then_join_then_kubectl() {
     assert_ok(&out);
     assert!(stdout(&out).lines().nth(1).unwrap().starts_with(token));
 
-    // join with the printed parameters writes a working TLS-bootstrap kubeconfig.
+    // The printed command itself, run as printed (only where to write and how long to wait
+    // added), writes a working TLS-bootstrap kubeconfig: the printed flags are join's.
     let written = env.dir.path().join("bootstrap-kubelet.conf");
-    let out = env
-        .run(&[
-            "join",
-            endpoint,
-            "--token",
-            token,
-            "--discovery-token-ca-cert-hash",
-            hash,
-            "--tls-bootstrap-kubeconfig",
-            written.to_str().unwrap(),
-            "--discovery-timeout",
-            "1m",
-        ])
-        .await;
+    let mut printed = words[1..].to_vec();
+    printed.extend([
+        "--tls-bootstrap-kubeconfig",
+        written.to_str().unwrap(),
+        "--discovery-timeout",
+        "1m",
+    ]);
+    let out = run_bin(&printed, env.dir.path(), None).await;
     assert_ok(&out);
     assert!(
         stdout(&out).contains(written.to_str().unwrap()),
@@ -462,6 +463,50 @@ async fn join_progress_lines_say_why_the_last_attempt_failed() {
         stderr(&refused)
     );
     assert!(!env.dir.path().join("never-written.conf").exists());
+}
+
+/// `--join-command-format kubeadm` prints kubeadm's line (its template's trailing space
+/// included) with the same endpoint, flags and pin as this tool's line; its arguments after
+/// `kubeadm` run as `k8s-bootstrap join` too.
+#[tokio::test]
+async fn print_join_command_in_kubeadms_format() {
+    let env = Env::start().await;
+    let out = env.run(&["token", "create", "--print-join-command"]).await;
+    assert_ok(&out);
+    let ours = stdout(&out);
+    let ours: Vec<&str> = ours.split_whitespace().collect();
+    let out = env
+        .run(&[
+            "token",
+            "create",
+            "--print-join-command",
+            "--join-command-format",
+            "kubeadm",
+        ])
+        .await;
+    assert_ok(&out);
+    let line = stdout(&out);
+    let line = line.strip_suffix('\n').unwrap();
+    assert!(line.ends_with(' '), "{line:?}");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(words.len(), ours.len(), "{line}");
+    assert_eq!(&words[..2], ["kubeadm", "join"]);
+    for i in [2, 3, 5, 6] {
+        assert_eq!(words[i], ours[i], "{line}");
+    }
+    assert_ne!(words[4], ours[4], "two tokens were created");
+
+    let written = env.dir.path().join("kubeadm-form.conf");
+    let mut args = words[1..].to_vec();
+    args.extend([
+        "--tls-bootstrap-kubeconfig",
+        written.to_str().unwrap(),
+        "--discovery-timeout",
+        "1m",
+    ]);
+    let out = run_bin(&args, env.dir.path(), None).await;
+    assert_ok(&out);
+    assert!(written.exists());
 }
 
 /// The token from `--token-file` (a trailing newline ignored) or `$K8S_BOOTSTRAP_TOKEN`
@@ -903,9 +948,9 @@ async fn demo_runs_the_whole_flow_with_the_real_commands() {
     let text = stdout(&out);
     assert!(out.status.success(), "{text}\n{}", stderr(&out));
     for expected in [
-        "$ k8s-bootstrap --kubeconfig",
-        "token create --description k8s-bootstrap demo --print-join-command",
-        "kubeadm join 127.0.0.1:",
+        "$ k8s-bootstrap token create --kubeconfig",
+        "--description k8s-bootstrap demo --print-join-command",
+        "k8s-bootstrap join 127.0.0.1:",
         "same hash as in the join command",
         "wrote the TLS-bootstrap kubeconfig for https://127.0.0.1:",
         "cluster-info",

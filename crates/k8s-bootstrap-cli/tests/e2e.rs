@@ -68,7 +68,7 @@ async fn token_create_join_delete_against_a_real_cluster() {
     .await;
     let line = ok("token create", &out);
     let words: Vec<&str> = line.split_whitespace().collect();
-    assert_eq!(&words[..2], ["kubeadm", "join"], "{line}");
+    assert_eq!(&words[..2], ["k8s-bootstrap", "join"], "{line}");
     let endpoint = words[2].to_owned();
     let after = |flag: &str| {
         let i = words.iter().position(|w| *w == flag).unwrap();

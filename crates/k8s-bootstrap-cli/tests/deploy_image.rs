@@ -1,0 +1,171 @@
+//! The manifests under `deploy/` take the k8s-bootstrap image from kustomize's `images:`: the
+//! base renders the released image of this crate's version, an overlay's `images:` entry
+//! replaces it (and nothing else), and the Containerfile's user is the one the manifests run
+//! as. Runs the real `kubectl kustomize` (skipped where kubectl is not installed; CI has it).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code fails loudly"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const DIRS: [&str; 2] = ["controllers", "forward-proxy"];
+const RELEASED: &str = "ghcr.io/k8s-bootstrap-rs/k8s-bootstrap";
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `kubectl kustomize dir`, or `None` when kubectl is not installed.
+fn kustomize(dir: &Path) -> Option<String> {
+    let out = match Command::new("kubectl").arg("kustomize").arg(dir).output() {
+        Ok(out) => out,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            println!("skipped: kubectl is not on PATH");
+            return None;
+        }
+        Err(e) => panic!("running kubectl: {e}"),
+    };
+    assert!(
+        out.status.success(),
+        "kubectl kustomize {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8(out.stdout).unwrap())
+}
+
+/// `to` relative to the directory `from` (kustomize takes no absolute path to a base).
+fn relative(from: &Path, to: &Path) -> PathBuf {
+    let (from, to) = (from.canonicalize().unwrap(), to.canonicalize().unwrap());
+    let mut path = PathBuf::new();
+    for _ in from.components().skip(1) {
+        path.push("..");
+    }
+    path.join(to.strip_prefix("/").unwrap())
+}
+
+/// Every container image the rendered objects name, in order.
+fn images(rendered: &str) -> Vec<String> {
+    rendered
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("image: "))
+        .map(|image| image.trim().to_owned())
+        .collect()
+}
+
+/// The deployment files name the image `k8s-bootstrap`, which only the kustomization's
+/// `images:` entry turns into a pullable reference: the released image, tagged with this
+/// crate's version (so a release that forgets the manifests fails here).
+#[test]
+fn the_base_renders_the_released_image_of_this_version() {
+    for dir in DIRS {
+        let dir = repository().join("deploy").join(dir);
+        let file = std::fs::read_to_string(dir.join("deployment.yaml")).unwrap();
+        assert!(
+            images(&file).contains(&"k8s-bootstrap".to_owned()),
+            "{file}"
+        );
+        let Some(rendered) = kustomize(&dir) else {
+            return;
+        };
+        let ours: Vec<String> = images(&rendered)
+            .into_iter()
+            .filter(|i| i.contains("k8s-bootstrap"))
+            .collect();
+        assert_eq!(
+            ours,
+            [format!("{RELEASED}:{}", env!("CARGO_PKG_VERSION"))],
+            "{}",
+            dir.display()
+        );
+    }
+}
+
+/// An overlay's `images:` entry (what `kustomize edit set image` writes) points the manifests
+/// at a local build; the add-on's own image in the forward-proxy example is left alone.
+#[test]
+fn an_overlay_sets_the_image() {
+    for dir in DIRS {
+        let base = repository().join("deploy").join(dir);
+        let Some(before) = kustomize(&base) else {
+            return;
+        };
+        let overlay = tempfile::tempdir().unwrap();
+        std::fs::write(
+            overlay.path().join("kustomization.yaml"),
+            format!(
+                "apiVersion: kustomize.config.k8s.io/v1beta1\n\
+                 kind: Kustomization\n\
+                 resources:\n  - {}\n\
+                 images:\n  - name: {RELEASED}\n    newName: localhost/k8s-bootstrap\n    \
+                 newTag: dev\n",
+                relative(overlay.path(), &base).display()
+            ),
+        )
+        .unwrap();
+        let after = kustomize(overlay.path()).unwrap();
+        let expected: Vec<String> = images(&before)
+            .into_iter()
+            .map(|i| {
+                if i.starts_with(RELEASED) {
+                    "localhost/k8s-bootstrap:dev".to_owned()
+                } else {
+                    i
+                }
+            })
+            .collect();
+        assert_eq!(images(&after), expected, "{dir}");
+        assert!(
+            images(&after).contains(&"localhost/k8s-bootstrap:dev".to_owned()),
+            "{after}"
+        );
+        // Only the image changed.
+        let strip = |s: &str| -> Vec<String> {
+            s.lines()
+                .filter(|l| !l.trim_start().starts_with("image: "))
+                .map(str::to_owned)
+                .collect()
+        };
+        assert_eq!(strip(&after), strip(&before), "{dir}");
+    }
+}
+
+/// The Containerfile runs the binary as the numeric user and group the manifests' pods run as
+/// (`runAsUser: 65532`, `runAsNonRoot: true`, which needs a numeric user to verify), from an
+/// empty base with no shell to run.
+#[test]
+fn the_containerfile_runs_as_the_manifests_user_from_scratch() {
+    let containerfile = std::fs::read_to_string(repository().join("Containerfile")).unwrap();
+    let instructions: Vec<&str> = containerfile
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty())
+        .collect();
+    let from: Vec<&&str> = instructions
+        .iter()
+        .filter(|l| l.starts_with("FROM "))
+        .collect();
+    assert_eq!(from, [&"FROM scratch"], "{containerfile}");
+    assert!(
+        instructions.contains(&"USER 65532:65532"),
+        "{containerfile}"
+    );
+    assert!(
+        !instructions.iter().any(|l| l.starts_with("RUN ")),
+        "nothing can run in a scratch image: {containerfile}"
+    );
+    for dir in DIRS {
+        let file = std::fs::read_to_string(
+            repository()
+                .join("deploy")
+                .join(dir)
+                .join("deployment.yaml"),
+        )
+        .unwrap();
+        assert!(file.contains("runAsUser: 65532\n"), "{dir}");
+        assert!(file.contains("runAsNonRoot: true\n"), "{dir}");
+    }
+}

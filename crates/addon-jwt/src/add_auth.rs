@@ -123,6 +123,7 @@ use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use subtle::ConstantTimeEq as _;
 use zeroize::Zeroizing;
 
 use crate::sidecar::{is_header_safe, same_name};
@@ -318,9 +319,9 @@ impl AddAuth {
         let Some(query) = query else {
             return Ok(Decision::PassThrough);
         };
-        if !asks_for_token(query) {
+        let Asked::Yes { others } = asks_for_token(query) else {
             return Ok(Decision::PassThrough);
-        }
+        };
         let name = user.name();
         if name.is_empty() || name.len() > MAX_SUBJECT_BYTES || !is_header_safe(name) {
             return Err(AddAuthError::UserNotHeaderSafe);
@@ -349,7 +350,11 @@ impl AddAuth {
             .map_err(AddAuthError::Mint)?;
         Ok(Decision::Inject(Injection {
             authorization,
-            query: without_add_auth(query),
+            query: if others {
+                without_add_auth(query)
+            } else {
+                None
+            },
             minted,
         }))
     }
@@ -368,14 +373,28 @@ pub enum Decision {
     Refuse(Refusal),
 }
 
-/// How to rewrite a request that asked for a token. `Debug` never shows the token.
-#[derive(Clone, PartialEq, Eq)]
+/// How to rewrite a request that asked for a token. `Debug` never shows the token; equality
+/// compares it in constant time.
+#[derive(Clone)]
 pub struct Injection {
     /// `Bearer <token>`.
     authorization: Zeroizing<String>,
     query: Option<String>,
     minted: bool,
 }
+
+impl PartialEq for Injection {
+    fn eq(&self, other: &Injection) -> bool {
+        let same_token: bool = self
+            .authorization
+            .as_bytes()
+            .ct_eq(other.authorization.as_bytes())
+            .into();
+        same_token & (self.query == other.query) & (self.minted == other.minted)
+    }
+}
+
+impl Eq for Injection {}
 
 impl fmt::Debug for Injection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -632,36 +651,64 @@ impl Limiter {
     }
 }
 
-/// Whether `query` asks for a token: at least one `add-auth` parameter, every one exactly
-/// `true` (see the module documentation).
-fn asks_for_token(query: &str) -> bool {
+/// What a query says about `add-auth` (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    /// No `add-auth` parameter, or one that is not exactly `true`.
+    No,
+    /// Every `add-auth` parameter is `true`; `others`: some other non-empty parameter is there.
+    Yes { others: bool },
+}
+
+/// One pass over `query`'s parameters (`&`-separated, as bytes: no UTF-8 or `char` searching).
+fn asks_for_token(query: &str) -> Asked {
     let mut asked = false;
-    for pair in query.split('&') {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        if !is_add_auth_key(key) {
+    let mut others = false;
+    for pair in query.as_bytes().split(|b| *b == b'&') {
+        if pair.is_empty() {
             continue;
         }
-        if pair.contains(';') || !decodes_to(value, "true") {
-            return false;
+        let (key, value) = split_pair(pair);
+        if !is_add_auth_key(key) {
+            others = true;
+            continue;
+        }
+        if pair.contains(&b';') || !decodes_to(value, b"true") {
+            return Asked::No;
         }
         asked = true;
     }
-    asked
+    if asked {
+        Asked::Yes { others }
+    } else {
+        Asked::No
+    }
 }
 
-fn is_add_auth_key(key: &str) -> bool {
+/// A parameter's key and value: split at the first `=` (no `=`: all key, empty value).
+fn split_pair(pair: &[u8]) -> (&[u8], &[u8]) {
+    match pair.iter().position(|b| *b == b'=') {
+        Some(i) => {
+            let (key, value) = pair.split_at(i);
+            (key, value.get(1..).unwrap_or_default())
+        }
+        None => (pair, &[]),
+    }
+}
+
+fn is_add_auth_key(key: &[u8]) -> bool {
     // The fast path: most keys differ in length from every spelling of `add-auth` (8 bytes
     // plain, up to 24 escaped).
     key.len() >= ADD_AUTH_PARAMETER.len()
         && key.len() <= MAX_ESCAPED_KEY
-        && decodes_to(key, ADD_AUTH_PARAMETER)
+        && decodes_to(key, ADD_AUTH_PARAMETER.as_bytes())
 }
 
 /// Whether `encoded`, percent-decoded as Go's `url.QueryUnescape` does (`+` is a space, `%XX`
 /// a byte, any other `%` an error), is `expected`. No allocation.
-fn decodes_to(encoded: &str, expected: &str) -> bool {
-    let mut bytes = encoded.bytes();
-    let mut expected = expected.bytes();
+fn decodes_to(encoded: &[u8], expected: &[u8]) -> bool {
+    let mut bytes = encoded.iter().copied();
+    let mut expected = expected.iter().copied();
     loop {
         let decoded = match bytes.next() {
             None => return expected.next().is_none(),
@@ -692,13 +739,15 @@ fn hex_value(b: u8) -> Option<u8> {
 /// `query` without its `add-auth` parameters and empty ones, the others in order; `None` if
 /// none is left.
 fn without_add_auth(query: &str) -> Option<String> {
-    let mut out = String::with_capacity(query.len());
+    // Allocated at the first parameter kept: none for a query of `add-auth=true` alone.
+    let mut out = String::new();
     for pair in query.split('&') {
-        let key = pair.split_once('=').map_or(pair, |(key, _)| key);
-        if pair.is_empty() || is_add_auth_key(key) {
+        if pair.is_empty() || is_add_auth_key(split_pair(pair.as_bytes()).0) {
             continue;
         }
-        if !out.is_empty() {
+        if out.is_empty() {
+            out.reserve_exact(query.len());
+        } else {
             out.push('&');
         }
         out.push_str(pair);
@@ -829,7 +878,8 @@ MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
             ("", false, "empty"),
         ];
         for (query, asks, why) in cases {
-            assert_eq!(asks_for_token(query), *asks, "{query:?}: {why}");
+            let asked = matches!(asks_for_token(query), super::Asked::Yes { .. });
+            assert_eq!(asked, *asks, "{query:?}: {why}");
         }
     }
 

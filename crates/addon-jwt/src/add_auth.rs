@@ -52,11 +52,17 @@
 //!
 //! The token's `sub` is the user's name, which the add-on's sidecar hands on as an
 //! `X-Authenticated-User` header value: a name that is empty, longer than
-//! [`MAX_SUBJECT_BYTES`](crate::MAX_SUBJECT_BYTES), starts or ends with a space, or has a
+//! [`MAX_SUBJECT_BYTES`], starts or ends with a space, or has a
 //! control or non-ASCII character is refused with [`AddAuthError::UserNotHeaderSafe`] (answer
 //! 500 or 403 as your server sees fit; never forward it). The Service's namespace and name must
 //! be DNS labels (lower-case letters, digits, `-`; at most 63), or
 //! [`AddAuthError::InvalidService`].
+//!
+//! The user is checked before it gets a bucket, the Service before a token is signed for it:
+//! a user with a bucket, or a cached token, was checked then (the cache key `<user>`, NUL,
+//! `<namespace>/<name>` with its one `/` is no other pair's), so a cache hit costs neither
+//! check. The Service is therefore checked after the rate limit: a request for an invalid
+//! Service counts against the user's bucket.
 //!
 //! # The rate limit
 //!
@@ -323,31 +329,38 @@ impl AddAuth {
             return Ok(Decision::PassThrough);
         };
         let name = user.name();
-        if name.is_empty() || name.len() > MAX_SUBJECT_BYTES || !is_header_safe(name) {
-            return Err(AddAuthError::UserNotHeaderSafe);
-        }
-        if !is_dns_label(service.namespace()) || !is_dns_label(service.name()) {
-            return Err(AddAuthError::InvalidService);
-        }
         let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
-        if let Err(retry_after) = self.limiter.check(name, since_epoch) {
-            return Ok(Decision::Refuse(Refusal { retry_after }));
+        // A user with a bucket was checked when it got one; only valid names get one.
+        match self.limiter.check_known(name, since_epoch) {
+            Checked::Allowed => {}
+            Checked::Refused(retry_after) => {
+                return Ok(Decision::Refuse(Refusal { retry_after }));
+            }
+            Checked::Unknown => {
+                if name.is_empty() || name.len() > MAX_SUBJECT_BYTES || !is_header_safe(name) {
+                    return Err(AddAuthError::UserNotHeaderSafe);
+                }
+                self.limiter.insert(name, since_epoch);
+            }
         }
-        let (authorization, minted) = self
-            .minter
-            .mint_with(
-                name,
-                &[service.namespace(), "/", service.name()],
-                now,
-                |token| {
-                    let mut value =
-                        String::with_capacity(token.expose_secret().len().saturating_add(7));
-                    value.push_str("Bearer ");
-                    value.push_str(token.expose_secret());
-                    Zeroizing::new(value)
-                },
-            )
-            .map_err(AddAuthError::Mint)?;
+        let audience = [service.namespace(), "/", service.name()];
+        // A cached token was signed for a valid Service: its key, `<namespace>/<name>` with
+        // one `/`, is no other pair's. The Service is checked before a token is signed.
+        let (authorization, minted) =
+            match self
+                .minter
+                .cached_with(name, &audience, now, authorization_value)
+            {
+                Some(value) => (value, false),
+                None => {
+                    if !is_dns_label(service.namespace()) || !is_dns_label(service.name()) {
+                        return Err(AddAuthError::InvalidService);
+                    }
+                    self.minter
+                        .mint_with(name, &audience, now, authorization_value)
+                        .map_err(AddAuthError::Mint)?
+                }
+            };
         Ok(Decision::Inject(Injection {
             authorization,
             query: if others {
@@ -358,6 +371,15 @@ impl AddAuth {
             minted,
         }))
     }
+}
+
+/// `Bearer <token>`.
+fn authorization_value(token: &BearerToken) -> Zeroizing<String> {
+    let token = token.expose_secret();
+    let mut value = String::with_capacity(token.len().saturating_add(7));
+    value.push_str("Bearer ");
+    value.push_str(token);
+    Zeroizing::new(value)
 }
 
 /// What to do with a proxied request: the outcome of [`AddAuth::decide`].
@@ -593,6 +615,13 @@ pub enum AddAuthError {
     Mint(crate::Error),
 }
 
+/// What [`Limiter::check_known`] found.
+enum Checked {
+    Allowed,
+    Refused(Duration),
+    Unknown,
+}
+
 /// The per-user token buckets, as a generic cell-rate algorithm: each user's theoretical
 /// arrival time (`tat`, since the Unix epoch); a bucket is full once `tat <= now`.
 struct Limiter {
@@ -612,28 +641,34 @@ impl Limiter {
         self.tolerance = interval.saturating_mul(burst.get().saturating_sub(1));
     }
 
-    /// Takes one request from `user`'s bucket at `now`, or tells how long until one is there.
-    fn check(&mut self, user: &str, now: Duration) -> Result<(), Duration> {
+    /// Takes one request from `user`'s bucket at `now`, or tells how long until one is there;
+    /// [`Checked::Unknown`] if `user` has no bucket (then [`Limiter::insert`] it).
+    fn check_known(&mut self, user: &str, now: Duration) -> Checked {
+        let Some(tat) = self.buckets.get_mut(user) else {
+            return Checked::Unknown;
+        };
         // The most a bucket can owe: what a full one holds.
         let limit = now
             .saturating_add(self.tolerance)
             .saturating_add(self.interval);
-        if let Some(tat) = self.buckets.get_mut(user) {
-            let current = (*tat).clamp(now, limit);
-            let owed = current.saturating_sub(now);
-            if owed > self.tolerance {
-                *tat = current;
-                return Err(owed.saturating_sub(self.tolerance));
-            }
-            *tat = current.saturating_add(self.interval);
-            return Ok(());
+        let current = (*tat).clamp(now, limit);
+        let owed = current.saturating_sub(now);
+        if owed > self.tolerance {
+            *tat = current;
+            return Checked::Refused(owed.saturating_sub(self.tolerance));
         }
+        *tat = current.saturating_add(self.interval);
+        Checked::Allowed
+    }
+
+    /// Gives `user` (who has none) a full bucket and takes one request from it, making room
+    /// first if the table is full.
+    fn insert(&mut self, user: &str, now: Duration) {
         if self.buckets.len() >= self.capacity {
             self.evict(now);
         }
         self.buckets
             .insert(Box::from(user), now.saturating_add(self.interval));
-        Ok(())
     }
 
     /// Makes room for one user: forgets every full bucket, else the one closest to full.
@@ -660,23 +695,35 @@ enum Asked {
     Yes { others: bool },
 }
 
-/// One pass over `query`'s parameters (`&`-separated, as bytes: no UTF-8 or `char` searching).
+/// One pass over `query`'s bytes: each parameter's end, first `=` and any `;` found at once.
 fn asks_for_token(query: &str) -> Asked {
-    let mut asked = false;
-    let mut others = false;
-    for pair in query.as_bytes().split(|b| *b == b'&') {
-        if pair.is_empty() {
-            continue;
+    let bytes = query.as_bytes();
+    let (mut asked, mut others) = (false, false);
+    let mut start = 0;
+    while start <= bytes.len() {
+        let (mut end, mut eq, mut semicolon) = (start, None, false);
+        while let Some(b) = bytes.get(end) {
+            match b {
+                b'&' => break,
+                b'=' if eq.is_none() => eq = Some(end),
+                b';' => semicolon = true,
+                _ => {}
+            }
+            end = end.wrapping_add(1);
         }
-        let (key, value) = split_pair(pair);
-        if !is_add_auth_key(key) {
+        let key = bytes.get(start..eq.unwrap_or(end)).unwrap_or_default();
+        let value = eq
+            .and_then(|eq| bytes.get(eq.wrapping_add(1)..end))
+            .unwrap_or_default();
+        if is_add_auth_key(key) {
+            if semicolon || !decodes_to(value, b"true") {
+                return Asked::No;
+            }
+            asked = true;
+        } else if end > start {
             others = true;
-            continue;
         }
-        if pair.contains(&b';') || !decodes_to(value, b"true") {
-            return Asked::No;
-        }
-        asked = true;
+        start = end.wrapping_add(1);
     }
     if asked {
         Asked::Yes { others }

@@ -455,6 +455,36 @@ impl Minter {
             .map(|(token, _)| token)
     }
 
+    /// The cached token for `user` and `audience` (its pieces concatenated) while fresh at
+    /// `now`, handed to `read`; `None` when [`Minter::mint_with`] would sign one.
+    pub(crate) fn cached_with<R>(
+        &mut self,
+        user: &str,
+        audience: &[&str],
+        now: SystemTime,
+        read: impl FnOnce(&BearerToken) -> R,
+    ) -> Option<R> {
+        let now_s = unix_seconds(now);
+        let half = i128::from(self.ttl.as_secs() / 2);
+        self.fill_key_buffer(user, audience);
+        self.cache
+            .get(self.key_buffer.as_str())
+            .filter(|c| now_s >= c.issued && now_s < c.issued.saturating_add(half))
+            .map(|hit| read(&hit.token))
+    }
+
+    /// The cache key of `user` and `audience` in the buffer kept between calls. User and
+    /// audience contain no control characters (checked when signing), so NUL separates them
+    /// unambiguously.
+    fn fill_key_buffer(&mut self, user: &str, audience: &[&str]) {
+        self.key_buffer.clear();
+        self.key_buffer.push_str(user);
+        self.key_buffer.push('\u{0}');
+        for piece in audience {
+            self.key_buffer.push_str(piece);
+        }
+    }
+
     /// [`Minter::mint`] for the audience `audience` (its pieces concatenated), handing the token
     /// to `read` instead of cloning it, and telling whether it was signed now (`true`) or came
     /// from the cache (`false`).
@@ -467,14 +497,7 @@ impl Minter {
     ) -> Result<(R, bool), Error> {
         let now_s = unix_seconds(now);
         let half = i128::from(self.ttl.as_secs() / 2);
-        // User and audience contain no control characters (checked when signing), so NUL
-        // separates them unambiguously. The key is built in a buffer kept between calls.
-        self.key_buffer.clear();
-        self.key_buffer.push_str(user);
-        self.key_buffer.push('\u{0}');
-        for piece in audience {
-            self.key_buffer.push_str(piece);
-        }
+        self.fill_key_buffer(user, audience);
         if let Some(hit) = self
             .cache
             .get(self.key_buffer.as_str())

@@ -413,3 +413,80 @@ async fn the_layer_wraps_an_axum_router() {
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(&bytes[..], b"true");
 }
+
+/// A `tracing` writer that keeps everything written.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// No minted token, no client credential and no user name reaches the layer's TRACE output,
+/// whichever way a request goes (injected, refused by the limit, refused for its user name,
+/// missing extensions).
+#[tokio::test]
+async fn no_token_or_credential_reaches_tracing_output() {
+    // One global subscriber (only this test installs one): a thread-local one can miss
+    // events when another test thread registers the same callsite first.
+    static CAPTURED: std::sync::OnceLock<Captured> = std::sync::OnceLock::new();
+    let captured = CAPTURED.get_or_init(|| {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).unwrap();
+        captured
+    });
+    let log = Log::default();
+    let layer = AddAuthLayer::new(
+        AddAuth::new(Minter::new(key(), Issuer::new(ISSUER)))
+            .rate(NonZeroU32::new(1).unwrap(), Duration::from_secs(60))
+            .burst(NonZeroU32::new(1).unwrap()),
+    )
+    .clock(clock);
+    let service = layer.layer(stub(Arc::clone(&log)));
+    let ok = service
+        .clone()
+        .oneshot(proxied("?add-auth=true", "jane-the-user"))
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), StatusCode::OK);
+    let limited = service
+        .clone()
+        .oneshot(proxied("?add-auth=true", "jane-the-user"))
+        .await
+        .unwrap();
+    assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
+    let bad_name = service
+        .clone()
+        .oneshot(proxied("?add-auth=true", "bad\nname-of-user"))
+        .await
+        .unwrap();
+    assert_eq!(bad_name.status(), StatusCode::FORBIDDEN);
+    let mut bare = proxied("?add-auth=true", "jane-the-user");
+    bare.extensions_mut().remove::<ProxiedService>();
+    let missing = service.clone().oneshot(bare).await.unwrap();
+    assert_eq!(missing.status(), StatusCode::INTERNAL_SERVER_ERROR);
+
+    let token = bearer(&log.lock().unwrap()[0]);
+    let output = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        output.contains("rate limited") && output.contains("request refused"),
+        "the events were captured: {output}"
+    );
+    for part in token.split('.') {
+        assert!(!output.contains(part), "{output}");
+    }
+    assert!(!output.contains("the-user-s-own-credential"), "{output}");
+    assert!(!output.contains("name-of-user"), "{output}");
+    assert!(!output.contains("jane-the-user"), "{output}");
+}

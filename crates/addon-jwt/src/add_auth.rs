@@ -62,7 +62,8 @@
 //! a user with a bucket, or a cached token, was checked then (the cache key `<user>`, NUL,
 //! `<namespace>/<name>` with its one `/` is no other pair's), so a cache hit costs neither
 //! check. The Service is therefore checked after the rate limit: a request for an invalid
-//! Service counts against the user's bucket.
+//! Service counts against the user's bucket. (Tokens your own `Minter::mint` calls cached
+//! before the minter was handed to [`AddAuth::new`] are served as they are.)
 //!
 //! # The rate limit
 //!

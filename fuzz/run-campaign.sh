@@ -18,7 +18,7 @@ if [ $# -gt 0 ]; then targets=("$@"); else
   targets=(
     clusterinfo_kubeconfig clusterinfo_discovery clusterinfo_configmap
     exec_credential_plugin_output exec_credential_exec_info
-    addon_jwt_verify addon_jwt_jwks addon_jwt_sidecar
+    addon_jwt_verify addon_jwt_jwks addon_jwt_sidecar addon_jwt_add_auth
     tls_bootstrap_csr_json tls_bootstrap_csr_yaml tls_bootstrap_certificate tls_bootstrap_request
   )
 fi

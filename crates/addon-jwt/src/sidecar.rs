@@ -1078,7 +1078,7 @@ fn named_by_connection<'v>(name: &[u8], mut values: impl Iterator<Item = &'v [u8
 
 /// Header-name equality ignoring ASCII case and reading `_` as `-`, so look-alike names
 /// (`X_Authenticated_User`) compare equal.
-fn same_name(name: &[u8], other: &[u8]) -> bool {
+pub(crate) fn same_name(name: &[u8], other: &[u8]) -> bool {
     let fold = |b: u8| if b == b'_' { b'-' } else { b }.to_ascii_lowercase();
     name.len() == other.len()
         && name
@@ -1120,7 +1120,7 @@ fn is_token68(b: u8) -> bool {
         | (b == b'/')
 }
 
-fn is_header_safe(user: &str) -> bool {
+pub(crate) fn is_header_safe(user: &str) -> bool {
     !user.starts_with(' ')
         && !user.ends_with(' ')
         && user.bytes().all(|b| (0x20..0x7f).contains(&b))

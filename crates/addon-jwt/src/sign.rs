@@ -389,6 +389,9 @@ pub struct Minter {
     ttl: Duration,
     capacity: usize,
     cache: HashMap<String, Cached>,
+    /// The cache key of the last call (`user`, NUL, audience): reused, so a cache hit allocates
+    /// nothing for its key.
+    key_buffer: String,
 }
 
 #[derive(Debug)]
@@ -407,6 +410,7 @@ impl Minter {
             ttl: DEFAULT_TTL,
             capacity: DEFAULT_MINT_CACHE,
             cache: HashMap::new(),
+            key_buffer: String::new(),
         }
     }
 
@@ -447,19 +451,65 @@ impl Minter {
         audience: &Audience,
         now: SystemTime,
     ) -> Result<BearerToken, Error> {
+        self.mint_with(user, &[audience.as_str()], now, BearerToken::clone)
+            .map(|(token, _)| token)
+    }
+
+    /// The cached token for `user` and `audience` (its pieces concatenated) while fresh at
+    /// `now`, handed to `read`; `None` when [`Minter::mint_with`] would sign one.
+    pub(crate) fn cached_with<R>(
+        &mut self,
+        user: &str,
+        audience: &[&str],
+        now: SystemTime,
+        read: impl FnOnce(&BearerToken) -> R,
+    ) -> Option<R> {
         let now_s = unix_seconds(now);
         let half = i128::from(self.ttl.as_secs() / 2);
-        // User and audience contain no control characters (checked when signing), so NUL
-        // separates them unambiguously.
-        let cache_key = format!("{user}\u{0}{audience}");
+        self.fill_key_buffer(user, audience);
+        self.cache
+            .get(self.key_buffer.as_str())
+            .filter(|c| now_s >= c.issued && now_s < c.issued.saturating_add(half))
+            .map(|hit| read(&hit.token))
+    }
+
+    /// The cache key of `user` and `audience` in the buffer kept between calls. User and
+    /// audience contain no control characters (checked when signing), so NUL separates them
+    /// unambiguously.
+    fn fill_key_buffer(&mut self, user: &str, audience: &[&str]) {
+        self.key_buffer.clear();
+        self.key_buffer.push_str(user);
+        self.key_buffer.push('\u{0}');
+        for piece in audience {
+            self.key_buffer.push_str(piece);
+        }
+    }
+
+    /// [`Minter::mint`] for the audience `audience` (its pieces concatenated), handing the token
+    /// to `read` instead of cloning it, and telling whether it was signed now (`true`) or came
+    /// from the cache (`false`).
+    pub(crate) fn mint_with<R>(
+        &mut self,
+        user: &str,
+        audience: &[&str],
+        now: SystemTime,
+        read: impl FnOnce(&BearerToken) -> R,
+    ) -> Result<(R, bool), Error> {
+        let now_s = unix_seconds(now);
+        let half = i128::from(self.ttl.as_secs() / 2);
+        self.fill_key_buffer(user, audience);
         if let Some(hit) = self
             .cache
-            .get(&cache_key)
+            .get(self.key_buffer.as_str())
             .filter(|c| now_s >= c.issued && now_s < c.issued.saturating_add(half))
         {
-            return Ok(hit.token.clone());
+            return Ok((read(&hit.token), false));
         }
-        let token = self.key.sign(&self.issuer, user, audience, now, self.ttl)?;
+        let audience = Audience::new(audience.concat());
+        let token = self
+            .key
+            .sign(&self.issuer, user, &audience, now, self.ttl)?;
+        let read = read(&token);
         if self.capacity > 0 {
             if self.cache.len() >= self.capacity {
                 let ttl = i128::from(self.ttl.as_secs());
@@ -476,14 +526,14 @@ impl Minter {
                 self.cache.remove(&oldest);
             }
             self.cache.insert(
-                cache_key,
+                self.key_buffer.clone(),
                 Cached {
-                    token: token.clone(),
+                    token,
                     issued: now_s,
                 },
             );
         }
-        Ok(token)
+        Ok((read, true))
     }
 }
 

@@ -16,7 +16,7 @@
 #[allow(dead_code, reason = "used by whichever drivers are enabled")]
 mod clock;
 
-#[cfg(feature = "sidecar")]
+#[cfg(any(feature = "sidecar", feature = "add-auth"))]
 pub use addon_jwt;
 #[cfg(any(feature = "discovery", feature = "token", feature = "controllers"))]
 pub use bootstrap_token;
@@ -48,6 +48,8 @@ pub use tls_bootstrap;
 
 #[cfg(feature = "accept")]
 pub mod accept;
+#[cfg(feature = "add-auth")]
+pub mod addon_auth;
 #[cfg(feature = "controllers")]
 pub mod controllers;
 #[cfg(feature = "tls-bootstrap")]

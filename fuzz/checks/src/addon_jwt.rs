@@ -223,3 +223,135 @@ fn sidecar_header_map(data: &[u8]) {
         }
     }
 }
+
+/// `add_auth::AddAuth::decide` (the API server's add-auth decision). Input: the first line is
+/// the query, the second the user's name (read lossily as UTF-8), the third `<namespace>/<name>`
+/// of the Service, the rest header lines `name:value` (as for [`addon_jwt_sidecar`]). Decided at
+/// 2025-06-15 by one decision shared by every input (an Ed25519 key, no rate limit, 8 users
+/// tracked: the table's eviction is exercised).
+///
+/// Whatever the input: no panic, at most 8 users tracked. An injection needs an `add-auth`
+/// parameter whose value decodes to `true`; its query keeps every other non-empty parameter in
+/// order and has no `add-auth` left; its header lines keep every line but `Authorization` and
+/// `X-Authenticated-User` (any case, `_` for `-`) in order and end with the one
+/// `Authorization: Bearer <token>`, a token that verifies for the user and the Service.
+/// Accepted: a token is injected.
+pub fn addon_jwt_add_auth(data: &[u8]) -> Outcome {
+    use std::sync::Mutex;
+
+    use addon_jwt::add_auth::{self, AddAuth, ProxiedService};
+    use addon_jwt::{AuthenticatedUser, Minter};
+
+    const ED25519: &str = "-----BEGIN PRIVATE KEY-----\n\
+MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
+-----END PRIVATE KEY-----\n";
+    const ISSUER: &str = "https://apiserver.example";
+    static DECISION: OnceLock<Mutex<AddAuth>> = OnceLock::new();
+    static PUBLIC: OnceLock<KeySet> = OnceLock::new();
+
+    let mut lines = data.split(|b| *b == b'\n');
+    let query = lines.next().map(String::from_utf8_lossy);
+    let user = String::from_utf8_lossy(lines.next().unwrap_or_default()).into_owned();
+    let service = String::from_utf8_lossy(lines.next().unwrap_or_default()).into_owned();
+    let (namespace, name) = service.split_once('/').unwrap_or((&service, ""));
+    let headers: Vec<(String, &[u8])> = lines
+        .filter_map(|line| {
+            let colon = line.iter().position(|b| *b == b':')?;
+            let (name, value) = line.split_at(colon);
+            Some((String::from_utf8_lossy(name).into_owned(), value.get(1..)?))
+        })
+        .collect();
+
+    let decision = DECISION.get_or_init(|| {
+        let key = SigningKey::from_pkcs8_pem(ED25519).expect("the fixture key loads");
+        Mutex::new(
+            AddAuth::new(Minter::new(key, Issuer::new(ISSUER)))
+                .rate(std::num::NonZeroU32::MIN, Duration::ZERO)
+                .users_capacity(8),
+        )
+    });
+    let mut decision = decision
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let service = ProxiedService::new(namespace, name);
+    let decided = decision.decide(
+        &AuthenticatedUser::new(user.clone()),
+        &service,
+        query.as_deref(),
+        addon_jwt_now(),
+    );
+    assert!(decision.users_tracked() <= 8);
+    drop(decision);
+    let Ok(add_auth::Decision::Inject(injection)) = decided else {
+        return Outcome::Rejected;
+    };
+    let query = query.expect("an injection needs a query");
+    let is_add_auth = |pair: &str| {
+        let key = pair.split('=').next().unwrap_or_default();
+        go_unescape(key).as_deref() == Some(b"add-auth".as_slice())
+    };
+    assert!(query.split('&').any(|pair| {
+        is_add_auth(pair)
+            && go_unescape(pair.split_once('=').map_or("", |(_, v)| v)).as_deref()
+                == Some(b"true".as_slice())
+    }));
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| !pair.is_empty() && !is_add_auth(pair))
+        .collect();
+    let rewritten: Vec<&str> = injection
+        .query()
+        .map(|q| q.split('&').collect())
+        .unwrap_or_default();
+    assert_eq!(rewritten, kept);
+
+    let upstream: Vec<(&str, &[u8])> = injection.headers(&headers).collect();
+    let (last, rest) = upstream
+        .split_last()
+        .expect("at least the Authorization line");
+    let replaced = |name: &str| {
+        let folded = name.to_ascii_lowercase().replace('_', "-");
+        folded == "authorization" || folded == "x-authenticated-user"
+    };
+    let expected: Vec<(&str, &[u8])> = headers
+        .iter()
+        .filter(|(n, _)| !replaced(n))
+        .map(|(n, v)| (n.as_str(), *v))
+        .collect();
+    assert_eq!(rest, expected.as_slice());
+    assert_eq!(last.0, "Authorization");
+    let token = std::str::from_utf8(last.1)
+        .expect("a token is ASCII")
+        .strip_prefix("Bearer ")
+        .expect("a bearer token");
+    let keys = PUBLIC.get_or_init(|| {
+        SigningKey::from_pkcs8_pem(ED25519)
+            .and_then(|k| k.public_key_set())
+            .expect("the fixture key's public key")
+    });
+    let validation = Validation::new(Issuer::new(ISSUER), service.audience());
+    let claims = verify(token, keys, &validation, addon_jwt_now()).expect("the token verifies");
+    assert_eq!(claims.subject(), user);
+    Outcome::Accepted
+}
+
+/// Go's `url.QueryUnescape`: `+` is a space, `%XX` a byte, any other `%` an error.
+fn go_unescape(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut bytes = s.bytes();
+    while let Some(b) = bytes.next() {
+        match b {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = [bytes.next()?, bytes.next()?];
+                let hex = std::str::from_utf8(&hex).ok()?;
+                if !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
+                    return None;
+                }
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+            }
+            b => out.push(b),
+        }
+    }
+    Some(out)
+}

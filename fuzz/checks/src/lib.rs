@@ -21,7 +21,9 @@ mod jws_detached;
 mod outcome;
 mod tls_bootstrap;
 
-pub use addon_jwt::{addon_jwt_jwks, addon_jwt_pem, addon_jwt_sidecar, addon_jwt_verify};
+pub use addon_jwt::{
+    addon_jwt_add_auth, addon_jwt_jwks, addon_jwt_pem, addon_jwt_sidecar, addon_jwt_verify,
+};
 pub use bootstrap_token::{
     bootstrap_token_authenticate, bootstrap_token_expiration, bootstrap_token_groups,
     bootstrap_token_kubeadm_json, bootstrap_token_parse, bootstrap_token_secret_json,

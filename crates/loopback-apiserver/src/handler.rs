@@ -332,9 +332,11 @@ fn non_resource(shared: &Shared, path: &str) -> Result<Response, ApiError> {
         "/apis/certificates.k8s.io/v1" | "/apis/certificates.k8s.io/v1/" => {
             discovery::certificates_v1()
         }
+        "/apis/discovery.k8s.io/v1" | "/apis/discovery.k8s.io/v1/" => discovery::discovery_v1(),
         "/openapi/v3" | "/openapi/v3/" => discovery::openapi_v3_root(),
         "/openapi/v3/api/v1" => discovery::openapi_v3_core(),
         "/openapi/v3/apis/certificates.k8s.io/v1" => discovery::openapi_v3_certificates(),
+        "/openapi/v3/apis/discovery.k8s.io/v1" => discovery::openapi_v3_discovery(),
         "/healthz" | "/livez" | "/readyz" => {
             return Ok((
                 StatusCode::OK,

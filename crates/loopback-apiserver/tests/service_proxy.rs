@@ -615,15 +615,15 @@ async fn a_layer_may_answer_itself_and_its_errors_are_500() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_are_cut_at_the_maximum_duration() {
     let (addr, _seen) = upstream().await;
+    // No response head in time: 504 Timeout (the upstream never answers, so any duration
+    // shows it).
     let server = LoopbackApiServer::builder()
-        .service_proxy_max_duration(Duration::from_millis(300))
+        .service_proxy_max_duration(Duration::from_millis(200))
         .start()
         .await
         .unwrap();
     service(&server, "default", "echo", Some("http"), addr, true);
-    let admin = admin(&server).await;
-    // No response head in time: 504 Timeout.
-    let (status, body) = get(&admin, &format!("{ECHO}/hang")).await;
+    let (status, body) = get(&admin(&server).await, &format!("{ECHO}/hang")).await;
     assert_eq!(
         status_of(&body),
         (
@@ -633,12 +633,19 @@ async fn requests_are_cut_at_the_maximum_duration() {
         )
     );
     assert_eq!(status, 504);
+
     // A response still streaming is cut: the head and the first chunk arrive, then the body
-    // ends in an error.
+    // ends in an error. (The duration leaves a loaded machine ample time for the head.)
+    let server = LoopbackApiServer::builder()
+        .service_proxy_max_duration(Duration::from_secs(5))
+        .start()
+        .await
+        .unwrap();
+    service(&server, "default", "echo", Some("http"), addr, true);
     let req = http::Request::get(format!("{ECHO}/stream"))
         .body(kube::client::Body::empty())
         .unwrap();
-    let resp = admin.send(req).await.unwrap();
+    let resp = admin(&server).await.send(req).await.unwrap();
     assert_eq!(resp.status(), 200);
     let read = axum::body::to_bytes(Body::new(resp.into_body()), 1 << 20).await;
     assert!(read.is_err(), "the body was not cut: {read:?}");
@@ -694,6 +701,16 @@ async fn oversized_headers_are_refused_and_not_forwarded() {
         // The server may close the connection before the client has written the head.
         Err(e) => eprintln!("refused: {e}"),
     }
+    // More header fields than hyper's limit (100): 431 too (Go's server counts bytes only).
+    let mut req = http::Request::get(format!("{ECHO}/x"));
+    for i in 0..120 {
+        req = req.header(format!("x-field-{i}"), "v");
+    }
+    let resp = admin
+        .send(req.body(kube::client::Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 431);
     assert!(seen.lock().unwrap().is_empty());
     // The server still serves.
     assert_eq!(get(&admin, &format!("{ECHO}/x")).await.0, 200);

@@ -9,7 +9,8 @@
 //! name. The request then goes through the optional user layer
 //! ([`crate::Builder::service_proxy_layer`]) and is forwarded over HTTP/1.1 (HTTPS without
 //! certificate verification for the `https:` scheme, as kube-apiserver's proxy transport does),
-//! bodies streamed both ways, within [`crate::Builder::service_proxy_max_duration`].
+//! bodies streamed both ways, an upgrade joined after a 101, within
+//! [`crate::Builder::service_proxy_max_duration`].
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
@@ -23,6 +24,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, he
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http_body::Frame;
+use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::net::TcpStream;
@@ -406,7 +408,17 @@ async fn forward(mut req: ProxyRequest) -> ProxyResponse {
         Err(_) => return ApiError::bad_request("invalid request path").into_response(),
     };
     parts.version = http::Version::HTTP_11;
+    // An upgrade (WebSocket, SPDY) is forwarded as one: its `Connection` and `Upgrade` headers
+    // survive the hop-by-hop removal, and a 101 joins the two connections.
+    let upgrade = upgrade_request(&parts.headers)
+        .and_then(|protocol| Some((protocol, parts.extensions.remove::<OnUpgrade>()?)));
     addon_jwt::remove_hop_by_hop(&mut parts.headers);
+    if let Some((protocol, _)) = &upgrade {
+        parts
+            .headers
+            .insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+        parts.headers.insert(header::UPGRADE, protocol.clone());
+    }
     if let Some(ip) = target.client {
         let prior: Vec<&str> = parts
             .headers
@@ -453,6 +465,9 @@ async fn forward(mut req: ProxyRequest) -> ProxyResponse {
                 .into_response();
         }
     };
+    if let (Some((_, client)), StatusCode::SWITCHING_PROTOCOLS) = (upgrade, response.status()) {
+        return switch_protocols(response, client, target.deadline);
+    }
     let (mut parts, body) = response.into_parts();
     addon_jwt::remove_hop_by_hop(&mut parts.headers);
     for cors in [
@@ -465,6 +480,43 @@ async fn forward(mut req: ProxyRequest) -> ProxyResponse {
     }
     rewrite_location(&mut parts.headers, &target);
     http::Response::from_parts(parts, Body::new(DeadlineBody::new(body, target.deadline)))
+}
+
+/// The protocol an upgrade request asks for: an `Upgrade` header and a `Connection` header
+/// naming `upgrade` (apimachinery's `IsUpgradeRequest`).
+fn upgrade_request(headers: &HeaderMap) -> Option<HeaderValue> {
+    let connection_upgrade = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|token| token.trim().eq_ignore_ascii_case("upgrade"));
+    connection_upgrade
+        .then(|| headers.get(header::UPGRADE).cloned())
+        .flatten()
+}
+
+/// The upstream switched protocols: the 101 goes to the client with its `Connection` and
+/// `Upgrade`, and once both sides have upgraded their bytes are copied both ways until one
+/// ends or the deadline passes.
+fn switch_protocols(
+    mut response: http::Response<hyper::body::Incoming>,
+    client: OnUpgrade,
+    deadline: Instant,
+) -> ProxyResponse {
+    let upstream = hyper::upgrade::on(&mut response);
+    tokio::spawn(async move {
+        let joined = tokio::time::timeout_at(deadline, async move {
+            let (Ok(client), Ok(upstream)) = tokio::join!(client, upstream) else {
+                return;
+            };
+            let (mut client, mut upstream) = (TokioIo::new(client), TokioIo::new(upstream));
+            let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+        });
+        let _ = joined.await;
+    });
+    let (parts, _body) = response.into_parts();
+    http::Response::from_parts(parts, Body::empty())
 }
 
 /// Go's wording for a refused or failed dial.
@@ -490,7 +542,7 @@ where
         .await
         .map_err(|e| Failure::Other(e.to_string()))?;
     tokio::spawn(async move {
-        let _ = tokio::time::timeout_at(deadline, connection).await;
+        let _ = tokio::time::timeout_at(deadline, connection.with_upgrades()).await;
     });
     // The connection task ends at the deadline, which fails the exchange: checked first, the
     // deadline names the failure.

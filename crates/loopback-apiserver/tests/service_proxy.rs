@@ -716,6 +716,60 @@ async fn oversized_headers_are_refused_and_not_forwarded() {
     assert_eq!(get(&admin, &format!("{ECHO}/x")).await.0, 200);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrades_join_the_client_and_the_upstream() {
+    use rustls::pki_types::pem::PemObject as _;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let (addr, seen) = upstream().await;
+    let server = LoopbackApiServer::builder().start().await.unwrap();
+    service(&server, "default", "echo", Some("http"), addr, true);
+
+    // HTTP/1.1 over TLS to the double, trusting its CA, as a WebSocket client would connect.
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls::pki_types::CertificateDer::from_pem_slice(server.ca_pem().as_bytes()).unwrap())
+        .unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(server.endpoint())
+        .await
+        .unwrap();
+    let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+        .connect("127.0.0.1".try_into().unwrap(), tcp)
+        .await
+        .unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+            .await
+            .unwrap();
+    tokio::spawn(connection.with_upgrades());
+    let req = http::Request::get(format!("{ECHO}/upgrade"))
+        .header("host", server.endpoint())
+        .header("authorization", format!("Bearer {}", server.admin_token()))
+        .header("connection", "Upgrade")
+        .header("upgrade", "echo")
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .unwrap();
+    let resp = sender.send_request(req).await.unwrap();
+    assert_eq!(resp.status(), 101);
+    assert_eq!(resp.headers()["upgrade"], "echo");
+    let upgraded = hyper::upgrade::on(resp).await.unwrap();
+    let mut io = hyper_util::rt::TokioIo::new(upgraded);
+    io.write_all(b"ping").await.unwrap();
+    let mut back = [0u8; 4];
+    io.read_exact(&mut back).await.unwrap();
+    assert_eq!(&back, b"ping");
+    // The upstream saw the upgrade, without the client's credential.
+    let got = seen.lock().unwrap().last().unwrap().clone();
+    assert_eq!(got["headers"]["upgrade"], json!(["echo"]));
+    assert!(got["headers"].get("authorization").is_none());
+}
+
 #[tokio::test]
 async fn endpoint_slices_are_served_like_other_resources() {
     let server = LoopbackApiServer::builder().start().await.unwrap();

@@ -36,7 +36,8 @@ pub(crate) async fn upstream() -> (SocketAddr, Seen) {
 }
 
 async fn echo(State(seen): State<Seen>, req: Request) -> Response {
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
+    let on_upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
     let body = axum::body::to_bytes(body, 1 << 20).await.unwrap();
     let mut headers = BTreeMap::<String, Vec<String>>::new();
     for (name, value) in &parts.headers {
@@ -63,6 +64,20 @@ async fn echo(State(seen): State<Seen>, req: Request) -> Response {
         )
             .into_response(),
         "/hang" => std::future::pending().await,
+        // Protocol `echo`: after the 101, every byte comes back.
+        "/upgrade" => {
+            let on_upgrade = on_upgrade.unwrap();
+            tokio::spawn(async move {
+                let io = hyper_util::rt::TokioIo::new(on_upgrade.await.unwrap());
+                let (mut reader, mut writer) = tokio::io::split(io);
+                let _ = tokio::io::copy(&mut reader, &mut writer).await;
+            });
+            (
+                http::StatusCode::SWITCHING_PROTOCOLS,
+                [("connection", "upgrade"), ("upgrade", "echo")],
+            )
+                .into_response()
+        }
         "/stream" => {
             let chunks = futures_util::stream::once(async {
                 Ok::<_, Infallible>(bytes::Bytes::from_static(b"first chunk"))

@@ -784,6 +784,28 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Whatever follows `/proxy/`, the upstream path is a valid origin-form path that
+        /// starts with `/` and has no `.` or `..` segment (it never climbs above the root).
+        #[test]
+        fn upstream_paths_stay_under_the_root(rest in "(\\.|\\.\\.|/|%|[a-z]|\\?|#| |\\PC){0,40}") {
+            let path = upstream_path(Some(&rest));
+            proptest::prop_assert!(path.starts_with('/'));
+            proptest::prop_assert!(path.split('/').all(|s| s != "." && s != ".."));
+            proptest::prop_assert!(path.parse::<http::Uri>().is_ok(), "{path}");
+        }
+
+        /// Any request path is a proxy path or not, never a panic; a proxy path's parts are
+        /// never empty.
+        #[test]
+        fn any_path_parses_or_not(raw in "/api/v1/namespaces/(%[0-9A-Fa-f]{2}|[a-z/.%:]){0,12}/services/(%[0-9A-Fa-f]{2}|[a-z/.%:]){0,12}/proxy(/|%2F|[a-z.]){0,8}") {
+            if let Some(p) = parse_path(&raw) {
+                proptest::prop_assert!(!p.namespace.is_empty() && !p.id.is_empty());
+                proptest::prop_assert!(!p.namespace.contains('/') && !p.id.contains('/'));
+            }
+        }
+    }
+
     #[test]
     fn upstream_paths_are_cleaned_and_escaped() {
         assert_eq!(upstream_path(None), "");

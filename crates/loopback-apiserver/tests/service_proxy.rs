@@ -716,15 +716,12 @@ async fn oversized_headers_are_refused_and_not_forwarded() {
     assert_eq!(get(&admin, &format!("{ECHO}/x")).await.0, 200);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn upgrades_join_the_client_and_the_upstream() {
+/// An HTTP/1.1 connection over TLS to the double, trusting its CA, with no credential of its
+/// own (as a WebSocket client or a bare HTTP client connects).
+async fn tls_connection(
+    server: &LoopbackApiServer,
+) -> hyper::client::conn::http1::SendRequest<http_body_util::Empty<bytes::Bytes>> {
     use rustls::pki_types::pem::PemObject as _;
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let (addr, seen) = upstream().await;
-    let server = LoopbackApiServer::builder().start().await.unwrap();
-    service(&server, "default", "echo", Some("http"), addr, true);
-
-    // HTTP/1.1 over TLS to the double, trusting its CA, as a WebSocket client would connect.
     let mut roots = rustls::RootCertStore::empty();
     roots
         .add(rustls::pki_types::CertificateDer::from_pem_slice(server.ca_pem().as_bytes()).unwrap())
@@ -743,11 +740,46 @@ async fn upgrades_join_the_client_and_the_upstream() {
         .connect("127.0.0.1".try_into().unwrap(), tcp)
         .await
         .unwrap();
-    let (mut sender, connection) =
+    let (sender, connection) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
             .await
             .unwrap();
     tokio::spawn(connection.with_upgrades());
+    sender
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anonymous_requests_are_forbidden_as_with_kubeadm_s_anonymous_auth() {
+    use http_body_util::BodyExt as _;
+    let (addr, seen) = upstream().await;
+    let server = LoopbackApiServer::builder().start().await.unwrap();
+    service(&server, "default", "echo", Some("http"), addr, true);
+    // No credential at all: kube-apiserver (anonymous auth on, as kubeadm leaves it) serves
+    // the request as system:anonymous, whom the proxy subresource is not granted: 403.
+    let mut sender = tls_connection(&server).await;
+    let req = http::Request::get(format!("{ECHO}/x"))
+        .header("host", server.endpoint())
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .unwrap();
+    let resp = sender.send_request(req).await.unwrap();
+    assert_eq!(resp.status(), 403);
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        status_of(&body).2,
+        "services \"echo:http\" is forbidden: User \"system:anonymous\" cannot get resource \"services/proxy\" in API group \"\" in the namespace \"default\""
+    );
+    assert!(seen.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrades_join_the_client_and_the_upstream() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let (addr, seen) = upstream().await;
+    let server = LoopbackApiServer::builder().start().await.unwrap();
+    service(&server, "default", "echo", Some("http"), addr, true);
+
+    let mut sender = tls_connection(&server).await;
     let req = http::Request::get(format!("{ECHO}/upgrade"))
         .header("host", server.endpoint())
         .header("authorization", format!("Bearer {}", server.admin_token()))

@@ -290,8 +290,9 @@ impl Builder {
     /// last byte of the response (default [`DEFAULT_SERVICE_PROXY_MAX_DURATION`], 60 seconds).
     /// A request still waiting for the response head then is answered 504 (`Timeout`); a
     /// response still streaming is cut (the connection to the client ends mid-body), and so is
-    /// the upstream connection, or an upgraded (WebSocket) connection. kube-apiserver has no such bound for the proxy (it is a
-    /// long-running request); the double has one so that no test hangs on an upstream.
+    /// the upstream connection, or an upgraded (WebSocket) connection. kube-apiserver has no
+    /// such bound for the proxy (it is a long-running request); the double has one so that no
+    /// test hangs on an upstream.
     #[must_use]
     pub fn service_proxy_max_duration(mut self, duration: Duration) -> Builder {
         self.proxy_max_duration = duration;

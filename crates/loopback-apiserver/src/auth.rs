@@ -8,11 +8,14 @@
 //! looked at); a certificate without a common name leaves the decision to the token; a
 //! certificate the x509 authenticator refuses (not signed by the CA, expired, without extended
 //! key usage clientAuth, several or empty UIDs) makes the request 401 unless a token
-//! authenticates it.
+//! authenticates it. A certificate the double was told to revoke
+//! ([`crate::LoopbackApiServer::revoke_client_certificate`]) is refused the same way, checked on
+//! every request (a kept-alive connection does not keep a revoked user in).
 //!
 //! Authorization, documented (the RBAC kubeadm installs, and the node authorizer):
 //!
-//! * group `system:masters` may do everything;
+//! * group `system:masters` may do everything, and so may group `kubeadm:cluster-admins` (the
+//!   group of kubeadm's `admin.conf` since 1.29, bound to the `cluster-admin` ClusterRole);
 //! * any authenticated user may read discovery (`/version`, `/api*`, `/apis*`, `/openapi*`,
 //!   health checks) and create `selfsubjectreviews` (`system:basic-user`);
 //! * anyone, anonymous included, may `get` `kube-public/configmaps/cluster-info` and read
@@ -22,10 +25,11 @@
 //!   to the whole group) may create, get, list and watch `certificatesigningrequests`;
 //! * nodes (group `system:nodes` and a user name `system:node:<name>`, as the node authorizer
 //!   identifies them) may do the same, to renew their certificates;
-//! * the `approval` and `status` subresources are for `system:masters` only;
+//! * the `approval` and `status` subresources, and the Service proxy (`services/proxy`), are for
+//!   those two groups only;
 //! * everything else is forbidden.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use axum::http::HeaderMap;
 use zeroize::Zeroizing;
@@ -37,6 +41,8 @@ use super::x509::CertIdentity;
 pub(crate) const ANONYMOUS: &str = "system:anonymous";
 /// The group everything may do.
 pub(crate) const MASTERS: &str = "system:masters";
+/// The group of kubeadm's `admin.conf` user (1.29 and later), bound to `cluster-admin`.
+pub(crate) const CLUSTER_ADMINS: &str = "kubeadm:cluster-admins";
 
 /// The group of bootstrap-token users.
 const BOOTSTRAPPERS: &str = "system:bootstrappers";
@@ -130,10 +136,12 @@ pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Authenticate a request whose connection presented `cert`; `None` means 401.
+/// Authenticate a request whose connection presented `cert`; `None` means 401. `revoked` holds
+/// the SHA-256 fingerprints (lowercase hex) of the client certificates no longer accepted.
 pub(crate) fn authenticate(
     headers: &HeaderMap,
     cert: &CertIdentity,
+    revoked: &BTreeSet<String>,
     admin: &str,
     statics: &[StaticToken],
     store: &Store,
@@ -141,6 +149,7 @@ pub(crate) fn authenticate(
     // kube-apiserver's union: x509 first; a certificate error fails the request unless a later
     // authenticator succeeds (no anonymous fallback after an error).
     let fallback = match cert {
+        CertIdentity::User(user) if is_revoked(user, revoked) => None,
         CertIdentity::User(user) => return Some(user.clone()),
         CertIdentity::None => Some(User::anonymous()),
         CertIdentity::Error => None,
@@ -188,6 +197,19 @@ pub(crate) fn authenticate(
     }
 }
 
+/// Whether `user` came from a client certificate whose fingerprint is in `revoked`.
+fn is_revoked(user: &User, revoked: &BTreeSet<String>) -> bool {
+    if revoked.is_empty() {
+        return false;
+    }
+    user.extra
+        .get(super::x509::CREDENTIAL_ID)
+        .into_iter()
+        .flatten()
+        .filter_map(|id| id.strip_prefix("X509SHA256="))
+        .any(|fingerprint| revoked.contains(fingerprint))
+}
+
 /// What a request asks to do, as the authorizer sees it.
 #[derive(Debug, Clone)]
 pub(crate) enum Attributes<'a> {
@@ -224,7 +246,11 @@ fn discovery_path(path: &str) -> bool {
 
 /// The decision: `Ok` or the authorizer's sentence for a 403.
 pub(crate) fn authorize(user: &User, attrs: &Attributes<'_>) -> Result<(), String> {
-    if user.groups.iter().any(|g| g == MASTERS) {
+    if user
+        .groups
+        .iter()
+        .any(|g| g == MASTERS || g == CLUSTER_ADMINS)
+    {
         return Ok(());
     }
     match attrs {

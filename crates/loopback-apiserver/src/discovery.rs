@@ -33,13 +33,14 @@ pub(crate) fn api_versions(address: &str) -> Value {
 }
 
 /// `/apis`: the API groups the double serves, `authentication.k8s.io` (SelfSubjectReviews),
-/// `certificates.k8s.io` (CertificateSigningRequests) and `coordination.k8s.io` (Leases), in
-/// kube-apiserver's order.
+/// `certificates.k8s.io` (CertificateSigningRequests), `coordination.k8s.io` (Leases) and
+/// `discovery.k8s.io` (EndpointSlices), in kube-apiserver's order.
 pub(crate) fn api_groups() -> Value {
     let groups: Vec<Value> = [
         "authentication.k8s.io",
         "certificates.k8s.io",
         "coordination.k8s.io",
+        "discovery.k8s.io",
     ]
     .iter()
     .map(|group| {
@@ -117,6 +118,22 @@ pub(crate) fn coordination_v1() -> Value {
     })
 }
 
+/// `/apis/discovery.k8s.io/v1`.
+pub(crate) fn discovery_v1() -> Value {
+    json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": "discovery.k8s.io/v1",
+        "resources": [{
+            "name": "endpointslices",
+            "singularName": "endpointslice",
+            "namespaced": true,
+            "kind": "EndpointSlice",
+            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+        }],
+    })
+}
+
 /// `/api/v1`.
 pub(crate) fn core_v1() -> Value {
     let rw = [
@@ -172,6 +189,7 @@ pub(crate) fn openapi_v3_root() -> Value {
         "paths": {
             "api/v1": url("api/v1"),
             "apis/certificates.k8s.io/v1": url("apis/certificates.k8s.io/v1"),
+            "apis/discovery.k8s.io/v1": url("apis/discovery.k8s.io/v1"),
         },
     })
 }
@@ -199,7 +217,23 @@ pub(crate) fn openapi_v3_core() -> Value {
             "",
             "Namespace",
         ),
+        (
+            "/api/v1/namespaces/{namespace}/services/{name}",
+            "patchCoreV1NamespacedService",
+            "",
+            "Service",
+        ),
     ])
+}
+
+/// `/openapi/v3/apis/discovery.k8s.io/v1`, as [`openapi_v3_core`] for EndpointSlices.
+pub(crate) fn openapi_v3_discovery() -> Value {
+    openapi_v3_document(&[(
+        "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices/{name}",
+        "patchDiscoveryV1NamespacedEndpointSlice",
+        "discovery.k8s.io",
+        "EndpointSlice",
+    )])
 }
 
 /// `/openapi/v3/apis/certificates.k8s.io/v1`, as [`openapi_v3_core`] for

@@ -1,8 +1,9 @@
 //! Request handling: authentication, routing, authorization and the verbs.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use axum::extract::{Query, Request, State};
 use axum::http::{Method, StatusCode, header};
@@ -18,6 +19,8 @@ use super::discovery;
 use super::protobuf;
 use super::review;
 use super::selector::Selector;
+use super::server::Peer;
+use super::service_proxy::{self, ProxyService};
 use super::status::{ApiError, json_response};
 use super::store::{Preconditions, Resource, Store, Subresource};
 use super::table;
@@ -46,6 +49,12 @@ pub(crate) struct Shared {
     pub(crate) csr_approver: bool,
     /// Whether the CSR signer runs after each CSR write.
     pub(crate) csr_signer: bool,
+    /// The SHA-256 fingerprints (lowercase hex) of the revoked client certificates.
+    pub(crate) revoked: Mutex<BTreeSet<String>>,
+    /// The Service proxy's forwarder, inside the user's layer if one was given.
+    pub(crate) proxy: ProxyService,
+    /// The longest a proxied request may take.
+    pub(crate) proxy_max_duration: Duration,
 }
 
 /// Lock, ignoring poisoning (every critical section leaves the data consistent).
@@ -80,6 +89,8 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
 /// Where a path leads.
 enum Route<'a> {
     NonResource,
+    /// `/api/v1/namespaces/<ns>/services/<id>/proxy[/...]`.
+    ServiceProxy(service_proxy::ProxyPath),
     /// `POST /apis/authentication.k8s.io/v1/selfsubjectreviews` (nothing is stored).
     SelfSubjectReview,
     Resource {
@@ -91,6 +102,9 @@ enum Route<'a> {
 }
 
 fn route(path: &str) -> Route<'_> {
+    if let Some(proxy) = service_proxy::parse_path(path) {
+        return Route::ServiceProxy(proxy);
+    }
     let segments: Vec<&str> = path
         .trim_start_matches('/')
         .split('/')
@@ -194,7 +208,15 @@ async fn process(shared: &Arc<Shared>, req: Request) -> (Option<String>, Respons
             .unwrap_or(CertIdentity::None);
         let store = lock(&shared.store);
         let statics = lock(&shared.statics);
-        auth::authenticate(req.headers(), &cert, &shared.admin_token, &statics, &store)
+        let revoked = lock(&shared.revoked);
+        auth::authenticate(
+            req.headers(),
+            &cert,
+            &revoked,
+            &shared.admin_token,
+            &statics,
+            &store,
+        )
     };
     let Some(user) = user else {
         return (None, ApiError::unauthorized().into_response());
@@ -209,6 +231,10 @@ async fn process(shared: &Arc<Shared>, req: Request) -> (Option<String>, Respons
 
 async fn dispatch(shared: &Arc<Shared>, user: &User, req: Request) -> Result<Response, ApiError> {
     let path = req.uri().path().to_owned();
+    // The Service proxy passes the query string on as it is: it is not the API's to parse.
+    if let Route::ServiceProxy(target) = route(&path) {
+        return service_proxy(shared, user, target, req).await;
+    }
     let params = Params(
         Query::<Vec<(String, String)>>::try_from_uri(req.uri())
             .map_err(|_| ApiError::bad_request("invalid query string"))?
@@ -216,6 +242,7 @@ async fn dispatch(shared: &Arc<Shared>, user: &User, req: Request) -> Result<Res
     );
     let method = req.method().clone();
     match route(&path) {
+        Route::ServiceProxy(target) => service_proxy(shared, user, target, req).await,
         Route::NonResource => {
             let verb = if matches!(method, Method::GET | Method::HEAD) {
                 "get"
@@ -317,6 +344,63 @@ async fn dispatch(shared: &Arc<Shared>, user: &User, req: Request) -> Result<Res
     }
 }
 
+/// The Service proxy: authorization (`services/proxy`), the endpoint, the request's credentials
+/// removed and the hook's extensions added, then the layer and the forwarder, within the
+/// maximum duration.
+async fn service_proxy(
+    shared: &Arc<Shared>,
+    user: &User,
+    target: service_proxy::ProxyPath,
+    mut req: Request,
+) -> Result<Response, ApiError> {
+    let Some(verb) = service_proxy::verb(req.method()) else {
+        return Err(ApiError::method_not_allowed());
+    };
+    let service_proxy::ProxyPath {
+        namespace,
+        id,
+        rest,
+    } = target;
+    auth::authorize(
+        user,
+        &Attributes::Resource {
+            verb,
+            group: "",
+            resource: "services",
+            subresource: Some("proxy"),
+            namespace: &namespace,
+            name: Some(&id),
+        },
+    )
+    .map_err(|s| ApiError::forbidden("services", Some(&id), &s))?;
+    let (scheme, addr, service_name) =
+        service_proxy::resolve(&lock(&shared.store), &namespace, &id)?;
+    let path = service_proxy::upstream_path(rest.as_deref());
+    if path.is_empty() && matches!(*req.method(), Method::GET | Method::HEAD) {
+        return Ok(service_proxy::redirect_to_slash(
+            req.uri().path(),
+            req.uri().query(),
+        ));
+    }
+    let deadline = crate::clock::deadline(shared.proxy_max_duration);
+    let proxied = addon_jwt::add_auth::ProxiedService::new(namespace.as_str(), service_name);
+    let prefix = format!("/api/v1/namespaces/{namespace}/services/{id}/proxy");
+    let client = req.extensions().get::<Peer>().map(|p| p.0.ip());
+    service_proxy::remove_credentials(req.headers_mut());
+    let extensions = req.extensions_mut();
+    extensions.insert(addon_jwt::AuthenticatedUser::new(user.name.as_str()));
+    extensions.insert(proxied);
+    extensions.insert(service_proxy::Target {
+        scheme,
+        addr,
+        path,
+        prefix,
+        client,
+        deadline,
+    });
+    Ok(service_proxy::call(shared.proxy.clone(), req, deadline).await)
+}
+
 fn non_resource(shared: &Shared, path: &str) -> Result<Response, ApiError> {
     let value = match path {
         "/version" | "/version/" => discovery::version(),
@@ -332,9 +416,11 @@ fn non_resource(shared: &Shared, path: &str) -> Result<Response, ApiError> {
         "/apis/certificates.k8s.io/v1" | "/apis/certificates.k8s.io/v1/" => {
             discovery::certificates_v1()
         }
+        "/apis/discovery.k8s.io/v1" | "/apis/discovery.k8s.io/v1/" => discovery::discovery_v1(),
         "/openapi/v3" | "/openapi/v3/" => discovery::openapi_v3_root(),
         "/openapi/v3/api/v1" => discovery::openapi_v3_core(),
         "/openapi/v3/apis/certificates.k8s.io/v1" => discovery::openapi_v3_certificates(),
+        "/openapi/v3/apis/discovery.k8s.io/v1" => discovery::openapi_v3_discovery(),
         "/healthz" | "/livez" | "/readyz" => {
             return Ok((
                 StatusCode::OK,

@@ -14,6 +14,7 @@ mod protobuf;
 mod review;
 mod selector;
 mod server;
+mod service_proxy;
 mod status;
 mod store;
 mod table;
@@ -33,6 +34,10 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use zeroize::Zeroizing;
+
+pub use self::service_proxy::{
+    DEFAULT_SERVICE_PROXY_MAX_DURATION, ProxyRequest, ProxyResponse, ProxyService,
+};
 
 use self::auth::StaticToken;
 use self::handler::{Shared, lock};
@@ -72,6 +77,10 @@ pub enum Error {
     /// A certificate's validity period cannot be represented (before 1970 or too far ahead).
     #[error("loopback API server: the certificate validity period is out of range")]
     Validity,
+    /// [`LoopbackApiServer::revoke_client_certificate`] was given text that holds no PEM
+    /// `CERTIFICATE`.
+    #[error("loopback API server: no PEM certificate to revoke")]
+    InvalidCertificate,
     /// A client certificate was asked for with more subject organizations than the double can
     /// encode.
     #[error("loopback API server: a client certificate carries at most {max} organizations")]
@@ -136,6 +145,8 @@ pub struct Builder {
     csr_signer: bool,
     max_objects: usize,
     watch_history: usize,
+    proxy_layer: Option<service_proxy::LayerFn>,
+    proxy_max_duration: Duration,
 }
 
 impl fmt::Debug for Builder {
@@ -149,6 +160,11 @@ impl fmt::Debug for Builder {
             .field("csr_signer", &self.csr_signer)
             .field("max_objects", &self.max_objects)
             .field("watch_history", &self.watch_history)
+            .field(
+                "service_proxy_layer",
+                &self.proxy_layer.as_ref().map(|_| "<layer>"),
+            )
+            .field("service_proxy_max_duration", &self.proxy_max_duration)
             .finish()
     }
 }
@@ -224,6 +240,65 @@ impl Builder {
         self
     }
 
+    /// Run every Service proxy request through `layer` before the double forwards it.
+    ///
+    /// The layer wraps a [`ProxyService`] (the double's forwarder: a
+    /// `tower::util::BoxCloneSyncService<ProxyRequest, ProxyResponse, Infallible>`, where
+    /// [`ProxyRequest`] is `http::Request<axum::body::Body>` and [`ProxyResponse`] is
+    /// `http::Response<axum::body::Body>`). Its service sees each request once it is
+    /// authenticated and authorized (`services/proxy`) and its Service endpoint is resolved:
+    ///
+    /// * the URI is the API path the client sent
+    ///   (`/api/v1/namespaces/<ns>/services/<name>[:<port>]/proxy/<path>?<query>`); the query
+    ///   the inner service gets is the one forwarded (a layer may remove parameters), the path
+    ///   forwarded is fixed by the route;
+    /// * the client's `Authorization` header is already removed (as kube-apiserver's
+    ///   authentication filter removes it), as are `X-Remote-*` and `Impersonate-*`; a header
+    ///   the layer adds (an `Authorization` with a minted token, say) is forwarded, hop-by-hop
+    ///   headers excepted;
+    /// * the extensions hold [`addon_jwt::AuthenticatedUser`] (the authenticated user's name)
+    ///   and [`addon_jwt::add_auth::ProxiedService`] (the namespace and the Service's name
+    ///   without scheme or port).
+    ///
+    /// The layer may answer itself (nothing is forwarded then). An error from the layer's
+    /// service is answered with a 500 `Status` (its text is not shown: it could hold a secret).
+    /// The whole exchange is bounded by [`Self::service_proxy_max_duration`]. Without a layer,
+    /// requests are forwarded as kube-apiserver forwards them (an `add-auth=true` parameter is
+    /// passed on like any other; no token is added). A later call replaces the layer.
+    #[must_use]
+    pub fn service_proxy_layer<L>(mut self, layer: L) -> Builder
+    where
+        L: tower::Layer<ProxyService> + Send + Sync + 'static,
+        L::Service:
+            tower::Service<ProxyRequest, Response = ProxyResponse> + Clone + Send + Sync + 'static,
+        <L::Service as tower::Service<ProxyRequest>>::Error:
+            Into<Box<dyn std::error::Error + Send + Sync>>,
+        <L::Service as tower::Service<ProxyRequest>>::Future: Send + 'static,
+    {
+        self.proxy_layer = Some(Arc::new(move |inner: ProxyService| {
+            let service = layer.layer(inner);
+            ProxyService::new(tower::service_fn(move |req: ProxyRequest| {
+                use tower::ServiceExt as _;
+                let service = service.clone();
+                async move { layer_result(service.oneshot(req).await) }
+            }))
+        }));
+        self
+    }
+
+    /// The longest a Service proxy request may take, from the moment it is authorized to the
+    /// last byte of the response (default [`DEFAULT_SERVICE_PROXY_MAX_DURATION`], 60 seconds).
+    /// A request still waiting for the response head then is answered 504 (`Timeout`); a
+    /// response still streaming is cut (the connection to the client ends mid-body), and so is
+    /// the upstream connection, or an upgraded (WebSocket) connection. kube-apiserver has no
+    /// such bound for the proxy (it is a long-running request); the double has one so that no
+    /// test hangs on an upstream.
+    #[must_use]
+    pub fn service_proxy_max_duration(mut self, duration: Duration) -> Builder {
+        self.proxy_max_duration = duration;
+        self
+    }
+
     /// Generate the certificates, bind, seed the namespaces (and cluster-info), and serve.
     /// Must be called within a tokio runtime; the server runs on it until dropped.
     ///
@@ -234,7 +309,11 @@ impl Builder {
     /// [`Error::ClusterInfo`] when the cluster-info kubeconfig cannot be built.
     pub async fn start(self) -> Result<LoopbackApiServer, Error> {
         let ca = ca::Ca::generate()?;
-        let tls_setup = tls::server_config(&ca)?;
+        let tls::Tls {
+            config: tls_config,
+            client_verifier,
+            serving,
+        } = tls::server_config(&ca)?;
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
         let listener = TcpListener::bind(addr)
             .await
@@ -285,11 +364,19 @@ impl Builder {
             ca,
             csr_approver: self.csr_approver,
             csr_signer: self.csr_signer,
+            revoked: Mutex::new(std::collections::BTreeSet::new()),
+            proxy: service_proxy::service(self.proxy_layer.as_ref()),
+            proxy_max_duration: self.proxy_max_duration,
         });
         let router = axum::Router::new()
             .fallback(handler::handle)
             .with_state(Arc::clone(&shared));
-        let mut tasks = vec![tokio::spawn(server::serve(listener, tls_setup, router))];
+        let mut tasks = vec![tokio::spawn(server::serve(
+            listener,
+            tls_config,
+            client_verifier,
+            router,
+        ))];
         if self.bootstrap_signer {
             let shared = Arc::clone(&shared);
             tasks.push(tokio::spawn(async move {
@@ -301,8 +388,24 @@ impl Builder {
             }));
         }
         tracing::info!(%url, "loopback API server (a test double) started");
-        Ok(LoopbackApiServer { shared, url, tasks })
+        Ok(LoopbackApiServer {
+            shared,
+            url,
+            serving,
+            tasks,
+        })
     }
+}
+
+/// A layer's result as the forwarder's: an error becomes a 500 `Status` whose message does not
+/// carry the error's text.
+fn layer_result<E>(
+    result: Result<ProxyResponse, E>,
+) -> Result<ProxyResponse, std::convert::Infallible> {
+    use axum::response::IntoResponse as _;
+    Ok(result.unwrap_or_else(|_| {
+        status::ApiError::internal("the Service proxy layer failed").into_response()
+    }))
 }
 
 /// A running loopback Kubernetes API server: a test and demo double, never a real control
@@ -310,6 +413,7 @@ impl Builder {
 pub struct LoopbackApiServer {
     shared: Arc<Shared>,
     url: String,
+    serving: tls::ServingIdentity,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -334,6 +438,8 @@ impl LoopbackApiServer {
             csr_signer: true,
             max_objects: store::MAX_OBJECTS,
             watch_history: store::EVENT_HISTORY,
+            proxy_layer: None,
+            proxy_max_duration: DEFAULT_SERVICE_PROXY_MAX_DURATION,
         }
     }
 
@@ -345,6 +451,24 @@ impl LoopbackApiServer {
     /// The PEM of the CA that signed the serving certificate (and verifies client certificates).
     pub fn ca_pem(&self) -> &str {
         self.shared.ca.pem()
+    }
+
+    /// The serving certificate (PEM), for `127.0.0.1` and `localhost`, signed by the CA
+    /// ([`Self::ca_pem`]).
+    pub fn serving_certificate_pem(&self) -> &str {
+        &self.serving.certificate_pem
+    }
+
+    /// The serving certificate's public key, as a PEM `PUBLIC KEY` (SubjectPublicKeyInfo):
+    /// ECDSA P-256. What verifies tokens signed with [`Self::serving_key_pem`] (`ES256`).
+    pub fn serving_public_key_pem(&self) -> &str {
+        &self.serving.public_key_pem
+    }
+
+    /// The serving certificate's private key, as a PEM `PRIVATE KEY` (PKCS #8): ECDSA P-256
+    /// (rcgen's default), so JWTs signed with it are `ES256`. A secret: keep it out of logs.
+    pub fn serving_key_pem(&self) -> &str {
+        &self.serving.private_key_pem
     }
 
     /// The admin bearer token (user `loopback-admin`, group `system:masters`).
@@ -440,6 +564,29 @@ impl LoopbackApiServer {
     /// Stop accepting `token`.
     pub fn remove_static_token(&self, token: &str) {
         lock(&self.shared.statics).retain(|s| !auth::ct_eq(s.token.as_bytes(), token.as_bytes()));
+    }
+
+    /// Stop accepting the client certificate `cert_pem` (the first PEM `CERTIFICATE` in it),
+    /// for example one from [`Self::issue_client_certificate`]: from the next request on, also
+    /// on connections already open, it authenticates no one (401, unless a bearer token on the
+    /// same request authenticates it), and a Service proxy request with it is forwarded
+    /// nowhere. kube-apiserver has no revocation list (its x509 authenticator trusts every
+    /// certificate its CA signed until it expires); this is the double's way to take a user's
+    /// credential away, like [`Self::remove_static_token`] for a token or deleting the Secret
+    /// of a bootstrap token.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidCertificate`] when `cert_pem` holds no PEM certificate.
+    pub fn revoke_client_certificate(&self, cert_pem: &str) -> Result<(), Error> {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject as _;
+        use sha2::Digest as _;
+        let der = CertificateDer::from_pem_slice(cert_pem.as_bytes())
+            .map_err(|_| Error::InvalidCertificate)?;
+        let fingerprint = ids::hex(&sha2::Sha256::digest(der.as_ref()));
+        lock(&self.shared.revoked).insert(fingerprint);
+        Ok(())
     }
 
     /// The requests answered so far (the last 10,000), oldest first.

@@ -27,17 +27,26 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Pause after a failed `accept` (for example, out of file descriptors).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
+/// The address of the client a request came from (the connection's peer), for the Service
+/// proxy's `X-Forwarded-For`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Peer(pub(crate) std::net::SocketAddr);
+
 /// Accept connections until the task is aborted; aborting drops the set of connection tasks,
 /// which aborts them too.
-pub(crate) async fn serve(listener: TcpListener, tls: super::tls::Tls, router: Router) {
-    let acceptor = TlsAcceptor::from(tls.config);
-    let verifier = tls.client_verifier;
+pub(crate) async fn serve(
+    listener: TcpListener,
+    config: Arc<rustls::ServerConfig>,
+    verifier: Arc<dyn ClientCertVerifier>,
+    router: Router,
+) {
+    let acceptor = TlsAcceptor::from(config);
     let limit = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((tcp, _peer)) = accepted else {
+                let Ok((tcp, peer)) = accepted else {
                     tokio::time::sleep(ACCEPT_BACKOFF).await;
                     continue;
                 };
@@ -62,7 +71,11 @@ pub(crate) async fn serve(listener: TcpListener, tls: super::tls::Tls, router: R
                         Some(chain) => client_identity(verifier.as_ref(), chain),
                         None => CertIdentity::None,
                     };
-                    let service = TowerToHyperService::new(router.layer(Extension(identity)));
+                    let service = TowerToHyperService::new(
+                        router
+                            .layer(Extension(identity))
+                            .layer(Extension(Peer(peer))),
+                    );
                     if let Err(e) = builder
                         .serve_connection_with_upgrades(TokioIo::new(tls), service)
                         .await

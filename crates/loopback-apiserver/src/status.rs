@@ -241,6 +241,21 @@ impl ApiError {
         ApiError::new(429, "TooManyRequests", message.to_owned(), Some(json!({})))
     }
 
+    /// 503 ServiceUnavailable (`errors.NewServiceUnavailable`: no details).
+    pub(crate) fn service_unavailable(message: String) -> ApiError {
+        ApiError::new(503, "ServiceUnavailable", message, None)
+    }
+
+    /// 504 Timeout, as kube-apiserver's request-timeout filter answers.
+    pub(crate) fn timeout() -> ApiError {
+        ApiError::new(
+            504,
+            "Timeout",
+            "Timeout: request did not complete within the allotted timeout".to_owned(),
+            Some(json!({})),
+        )
+    }
+
     /// 500 InternalError.
     pub(crate) fn internal(message: &str) -> ApiError {
         ApiError::new(

@@ -12,7 +12,7 @@ use tokio::sync::broadcast;
 
 use super::csr;
 use super::ids;
-use super::status::ApiError;
+use super::status::{ApiError, FieldError};
 
 /// Most objects the store holds by default (all resources together).
 pub(crate) const MAX_OBJECTS: usize = 10_000;
@@ -25,8 +25,8 @@ pub(crate) const EVENT_HISTORY: usize = 1_000;
 /// Capacity of the live event channel; a watcher that falls this far behind is ended.
 const CHANNEL_CAPACITY: usize = 1_024;
 
-/// The resources the double stores (core/v1, `coordination.k8s.io/v1` Leases and
-/// `certificates.k8s.io/v1` CertificateSigningRequests).
+/// The resources the double stores (core/v1, `coordination.k8s.io/v1` Leases,
+/// `certificates.k8s.io/v1` CertificateSigningRequests and `discovery.k8s.io/v1` EndpointSlices).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum Resource {
     Namespaces,
@@ -35,6 +35,7 @@ pub(crate) enum Resource {
     Services,
     Leases,
     CertificateSigningRequests,
+    EndpointSlices,
 }
 
 impl Resource {
@@ -46,6 +47,7 @@ impl Resource {
             "services" => Some(Resource::Services),
             "leases" => Some(Resource::Leases),
             "certificatesigningrequests" => Some(Resource::CertificateSigningRequests),
+            "endpointslices" => Some(Resource::EndpointSlices),
             _ => None,
         }
     }
@@ -60,6 +62,7 @@ impl Resource {
         match self {
             Resource::Leases => "coordination.k8s.io/v1",
             Resource::CertificateSigningRequests => "certificates.k8s.io/v1",
+            Resource::EndpointSlices => "discovery.k8s.io/v1",
             Resource::Namespaces
             | Resource::Secrets
             | Resource::ConfigMaps
@@ -82,6 +85,7 @@ impl Resource {
             Resource::CertificateSigningRequests => {
                 "certificatesigningrequests.certificates.k8s.io"
             }
+            Resource::EndpointSlices => "endpointslices.discovery.k8s.io",
             Resource::Namespaces
             | Resource::Secrets
             | Resource::ConfigMaps
@@ -106,6 +110,7 @@ impl Resource {
             Resource::Services => "services",
             Resource::Leases => "leases",
             Resource::CertificateSigningRequests => "certificatesigningrequests",
+            Resource::EndpointSlices => "endpointslices",
         }
     }
 
@@ -117,6 +122,7 @@ impl Resource {
             Resource::Services => "Service",
             Resource::Leases => "Lease",
             Resource::CertificateSigningRequests => "CertificateSigningRequest",
+            Resource::EndpointSlices => "EndpointSlice",
         }
     }
 
@@ -132,9 +138,10 @@ impl Resource {
         match self {
             Resource::Namespaces => &["metadata.name", "status.phase"],
             Resource::Secrets => &["metadata.name", "metadata.namespace", "type"],
-            Resource::ConfigMaps | Resource::Services | Resource::Leases => {
-                &["metadata.name", "metadata.namespace"]
-            }
+            Resource::ConfigMaps
+            | Resource::Services
+            | Resource::Leases
+            | Resource::EndpointSlices => &["metadata.name", "metadata.namespace"],
             Resource::CertificateSigningRequests => &["metadata.name", "spec.signerName"],
         }
     }
@@ -322,6 +329,9 @@ impl Store {
             csr::prepare_create(&mut object);
             csr::validate_create(&object, &name)?;
         }
+        if resource == Resource::EndpointSlices {
+            validate_endpoint_slice(&object, &name)?;
+        }
         let meta = meta_mut(&mut object)?;
         if resource.namespaced() && self.get(Resource::Namespaces, "", namespace).is_none() {
             return Err(ApiError::not_found("namespaces", namespace));
@@ -396,6 +406,9 @@ impl Store {
         if resource == Resource::CertificateSigningRequests {
             csr::prepare_update(&mut object, old, part, now);
             csr::validate_update(&object, old, part, name)?;
+        }
+        if resource == Resource::EndpointSlices {
+            validate_endpoint_slice(&object, name)?;
         }
         if &object == old || dry_run {
             return Ok(object);
@@ -670,7 +683,8 @@ impl Store {
             Resource::Namespaces
             | Resource::Services
             | Resource::Leases
-            | Resource::CertificateSigningRequests => false,
+            | Resource::CertificateSigningRequests
+            | Resource::EndpointSlices => false,
         };
         if trigger && self.signer {
             self.sign(now);
@@ -859,7 +873,8 @@ fn normalise(resource: Resource, namespace: &str, object: Value) -> Result<Value
         Resource::ConfigMaps
         | Resource::Services
         | Resource::Leases
-        | Resource::CertificateSigningRequests => {}
+        | Resource::CertificateSigningRequests
+        | Resource::EndpointSlices => {}
         Resource::Namespaces => {
             obj.insert("spec".to_owned(), json!({"finalizers": ["kubernetes"]}));
             obj.insert("status".to_owned(), json!({"phase": "Active"}));
@@ -952,6 +967,29 @@ fn validate_name(resource: Resource, name: &str) -> Result<(), ApiError> {
         "metadata.name",
         "FieldValueInvalid",
         &format!("Invalid value: {shown:?}: {what}"),
+    ))
+}
+
+/// The part of kube-apiserver's EndpointSlice validation the double does: `addressType` is
+/// required and one of `IPv4`, `IPv6`, `FQDN`. Endpoints and ports are stored as given; the
+/// Service proxy skips what it cannot use.
+fn validate_endpoint_slice(object: &Value, name: &str) -> Result<(), ApiError> {
+    const SUPPORTED: [&str; 3] = ["FQDN", "IPv4", "IPv6"];
+    let error = match object.get("addressType") {
+        None | Some(Value::Null) => FieldError::required("addressType"),
+        Some(Value::String(t)) if SUPPORTED.contains(&t.as_str()) => return Ok(()),
+        Some(Value::String(t)) => FieldError::not_supported(
+            "addressType",
+            &t.chars().take(64).collect::<String>(),
+            &SUPPORTED,
+        ),
+        Some(_) => FieldError::invalid("addressType", "<non-string>", "must be a string"),
+    };
+    Err(ApiError::invalid_fields(
+        Resource::EndpointSlices.kind(),
+        Resource::EndpointSlices.group(),
+        name,
+        &[error],
     ))
 }
 

@@ -51,6 +51,57 @@ fn csr_condition(csr: &Value) -> String {
     status
 }
 
+/// kubectl's PORTS cell of an EndpointSlice: the port numbers, comma-separated, `<unset>` when
+/// there are none.
+fn slice_ports(slice: &Value) -> String {
+    let ports: Vec<String> = slice
+        .get("ports")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|p| p.get("port").and_then(Value::as_u64))
+        .map(|p| p.to_string())
+        .collect();
+    if ports.is_empty() {
+        "<unset>".to_owned()
+    } else {
+        ports.join(",")
+    }
+}
+
+/// kubectl's ENDPOINTS cell of an EndpointSlice: the first three addresses, then `+ N more...`;
+/// `<unset>` when there are none.
+fn slice_endpoints(slice: &Value) -> String {
+    const SHOWN: usize = 3;
+    let addresses: Vec<&str> = slice
+        .get("endpoints")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|e| e.get("addresses").and_then(Value::as_array))
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if addresses.is_empty() {
+        return "<unset>".to_owned();
+    }
+    let mut cell = addresses
+        .iter()
+        .take(SHOWN)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(",");
+    if addresses.len() > SHOWN {
+        cell.push_str(&format!(
+            " + {} more...",
+            addresses.len().saturating_sub(SHOWN)
+        ));
+    }
+    cell
+}
+
 fn column(name: &str, kind: &str, format: &str, description: &str) -> Value {
     json!({"name": name, "type": kind, "format": format, "description": description, "priority": 0})
 }
@@ -99,6 +150,28 @@ pub(crate) fn table(
         Resource::Leases => vec![
             name_col,
             column("Holder", "string", "", "The holder of the lease"),
+            age_col,
+        ],
+        Resource::EndpointSlices => vec![
+            name_col,
+            column(
+                "AddressType",
+                "string",
+                "",
+                "addressType specifies the type of address carried by this EndpointSlice.",
+            ),
+            column(
+                "Ports",
+                "string",
+                "",
+                "ports specifies the list of network ports exposed by each endpoint in this slice.",
+            ),
+            column(
+                "Endpoints",
+                "string",
+                "",
+                "endpoints is a list of unique endpoints in this slice.",
+            ),
             age_col,
         ],
         Resource::CertificateSigningRequests => vec![
@@ -159,6 +232,13 @@ pub(crate) fn table(
                 Resource::Namespaces => json!([name, s("/status/phase"), age]),
                 Resource::Services => json!([name, s("/spec/type"), age]),
                 Resource::Leases => json!([name, s("/spec/holderIdentity"), age]),
+                Resource::EndpointSlices => json!([
+                    name,
+                    s("/addressType"),
+                    slice_ports(o),
+                    slice_endpoints(o),
+                    age
+                ]),
                 Resource::CertificateSigningRequests => {
                     let signer = Some(s("/spec/signerName"))
                         .filter(|n| !n.is_empty())

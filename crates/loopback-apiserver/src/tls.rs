@@ -20,6 +20,16 @@ use super::ca::{Ca, new_key};
 pub(crate) struct Tls {
     pub(crate) config: Arc<ServerConfig>,
     pub(crate) client_verifier: Arc<dyn ClientCertVerifier>,
+    /// The serving certificate and its key, as PEM.
+    pub(crate) serving: ServingIdentity,
+}
+
+/// The serving certificate (PEM), its public key (SPKI PEM) and private key (PKCS #8 PEM, a
+/// secret: zeroized on drop, never shown by `Debug`).
+pub(crate) struct ServingIdentity {
+    pub(crate) certificate_pem: String,
+    pub(crate) public_key_pem: String,
+    pub(crate) private_key_pem: zeroize::Zeroizing<String>,
 }
 
 /// A serving certificate for `127.0.0.1` and `localhost` that `ca` signed, and client
@@ -66,9 +76,15 @@ pub(crate) fn server_config(ca: &Ca) -> Result<Tls, Error> {
         )
         .map_err(Error::TlsConfig)?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let serving = ServingIdentity {
+        certificate_pem: cert.pem(),
+        public_key_pem: key.public_key_pem(),
+        private_key_pem: zeroize::Zeroizing::new(key.serialize_pem()),
+    };
     Ok(Tls {
         config: Arc::new(config),
         client_verifier,
+        serving,
     })
 }
 

@@ -9,7 +9,7 @@ use std::num::NonZeroU32;
 use std::time::{Duration, UNIX_EPOCH};
 
 use addon_jwt::add_auth::{AddAuth, ProxiedService};
-use addon_jwt::{Audience, AuthenticatedUser, Issuer, Minter, SigningKey};
+use addon_jwt::{Audience, Issuer, Minter, RequestUser, SigningKey};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 
 const ED25519: &str = "-----BEGIN PRIVATE KEY-----\n\
@@ -30,7 +30,7 @@ fn bench_add_auth(c: &mut Criterion) {
         return;
     };
     let audience = Audience::new("kube-system/dashboard");
-    let user = AuthenticatedUser::new("jane");
+    let user = RequestUser::new("jane");
     let service = ProxiedService::new("kube-system", "dashboard");
     // No limit (a zero period): the bucket is still looked up and updated on every request,
     // but never runs dry however many iterations criterion makes at one `now`.

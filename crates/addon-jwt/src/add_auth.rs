@@ -86,7 +86,7 @@
 //! use std::num::NonZeroU32;
 //! use std::time::{Duration, UNIX_EPOCH};
 //! use addon_jwt::add_auth::{AddAuth, Decision, ProxiedService};
-//! use addon_jwt::{AuthenticatedUser, Audience, Issuer, Minter, SigningKey, Validation, verify};
+//! use addon_jwt::{RequestUser, Audience, Issuer, Minter, SigningKey, Validation, verify};
 //! let pem = "-----BEGIN PRIVATE KEY-----\n\
 //! MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
 //! -----END PRIVATE KEY-----\n";
@@ -98,7 +98,7 @@
 //!     .burst(NonZeroU32::new(10).unwrap())
 //!     .users_capacity(10_000);
 //!
-//! let user = AuthenticatedUser::new("jane");
+//! let user = RequestUser::new("jane");
 //! let service = ProxiedService::new("kube-system", "dashboard");
 //! let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
 //! let headers = [("Accept", "text/html"), ("Authorization", "Bearer the-user-s-own")];
@@ -151,22 +151,24 @@ const MAX_ESCAPED_KEY: usize = 24;
 /// Longest namespace or Service name (a DNS label).
 const MAX_LABEL: usize = 63;
 
-/// The user a server or gateway authenticated, in the form the `add-auth` decision takes it.
+/// The user a server or gateway authenticated (Kubernetes' requesting user), in the form the
+/// `add-auth` decision takes it.
 ///
 /// A server puts this in a request's extensions (`http::Extensions`) once it has authenticated
-/// the caller; the add-auth layer reads it from there. A user name is not a secret, so `Debug`
-/// shows it.
+/// the caller; the add-auth layer reads it from there. Not to be confused with the add-on
+/// side's `k8s_bootstrap::sidecar::AuthenticatedUser`, which the sidecar sets from a verified
+/// token. A user name is not a secret, so `Debug` shows it.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub struct AuthenticatedUser {
+pub struct RequestUser {
     name: String,
 }
 
-impl AuthenticatedUser {
+impl RequestUser {
     /// The user called `name` (as the server's authenticator named it: for a kubeconfig's
     /// client certificate, the subject's common name).
     #[must_use]
-    pub fn new(name: impl Into<String>) -> AuthenticatedUser {
-        AuthenticatedUser { name: name.into() }
+    pub fn new(name: impl Into<String>) -> RequestUser {
+        RequestUser { name: name.into() }
     }
 
     /// The user's name.
@@ -176,17 +178,15 @@ impl AuthenticatedUser {
     }
 }
 
-impl fmt::Debug for AuthenticatedUser {
+impl fmt::Debug for RequestUser {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("AuthenticatedUser")
-            .field(&self.name)
-            .finish()
+        f.debug_tuple("RequestUser").field(&self.name).finish()
     }
 }
 
 /// The Service a proxied request is for: the add-on's audience is `<namespace>/<name>`.
 ///
-/// A server puts this in a request's extensions beside [`AuthenticatedUser`] once it has
+/// A server puts this in a request's extensions beside [`RequestUser`] once it has
 /// resolved the proxy path (`/api/v1/namespaces/<namespace>/services/<name>[:<port>]/proxy/...`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ProxiedService {
@@ -318,7 +318,7 @@ impl AddAuth {
     /// forward such a request.
     pub fn decide(
         &mut self,
-        user: &AuthenticatedUser,
+        user: &RequestUser,
         service: &ProxiedService,
         query: Option<&str>,
         now: SystemTime,
@@ -822,8 +822,8 @@ mod tests {
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
     use super::{
-        AddAuth, AddAuthError, AuthenticatedUser, Decision, Injection, ProxiedService,
-        asks_for_token, without_add_auth,
+        AddAuth, AddAuthError, Decision, Injection, ProxiedService, RequestUser, asks_for_token,
+        without_add_auth,
     };
     use crate::{Audience, Issuer, Minter, SigningKey, Validation, verify};
 
@@ -841,8 +841,8 @@ MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
         AddAuth::new(Minter::new(key, Issuer::new(ISSUER)))
     }
 
-    fn jane() -> AuthenticatedUser {
-        AuthenticatedUser::new("jane")
+    fn jane() -> RequestUser {
+        RequestUser::new("jane")
     }
 
     fn dashboard() -> ProxiedService {
@@ -872,9 +872,9 @@ MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
 
     #[test]
     fn the_name_is_kept_and_shown() {
-        let user = AuthenticatedUser::new("jane");
+        let user = RequestUser::new("jane");
         assert_eq!(user.name(), "jane");
-        assert_eq!(format!("{user:?}"), "AuthenticatedUser(\"jane\")");
+        assert_eq!(format!("{user:?}"), "RequestUser(\"jane\")");
     }
 
     /// Which queries ask for a token, read as Go's `url.ParseQuery` reads them.
@@ -1110,7 +1110,7 @@ MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
             "jane ",
             long.as_str(),
         ] {
-            let user = AuthenticatedUser::new(name);
+            let user = RequestUser::new(name);
             let mut a = add_auth();
             let err = a
                 .decide(&user, &dashboard(), Some("add-auth=true"), t0())
@@ -1123,7 +1123,7 @@ MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
             assert_eq!(pass, Decision::PassThrough);
         }
         // Spaces inside a name are fine (a certificate CN may hold one).
-        let spaced = AuthenticatedUser::new("Jane Doe");
+        let spaced = RequestUser::new("Jane Doe");
         let d = add_auth().decide(&spaced, &dashboard(), Some("add-auth=true"), t0());
         assert!(matches!(d, Ok(Decision::Inject(_))));
     }
@@ -1192,7 +1192,7 @@ MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
             }
         }
         // Another user has a bucket of its own.
-        let bob = AuthenticatedUser::new("bob");
+        let bob = RequestUser::new("bob");
         assert!(matches!(
             a.decide(&bob, &dashboard(), q, t0()),
             Ok(Decision::Inject(_))
@@ -1309,7 +1309,7 @@ MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
         ));
         for i in 0..200 {
             let now = t0() + Duration::from_millis(i);
-            let user = AuthenticatedUser::new(format!("flood-{i}"));
+            let user = RequestUser::new(format!("flood-{i}"));
             assert!(matches!(
                 a.decide(&user, &dashboard(), q, now),
                 Ok(Decision::Inject(_))
@@ -1327,9 +1327,9 @@ MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
         // Full buckets are forgotten first: once every bucket has refilled, one sweep empties
         // the table but for the newcomer.
         let much_later = t0() + Duration::from_secs(3600);
-        let newcomer = AuthenticatedUser::new("newcomer");
+        let newcomer = RequestUser::new("newcomer");
         for i in 0..7 {
-            let user = AuthenticatedUser::new(format!("late-{i}"));
+            let user = RequestUser::new(format!("late-{i}"));
             let _ = a.decide(&user, &dashboard(), q, much_later);
         }
         let _ = a.decide(&newcomer, &dashboard(), q, much_later);

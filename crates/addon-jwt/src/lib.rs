@@ -18,7 +18,7 @@ mod token;
 mod validation;
 mod verify;
 
-pub use add_auth::{AddAuth, AuthenticatedUser};
+pub use add_auth::{AddAuth, RequestUser};
 pub use algorithm::Algorithm;
 pub use backend::SIGNATURE_BACKEND;
 pub use claims::{Claims, MAX_AUDIENCES, MAX_SUBJECT_BYTES};

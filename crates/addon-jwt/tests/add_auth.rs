@@ -14,7 +14,7 @@ use std::num::NonZeroU32;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use addon_jwt::add_auth::{AddAuth, Decision, ProxiedService, is_replaced_header};
-use addon_jwt::{AuthenticatedUser, Issuer, Minter, SigningKey};
+use addon_jwt::{Issuer, Minter, RequestUser, SigningKey};
 use proptest::prelude::*;
 
 const ED25519_PKCS8: &str = "-----BEGIN PRIVATE KEY-----\n\
@@ -81,7 +81,7 @@ proptest! {
     fn rewriting_keeps_every_other_parameter_in_order(pairs in prop::collection::vec(pair(), 0..12)) {
         let query = pairs.join("&");
         let mut a = add_auth();
-        let user = AuthenticatedUser::new("jane");
+        let user = RequestUser::new("jane");
         let service = ProxiedService::new("kube-system", "dashboard");
         let decision = a.decide(&user, &service, Some(&query), t0()).unwrap();
         let kept: Vec<&str> = query
@@ -133,7 +133,7 @@ proptest! {
         let mut now = t0();
         for (user, advance_ms) in steps {
             now += Duration::from_millis(advance_ms);
-            let user = AuthenticatedUser::new(format!("user-{user}"));
+            let user = RequestUser::new(format!("user-{user}"));
             let decision = a.decide(&user, &service, Some("add-auth=true"), now).unwrap();
             prop_assert!(matches!(decision, Decision::Inject(_) | Decision::Refuse(_)));
             prop_assert!(a.users_tracked() <= capacity);
@@ -156,7 +156,7 @@ proptest! {
     ) {
         let mut a = add_auth();
         let now = UNIX_EPOCH + Duration::from_secs(u64::from(secs));
-        let user = AuthenticatedUser::new(user);
+        let user = RequestUser::new(user);
         let service = ProxiedService::new(namespace, name);
         if let Ok(Decision::Inject(injection)) = a.decide(&user, &service, query.as_deref(), now) {
             let upstream: Vec<(&str, &[u8])> = injection.headers(&headers).collect();

@@ -17,7 +17,7 @@ use std::num::NonZeroU32;
 use std::time::{Duration, UNIX_EPOCH};
 
 use addon_jwt::add_auth::{AddAuth, Decision, ProxiedService};
-use addon_jwt::{Audience, AuthenticatedUser, Issuer, Minter, SigningKey};
+use addon_jwt::{Audience, Issuer, Minter, RequestUser, SigningKey};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
 #[global_allocator]
@@ -48,7 +48,7 @@ fn cache_hits_allocate_only_what_they_hand_back() {
     }
 
     let mut add_auth = AddAuth::new(minter()).rate(NonZeroU32::MIN, Duration::ZERO);
-    let user = AuthenticatedUser::new("jane");
+    let user = RequestUser::new("jane");
     let service = ProxiedService::new("kube-system", "dashboard");
     // The miss signs, fills the cache and the user's bucket; it allocates freely.
     let miss = add_auth.decide(&user, &service, Some("add-auth=true"), now);

@@ -10,7 +10,7 @@
 //! server, the key of its serving certificate) and audience `<namespace>/<name>`.
 //!
 //! The layer reads two request extensions the server sets once it has authenticated the
-//! caller and resolved the proxy path: [`addon_jwt::AuthenticatedUser`] and
+//! caller and resolved the proxy path: [`addon_jwt::RequestUser`] and
 //! [`addon_jwt::add_auth::ProxiedService`]. Then [`addon_jwt::AddAuth`]'s decision:
 //!
 //! * no `add-auth=true` in the query (see [`addon_jwt::add_auth`] for exactly how it is read):
@@ -46,7 +46,7 @@
 //! use std::num::NonZeroU32;
 //! use std::time::Duration;
 //! use addon_jwt::add_auth::{AddAuth, ProxiedService};
-//! use addon_jwt::{AuthenticatedUser, Issuer, Minter, SigningKey};
+//! use addon_jwt::{RequestUser, Issuer, Minter, SigningKey};
 //! use http::{Request, Response, StatusCode};
 //! use k8s_bootstrap::addon_auth::AddAuthLayer;
 //! use tower::{Layer as _, ServiceExt as _};
@@ -76,7 +76,7 @@
 //! )
 //! .header("authorization", "Bearer the-user-s-own-credential")
 //! .body(String::new())?;
-//! request.extensions_mut().insert(AuthenticatedUser::new("jane"));
+//! request.extensions_mut().insert(RequestUser::new("jane"));
 //! request.extensions_mut().insert(ProxiedService::new("kube-system", "dashboard"));
 //!
 //! let response = service.oneshot(request).await?;
@@ -98,7 +98,7 @@ use std::task::{Context, Poll};
 use std::time::SystemTime;
 
 use addon_jwt::add_auth::{AddAuthError, Decision, ProxiedService, Refusal};
-use addon_jwt::{AddAuth, AuthenticatedUser};
+use addon_jwt::{AddAuth, RequestUser};
 use http::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use http::{Request, Response, StatusCode};
 use prometheus_client::metrics::counter::Counter;
@@ -209,12 +209,10 @@ impl AddAuthLayer {
     fn decide<B>(&self, request: &mut Request<B>) -> Result<(), Answer> {
         let extensions = request.extensions();
         let (Some(user), Some(service)) = (
-            extensions.get::<AuthenticatedUser>(),
+            extensions.get::<RequestUser>(),
             extensions.get::<ProxiedService>(),
         ) else {
-            tracing::error!(
-                "add-auth: the request has no AuthenticatedUser or ProxiedService extension"
-            );
+            tracing::error!("add-auth: the request has no RequestUser or ProxiedService extension");
             self.metrics.errors.inc();
             return Err(Answer::Internal(
                 "the proxied request lacks the authenticated user or the Service",

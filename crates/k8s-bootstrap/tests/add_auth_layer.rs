@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use addon_jwt::add_auth::{AddAuth, ProxiedService};
-use addon_jwt::{Audience, AuthenticatedUser, Issuer, Minter, SigningKey, Validation, verify};
+use addon_jwt::{Audience, Issuer, Minter, RequestUser, SigningKey, Validation, verify};
 use axum::body::Body;
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt as _;
@@ -99,9 +99,7 @@ fn proxied(query: &str, user: &str) -> Request<Body> {
         .header("x_authenticated_user", "admin")
         .body(Body::from("payload"))
         .unwrap();
-    request
-        .extensions_mut()
-        .insert(AuthenticatedUser::new(user));
+    request.extensions_mut().insert(RequestUser::new(user));
     request
         .extensions_mut()
         .insert(ProxiedService::new("kube-system", "dashboard"));
@@ -360,7 +358,7 @@ async fn a_request_without_the_extensions_is_answered_500_and_not_forwarded() {
         let mut only_user = proxied(query, "jane");
         only_user.extensions_mut().remove::<ProxiedService>();
         let mut only_service = proxied(query, "jane");
-        only_service.extensions_mut().remove::<AuthenticatedUser>();
+        only_service.extensions_mut().remove::<RequestUser>();
         for request in [only_user, only_service] {
             let response = service.clone().oneshot(request).await.unwrap();
             assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);

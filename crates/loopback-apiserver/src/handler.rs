@@ -388,7 +388,7 @@ async fn service_proxy(
     let client = req.extensions().get::<Peer>().map(|p| p.0.ip());
     service_proxy::remove_credentials(req.headers_mut());
     let extensions = req.extensions_mut();
-    extensions.insert(addon_jwt::AuthenticatedUser::new(user.name.as_str()));
+    extensions.insert(addon_jwt::RequestUser::new(user.name.as_str()));
     extensions.insert(proxied);
     extensions.insert(service_proxy::Target {
         scheme,

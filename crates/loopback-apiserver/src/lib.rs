@@ -256,7 +256,7 @@ impl Builder {
     ///   authentication filter removes it), as are `X-Remote-*` and `Impersonate-*`; a header
     ///   the layer adds (an `Authorization` with a minted token, say) is forwarded, hop-by-hop
     ///   headers excepted;
-    /// * the extensions hold [`addon_jwt::AuthenticatedUser`] (the authenticated user's name)
+    /// * the extensions hold [`addon_jwt::RequestUser`] (the authenticated user's name)
     ///   and [`addon_jwt::add_auth::ProxiedService`] (the namespace and the Service's name
     ///   without scheme or port).
     ///

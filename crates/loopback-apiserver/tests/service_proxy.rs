@@ -495,7 +495,7 @@ impl tower::Layer<ProxyService> for Tagging {
 fn tag(mut req: ProxyRequest) -> ProxyRequest {
     let user = req
         .extensions()
-        .get::<addon_jwt::AuthenticatedUser>()
+        .get::<addon_jwt::RequestUser>()
         .map(|u| u.name().to_owned())
         .unwrap_or_default();
     let audience = req

@@ -240,7 +240,7 @@ pub fn addon_jwt_add_auth(data: &[u8]) -> Outcome {
     use std::sync::Mutex;
 
     use addon_jwt::add_auth::{self, AddAuth, ProxiedService};
-    use addon_jwt::{AuthenticatedUser, Minter};
+    use addon_jwt::{Minter, RequestUser};
 
     const ED25519: &str = "-----BEGIN PRIVATE KEY-----\n\
 MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
@@ -275,7 +275,7 @@ MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let service = ProxiedService::new(namespace, name);
     let decided = decision.decide(
-        &AuthenticatedUser::new(user.clone()),
+        &RequestUser::new(user.clone()),
         &service,
         query.as_deref(),
         addon_jwt_now(),

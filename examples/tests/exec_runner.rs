@@ -205,13 +205,10 @@ fn row63_relative_commands_run_from_the_kubeconfig_directory() {
     let sb = Sandbox::new("relative");
     std::fs::create_dir_all(sb.dir.join("bin")).unwrap();
     let script = sb.dir.join("bin/plugin.sh");
-    std::fs::write(
+    write_executable(
         &script,
         "#!/bin/sh\ntouch \"$(dirname \"$0\")/ran\"\necho '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"relative\"}}'\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let kc = kubeconfig(&sb, "bin/plugin.sh", &[]);
     // The plugin runs (and succeeds) although the working directory is elsewhere; the request
     // then fails to connect, which is the next step.
@@ -224,5 +221,30 @@ fn row63_relative_commands_run_from_the_kubeconfig_directory() {
     assert!(
         !stderr.contains("not found") && !stderr.contains("fork/exec"),
         "{stderr}"
+    );
+}
+
+/// Writes an executable file through `sh` (a process of its own), so that no descriptor open
+/// for writing on it ever exists in this test process: a process a parallel test forks could
+/// otherwise inherit one for a moment and make running the file fail with ETXTBSY ("text file
+/// busy").
+fn write_executable(path: &std::path::Path, contents: &str) {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "cat > \"$0\" && chmod 755 \"$0\""])
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(contents.as_bytes())
+        .unwrap();
+    assert!(
+        child.wait().unwrap().success(),
+        "writing {}",
+        path.display()
     );
 }

@@ -1086,12 +1086,10 @@ async fn token_commands_use_the_exec_layer_and_the_kuberc_policy() {
     let bin = dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let plugin = bin.join("k8s-bootstrap-test-plugin");
-    std::fs::write(
+    write_executable(
         &plugin,
         "#!/bin/sh\necho run >> \"$COUNTER\"\nn=$(wc -l < \"$COUNTER\")\nn=$(echo $n)\nprintf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"exec-token-%s\"}}\\n' \"$n\"\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let counter = dir.path().join("runs");
     let kubeconfig = dir.path().join("exec.conf");
     let admin: serde_json::Value = serde_json::to_value(
@@ -1200,4 +1198,29 @@ async fn token_commands_use_the_exec_layer_and_the_kuberc_policy() {
         stderr(&out)
     );
     server.shutdown().await;
+}
+
+/// Writes an executable file through `sh` (a process of its own), so that no descriptor open
+/// for writing on it ever exists in this test process: a process a parallel test forks could
+/// otherwise inherit one for a moment and make running the file fail with ETXTBSY ("text file
+/// busy").
+fn write_executable(path: &std::path::Path, contents: &str) {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "cat > \"$0\" && chmod 755 \"$0\""])
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(contents.as_bytes())
+        .unwrap();
+    assert!(
+        child.wait().unwrap().success(),
+        "writing {}",
+        path.display()
+    );
 }

@@ -10,7 +10,6 @@
 )]
 #![cfg(all(feature = "exec", feature = "loopback-server"))]
 
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use k8s_bootstrap::exec::{
@@ -40,8 +39,7 @@ struct Setup {
 fn setup(server: &LoopbackApiServer) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let plugin = dir.path().join("plugin.sh");
-    std::fs::write(&plugin, PLUGIN).unwrap();
-    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    write_executable(&plugin, PLUGIN);
     let ca = dir.path().join("ca.crt");
     std::fs::write(&ca, server.ca_pem()).unwrap();
     let counter = dir.path().join("runs");
@@ -465,4 +463,29 @@ async fn users_without_an_exec_stanza_get_a_working_client() {
         Err(Error::NoExecStanza { .. })
     ));
     server.shutdown().await;
+}
+
+/// Writes an executable file through `sh` (a process of its own), so that no descriptor open
+/// for writing on it ever exists in this test process: a process a parallel test forks could
+/// otherwise inherit one for a moment and make running the file fail with ETXTBSY ("text file
+/// busy").
+fn write_executable(path: &std::path::Path, contents: &str) {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "cat > \"$0\" && chmod 755 \"$0\""])
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(contents.as_bytes())
+        .unwrap();
+    assert!(
+        child.wait().unwrap().success(),
+        "writing {}",
+        path.display()
+    );
 }

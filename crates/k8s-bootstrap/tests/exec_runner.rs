@@ -10,7 +10,6 @@
 )]
 #![cfg(feature = "exec")]
 
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -26,9 +25,33 @@ use tower::{Layer as _, Service};
 
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    write_executable(&path, &format!("#!/bin/sh\n{body}"));
     path
+}
+
+/// Writes an executable file through `sh` (a process of its own), so that no descriptor open
+/// for writing on it ever exists in this test process: a process a parallel test forks could
+/// otherwise inherit one for a moment and make running the file fail with ETXTBSY ("text file
+/// busy").
+fn write_executable(path: &std::path::Path, contents: &str) {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "cat > \"$0\" && chmod 755 \"$0\""])
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(contents.as_bytes())
+        .unwrap();
+    assert!(
+        child.wait().unwrap().success(),
+        "writing {}",
+        path.display()
+    );
 }
 
 fn authenticator(config: ExecConfig) -> ExecAuthenticator {

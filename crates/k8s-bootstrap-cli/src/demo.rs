@@ -12,6 +12,8 @@ use crate::args::{DemoArgs, ServeLoopbackArgs};
 use crate::error::CliError;
 use crate::output::print;
 
+mod addon_auth;
+
 /// `serve-loopback`: serve until Ctrl-C or SIGTERM, with the admin kubeconfig written to
 /// disk while it runs (removed on exit: its token dies with the server).
 pub(crate) async fn serve(args: &ServeLoopbackArgs) -> Result<(), CliError> {
@@ -49,7 +51,7 @@ pub(crate) async fn serve(args: &ServeLoopbackArgs) -> Result<(), CliError> {
 
 /// `demo`: start the double, then run `token create`, `pin`, `token list`, `join`, kubectl,
 /// three refused joins and `token delete`, each as the real process, printing what it runs
-/// and what it prints.
+/// and what it prints; then add-on authentication through `kubectl proxy` and `forward-proxy`.
 pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
     let temp;
     let dir: PathBuf = match &args.dir {
@@ -73,6 +75,8 @@ pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
 
     heading("1. the control plane: a loopback API server (a test double for kube-apiserver)");
     let server = LoopbackApiServer::builder().start().await?;
+    // The Service proxy's add-auth layer signs with the serving certificate's key (step 9).
+    addon_auth::install_layer(&server)?;
     let admin = dir.join("admin.conf");
     let ca = dir.join("ca.pem");
     write_private(&admin, server.admin_kubeconfig_yaml())?;
@@ -265,6 +269,13 @@ pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
         &dir,
     )
     .await?;
+
+    heading(
+        "9. add-on authentication: kubectl proxy -> the API server's Service proxy mints a token \
+         for the user -> k8s-bootstrap forward-proxy verifies it -> the add-on gets \
+         X-Authenticated-User",
+    );
+    addon_auth::run(&demo, &server, &dir, &admin).await?;
 
     server.shutdown().await;
     heading("done");

@@ -135,7 +135,8 @@ pub(crate) enum Command {
     #[cfg(feature = "loopback-server")]
     ServeLoopback(ServeLoopbackArgs),
     /// The whole bootstrap flow on loopback: an API server double, `token create`, `join` and
-    /// kubectl with the written kubeconfig, each run as the real command.
+    /// kubectl with the written kubeconfig, each run as the real command; then add-on
+    /// authentication through `kubectl proxy` and `forward-proxy`.
     #[cfg(feature = "loopback-server")]
     Demo(DemoArgs),
     /// Print the shell completion script (bash, zsh, fish, elvish, powershell), e.g.

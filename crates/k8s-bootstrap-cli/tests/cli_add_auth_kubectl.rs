@@ -502,3 +502,104 @@ async fn kubectl_proxy_add_auth_reaches_the_addon_as_the_user() {
 
     forward_proxy.child.kill().await.unwrap();
 }
+
+/// `serve-loopback --add-auth --serving-certificate`: an operator's loopback server, in front
+/// of a forward proxy that verifies with the written certificate; the flags set the issuer and
+/// the rate limit; the certificate is removed on exit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_loopback_add_auth_serves_a_forward_proxy_through_kubectl_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    let admin = dir.path().join("admin.conf");
+    let certificate = dir.path().join("serving.crt");
+    let issuer = "https://loopback.example";
+    let mut server = Command::new(BIN)
+        .args([
+            "serve-loopback",
+            "--admin-kubeconfig",
+            admin.to_str().unwrap(),
+            "--serving-certificate",
+            certificate.to_str().unwrap(),
+            "--add-auth",
+            &format!("--add-auth-issuer={issuer}"),
+            "--add-auth-token-ttl=2m",
+            "--add-auth-rate=1/1h",
+            "--add-auth-burst=2",
+            "--service-proxy-max-duration=30s",
+        ])
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // The certificate is written before the kubeconfig.
+    eventually("serve-loopback wrote its admin kubeconfig", || async {
+        admin.exists()
+    })
+    .await;
+    let pem = std::fs::read_to_string(&certificate).unwrap();
+    assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"), "{pem}");
+
+    let (addon, log) = addon().await;
+    let mut command = Command::new(BIN);
+    command.args([
+        "forward-proxy",
+        "--listen=127.0.0.1:0",
+        &format!("--forward={addon}"),
+        &format!("--issuer={issuer}"),
+        "--audience=default/dashboard",
+        &format!("--public-key-file={}", certificate.display()),
+        "--algorithm=ES256",
+        "--http-address=127.0.0.1:0",
+    ]);
+    let mut forward_proxy = spawn_proxy(command).await;
+    let manifest = write(
+        dir.path(),
+        "dashboard.yaml",
+        &format!(
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: dashboard\n  namespace: default\nspec:\n  selector:\n    app: dashboard\n  ports:\n  - port: 80\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: dashboard-1\n  namespace: default\n  labels:\n    kubernetes.io/service-name: dashboard\naddressType: IPv4\nports:\n- port: {}\n  protocol: TCP\nendpoints:\n- addresses:\n  - 127.0.0.1\n  conditions:\n    ready: true\n",
+            forward_proxy.listen.port()
+        ),
+    );
+    kubectl(&admin, &["create", "-f", manifest.to_str().unwrap()]).await;
+    let admin_name = kubectl(
+        &admin,
+        &[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ],
+    )
+    .await;
+    let proxy = kubectl_proxy(&admin).await;
+    let client: Client<HttpConnector, Empty<Bytes>> =
+        Client::builder(TokioExecutor::new()).build_http();
+    for _ in 0..2 {
+        let answer = get(&client, &proxy, &format!("{DASHBOARD}/?add-auth=true")).await;
+        assert_eq!(
+            (answer.status, answer.body.as_str()),
+            (200, admin_name.as_str())
+        );
+    }
+    let before = log.lock().unwrap().len();
+    let answer = get(&client, &proxy, &format!("{DASHBOARD}/?add-auth=true")).await;
+    assert_eq!(answer.status, 429, "--add-auth-burst=2: {}", answer.body);
+    assert!(answer.retry_after.is_some());
+    assert_eq!(new_entries(&log, before), []);
+    let answer = get(&client, &proxy, &format!("{DASHBOARD}/")).await;
+    assert_eq!(answer.status, 403, "{}", answer.body);
+    assert_eq!(new_entries(&log, before), []);
+
+    support::sigterm(&server);
+    let status = tokio::time::timeout(Duration::from_secs(10), server.wait())
+        .await
+        .expect("serve-loopback exits within 10 s of SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        !certificate.exists(),
+        "the serving certificate outlived the server"
+    );
+    forward_proxy.child.kill().await.unwrap();
+}

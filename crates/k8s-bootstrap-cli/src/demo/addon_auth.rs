@@ -30,21 +30,50 @@ const SERVICE: &str = "dashboard";
 #[cfg(feature = "sidecar")]
 const STEP_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Wraps the double's Service proxy in the add-auth layer: tokens signed with the serving
-/// certificate's key (ES256), five minutes long, at most 10 requests a second per user.
-pub(super) fn install_layer(server: &LoopbackApiServer) -> Result<(), CliError> {
+/// The add-auth layer's parameters.
+pub(in crate::demo) struct Settings<'a> {
+    /// The tokens' `iss`.
+    pub(in crate::demo) issuer: &'a str,
+    /// The tokens' lifetime.
+    pub(in crate::demo) ttl: Duration,
+    /// add-auth=true requests per user: N per duration.
+    pub(in crate::demo) rate: (NonZeroU32, Duration),
+    /// add-auth=true requests a user may make at once.
+    pub(in crate::demo) burst: NonZeroU32,
+}
+
+impl Settings<'static> {
+    /// The demo's: five-minute tokens, at most 10 requests a second per user.
+    pub(in crate::demo) fn demo() -> Settings<'static> {
+        let ten = NonZeroU32::new(10).unwrap_or(NonZeroU32::MIN);
+        Settings {
+            issuer: ISSUER,
+            ttl: Duration::from_secs(300),
+            rate: (ten, Duration::from_secs(1)),
+            burst: ten,
+        }
+    }
+}
+
+/// Wraps the double's Service proxy in the add-auth layer, signing with the serving
+/// certificate's key (ES256). The error says why the key could not be read.
+pub(in crate::demo) fn install_layer(
+    server: &LoopbackApiServer,
+    settings: &Settings<'_>,
+) -> Result<(), String> {
     let key = SigningKey::from_pkcs8_pem(server.serving_key_pem())
-        .map_err(|e| CliError::Demo(format!("reading the serving key: {e}")))?;
-    let minter = Minter::new(key, Issuer::new(ISSUER)).ttl(Duration::from_secs(300));
-    let per_second = NonZeroU32::new(10).unwrap_or(NonZeroU32::MIN);
-    let add_auth = AddAuth::new(minter).rate(per_second, Duration::from_secs(1));
+        .map_err(|e| format!("reading the serving key: {e}"))?;
+    let minter = Minter::new(key, Issuer::new(settings.issuer)).ttl(settings.ttl);
+    let add_auth = AddAuth::new(minter)
+        .rate(settings.rate.0, settings.rate.1)
+        .burst(settings.burst);
     server.set_service_proxy_layer(AddAuthLayer::new(add_auth));
     Ok(())
 }
 
 /// Without the `sidecar` feature there is no `forward-proxy` to run.
 #[cfg(not(feature = "sidecar"))]
-pub(super) async fn run(
+pub(in crate::demo) async fn run(
     _demo: &Demo,
     _server: &LoopbackApiServer,
     _dir: &Path,
@@ -57,7 +86,7 @@ pub(super) async fn run(
 /// Runs the step: the add-on, the Service and its EndpointSlice, `forward-proxy`, `kubectl
 /// proxy`, and a GET with and without `add-auth=true`.
 #[cfg(feature = "sidecar")]
-pub(super) async fn run(
+pub(in crate::demo) async fn run(
     demo: &Demo,
     server: &LoopbackApiServer,
     dir: &Path,

@@ -264,7 +264,9 @@ impl Builder {
     /// service is answered with a 500 `Status` (its text is not shown: it could hold a secret).
     /// The whole exchange is bounded by [`Self::service_proxy_max_duration`]. Without a layer,
     /// requests are forwarded as kube-apiserver forwards them (an `add-auth=true` parameter is
-    /// passed on like any other; no token is added). A later call replaces the layer.
+    /// passed on like any other; no token is added). A later call replaces the layer, and so
+    /// does [`LoopbackApiServer::set_service_proxy_layer`] on the running server (for a layer
+    /// that needs the serving key).
     #[must_use]
     pub fn service_proxy_layer<L>(mut self, layer: L) -> Builder
     where

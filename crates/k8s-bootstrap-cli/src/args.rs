@@ -1,5 +1,7 @@
 //! The command line (clap derive), with kubeadm's flag names.
 
+#[cfg(feature = "loopback-server")]
+use std::num::NonZeroU32;
 use std::path::PathBuf;
 
 use std::time::Duration;
@@ -135,7 +137,8 @@ pub(crate) enum Command {
     #[cfg(feature = "loopback-server")]
     ServeLoopback(ServeLoopbackArgs),
     /// The whole bootstrap flow on loopback: an API server double, `token create`, `join` and
-    /// kubectl with the written kubeconfig, each run as the real command.
+    /// kubectl with the written kubeconfig, each run as the real command; then add-on
+    /// authentication through `kubectl proxy` and `forward-proxy`.
     #[cfg(feature = "loopback-server")]
     Demo(DemoArgs),
     /// Print the shell completion script (bash, zsh, fish, elvish, powershell), e.g.
@@ -351,6 +354,37 @@ pub(crate) struct ServeLoopbackArgs {
     /// Where to write the admin kubeconfig (mode 0600; it holds the admin token).
     #[arg(long, default_value = "loopback-admin.conf", value_name = "PATH")]
     pub(crate) admin_kubeconfig: PathBuf,
+    /// Write the serving certificate (PEM) here while the server runs (removed on exit): what
+    /// a forward proxy verifies add-on tokens with (`--public-key-file`, `--algorithm ES256`).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) serving_certificate: Option<PathBuf>,
+    /// Run the Service proxy (`/api/v1/namespaces/<ns>/services/<name>/proxy/...`) through the
+    /// add-auth layer: with `add-auth=true` in the query, the request goes on with
+    /// `Authorization: Bearer <token>`, a JWT for the user (sub) and the Service (aud
+    /// `<ns>/<name>`) signed with the serving certificate's key (ES256).
+    #[arg(long)]
+    pub(crate) add_auth: bool,
+    /// The add-on tokens' issuer (`iss`), what the forward proxy's `--issuer` names.
+    #[arg(
+        long,
+        default_value = "https://kubernetes.default.svc",
+        value_name = "ISSUER",
+        requires = "add_auth"
+    )]
+    pub(crate) add_auth_issuer: String,
+    /// The add-on tokens' lifetime; a user's token is reused until half of it has passed.
+    #[arg(long, default_value = "1m0s", value_name = "DURATION", value_parser = positive_duration, requires = "add_auth")]
+    pub(crate) add_auth_token_ttl: Duration,
+    /// add-auth=true requests allowed per user, as `<N>/<DURATION>` (`10/1s`, `100/1m`);
+    /// beyond it, 429 with Retry-After.
+    #[arg(long, default_value = "10/1s", value_name = "N/DURATION", value_parser = rate, requires = "add_auth")]
+    pub(crate) add_auth_rate: (NonZeroU32, Duration),
+    /// add-auth=true requests a user may make at once (default: the rate's N).
+    #[arg(long, value_name = "N", requires = "add_auth")]
+    pub(crate) add_auth_burst: Option<NonZeroU32>,
+    /// The longest a Service proxy request may take (then 504, or the stream is cut).
+    #[arg(long, default_value = "1m0s", value_name = "DURATION", value_parser = positive_duration)]
+    pub(crate) service_proxy_max_duration: Duration,
 }
 
 #[cfg(feature = "loopback-server")]
@@ -529,6 +563,27 @@ pub(crate) struct JoinArgs {
 /// A Go duration (`1h30m`, `90s`, `0`), read by the core's parser. A negative duration is
 /// refused: kubeadm reads `--ttl -5m` as a token that never expires, which is never what a
 /// negative lifetime meant (`0` says "never" explicitly).
+/// `<N>/<DURATION>`: N (at least 1) per Go duration (not zero).
+#[cfg(feature = "loopback-server")]
+fn rate(s: &str) -> Result<(NonZeroU32, Duration), String> {
+    let (n, per) = s
+        .split_once('/')
+        .ok_or_else(|| "expected <N>/<DURATION>, e.g. 10/1s".to_owned())?;
+    let n = n
+        .parse::<NonZeroU32>()
+        .map_err(|_| format!("{n:?} is not a number of requests from 1 to 4294967295"))?;
+    Ok((n, positive_duration(per)?))
+}
+
+/// A Go duration ([`go_duration`]) that is not zero.
+#[cfg(feature = "loopback-server")]
+fn positive_duration(s: &str) -> Result<Duration, String> {
+    match go_duration(s)? {
+        Duration::ZERO => Err("must be longer than 0s".to_owned()),
+        d => Ok(d),
+    }
+}
+
 fn go_duration(s: &str) -> Result<Duration, String> {
     let json = serde_json::json!({ "ttl": s }).to_string();
     let parsed =
@@ -574,6 +629,21 @@ mod tests {
         assert_eq!(c.ttl, Some(Duration::from_secs(3600)));
         assert_eq!(c.usages, ["signing", "authentication"]);
         assert_eq!(c.output, OutputFormat::Json);
+    }
+
+    #[cfg(feature = "loopback-server")]
+    #[test]
+    fn add_auth_rates() {
+        let n = |n| NonZeroU32::new(n).unwrap();
+        assert_eq!(rate("10/1s").unwrap(), (n(10), Duration::from_secs(1)));
+        assert_eq!(rate("1/1h").unwrap(), (n(1), Duration::from_secs(3600)));
+        for bad in ["10", "0/1s", "10/0s", "-1/1s", "x/1s", "10/1 day", "/1s"] {
+            assert!(rate(bad).is_err(), "{bad}");
+        }
+        let err = Cli::try_parse_from(["k8s-bootstrap", "serve-loopback", "--add-auth-rate=1/1s"])
+            .unwrap_err();
+        assert_eq!(err.exit_code(), 2, "--add-auth-rate without --add-auth");
+        assert!(Cli::try_parse_from(["k8s-bootstrap", "serve-loopback", "--add-auth"]).is_ok());
     }
 
     #[test]

@@ -12,12 +12,35 @@ use crate::args::{DemoArgs, ServeLoopbackArgs};
 use crate::error::CliError;
 use crate::output::print;
 
+mod addon_auth;
+
 /// `serve-loopback`: serve until Ctrl-C or SIGTERM, with the admin kubeconfig written to
 /// disk while it runs (removed on exit: its token dies with the server).
 pub(crate) async fn serve(args: &ServeLoopbackArgs) -> Result<(), CliError> {
     // Before anything a signal could interrupt: a SIGTERM from now on stops it cleanly.
     let stop = crate::signals::terminated();
-    let server = LoopbackApiServer::builder().port(args.port).start().await?;
+    let server = LoopbackApiServer::builder()
+        .port(args.port)
+        .service_proxy_max_duration(args.service_proxy_max_duration)
+        .start()
+        .await?;
+    if args.add_auth {
+        let settings = addon_auth::Settings {
+            issuer: &args.add_auth_issuer,
+            ttl: args.add_auth_token_ttl,
+            rate: args.add_auth_rate,
+            burst: args.add_auth_burst.unwrap_or(args.add_auth_rate.0),
+        };
+        addon_auth::install_layer(&server, &settings).map_err(CliError::AddAuth)?;
+    }
+    if let Some(path) = &args.serving_certificate {
+        std::fs::write(path, server.serving_certificate_pem()).map_err(|source| {
+            CliError::ServingCertificate {
+                path: path.clone(),
+                source,
+            }
+        })?;
+    }
     let path = &args.admin_kubeconfig;
     let contents = zeroize::Zeroizing::new(server.admin_kubeconfig_yaml());
     discovery::write_kubeconfig(path, contents.as_bytes()).map_err(|e| {
@@ -32,13 +55,36 @@ pub(crate) async fn serve(args: &ServeLoopbackArgs) -> Result<(), CliError> {
     print(&format!(
         "loopback API server (a test double, not a control plane) at {url}\n\
          admin kubeconfig: {path} (it holds the admin token; removed on exit)\n\
-         try: kubectl --kubeconfig {path} get secrets -n kube-system\n\
-         Ctrl-C stops it.\n",
+         try: kubectl --kubeconfig {path} get secrets -n kube-system\n",
         url = server.url(),
         path = path.display(),
     ))?;
+    if args.add_auth {
+        print(&format!(
+            "Service proxy: add-auth=true adds an ES256 token for the user and the Service \
+             (issuer {issuer}, lifetime {ttl:?}, {n} requests per {per:?} per user)\n",
+            issuer = args.add_auth_issuer,
+            ttl = args.add_auth_token_ttl,
+            n = args.add_auth_rate.0,
+            per = args.add_auth_rate.1,
+        ))?;
+    }
+    if let Some(cert) = &args.serving_certificate {
+        print(&format!(
+            "serving certificate: {} (a forward proxy's --public-key-file, with --algorithm \
+             ES256; removed on exit)\n",
+            cert.display()
+        ))?;
+    }
+    print("Ctrl-C stops it.\n")?;
     stop.await;
     server.shutdown().await;
+    if let Some(cert) = &args.serving_certificate
+        && let Err(e) = std::fs::remove_file(cert)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        eprintln!("warning: removing {}: {e}", cert.display());
+    }
     if let Err(e) = std::fs::remove_file(path)
         && e.kind() != std::io::ErrorKind::NotFound
     {
@@ -49,7 +95,7 @@ pub(crate) async fn serve(args: &ServeLoopbackArgs) -> Result<(), CliError> {
 
 /// `demo`: start the double, then run `token create`, `pin`, `token list`, `join`, kubectl,
 /// three refused joins and `token delete`, each as the real process, printing what it runs
-/// and what it prints.
+/// and what it prints; then add-on authentication through `kubectl proxy` and `forward-proxy`.
 pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
     let temp;
     let dir: PathBuf = match &args.dir {
@@ -73,6 +119,9 @@ pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
 
     heading("1. the control plane: a loopback API server (a test double for kube-apiserver)");
     let server = LoopbackApiServer::builder().start().await?;
+    // The Service proxy's add-auth layer signs with the serving certificate's key (step 9).
+    addon_auth::install_layer(&server, &addon_auth::Settings::demo())
+        .map_err(|e| CliError::Demo(format!("the add-auth layer: {e}")))?;
     let admin = dir.join("admin.conf");
     let ca = dir.join("ca.pem");
     write_private(&admin, server.admin_kubeconfig_yaml())?;
@@ -265,6 +314,13 @@ pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
         &dir,
     )
     .await?;
+
+    heading(
+        "9. add-on authentication: kubectl proxy -> the API server's Service proxy mints a token \
+         for the user -> k8s-bootstrap forward-proxy verifies it -> the add-on gets \
+         X-Authenticated-User",
+    );
+    addon_auth::run(&demo, &server, &dir, &admin).await?;
 
     server.shutdown().await;
     heading("done");

@@ -73,6 +73,16 @@ pub(crate) enum CliError {
         #[source]
         source: std::io::Error,
     },
+    #[cfg(feature = "loopback-server")]
+    #[error("--serving-certificate {}: {source}", .path.display())]
+    ServingCertificate {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[cfg(feature = "loopback-server")]
+    #[error("--add-auth: {0}")]
+    AddAuth(String),
     #[error("writing output: {0}")]
     Output(String),
     #[cfg(feature = "sidecar")]

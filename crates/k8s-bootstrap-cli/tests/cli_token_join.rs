@@ -939,7 +939,8 @@ async fn pin_matches_openssl() {
 }
 
 /// The README's first command: `k8s-bootstrap demo` runs the whole flow with the real commands
-/// (this binary as a child process, and kubectl) and every refused join is refused.
+/// (this binary as a child process, and kubectl) and every refused join is refused; then
+/// add-on authentication through `kubectl proxy` and `forward-proxy`.
 #[tokio::test]
 async fn demo_runs_the_whole_flow_with_the_real_commands() {
     let dir = tempfile::tempdir().unwrap();
@@ -962,6 +963,11 @@ async fn demo_runs_the_whole_flow_with_the_real_commands() {
         "failed to verify JWS signature",
         "can be unsafe",
         "could not find a JWS signature in the cluster-info ConfigMap",
+        // Add-on authentication: kubectl proxy, the add-auth layer, forward-proxy, the add-on.
+        "$ k8s-bootstrap forward-proxy --listen=127.0.0.1:0",
+        "Starting to serve on 127.0.0.1:",
+        "add-on: GET / with X-Authenticated-User: loopback-admin",
+        "without add-auth=true no token is added: the forward proxy refuses (403)",
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }

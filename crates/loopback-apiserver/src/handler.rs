@@ -51,8 +51,9 @@ pub(crate) struct Shared {
     pub(crate) csr_signer: bool,
     /// The SHA-256 fingerprints (lowercase hex) of the revoked client certificates.
     pub(crate) revoked: Mutex<BTreeSet<String>>,
-    /// The Service proxy's forwarder, inside the user's layer if one was given.
-    pub(crate) proxy: ProxyService,
+    /// The Service proxy's forwarder, inside the user's layer if one was given (replaced by
+    /// `LoopbackApiServer::set_service_proxy_layer`).
+    pub(crate) proxy: Mutex<ProxyService>,
     /// The longest a proxied request may take.
     pub(crate) proxy_max_duration: Duration,
 }
@@ -398,7 +399,8 @@ async fn service_proxy(
         client,
         deadline,
     });
-    Ok(service_proxy::call(shared.proxy.clone(), req, deadline).await)
+    let proxy = lock(&shared.proxy).clone();
+    Ok(service_proxy::call(proxy, req, deadline).await)
 }
 
 fn non_resource(shared: &Shared, path: &str) -> Result<Response, ApiError> {

@@ -264,7 +264,9 @@ impl Builder {
     /// service is answered with a 500 `Status` (its text is not shown: it could hold a secret).
     /// The whole exchange is bounded by [`Self::service_proxy_max_duration`]. Without a layer,
     /// requests are forwarded as kube-apiserver forwards them (an `add-auth=true` parameter is
-    /// passed on like any other; no token is added). A later call replaces the layer.
+    /// passed on like any other; no token is added). A later call replaces the layer, and so
+    /// does [`LoopbackApiServer::set_service_proxy_layer`] on the running server (for a layer
+    /// that needs the serving key).
     #[must_use]
     pub fn service_proxy_layer<L>(mut self, layer: L) -> Builder
     where
@@ -275,14 +277,7 @@ impl Builder {
             Into<Box<dyn std::error::Error + Send + Sync>>,
         <L::Service as tower::Service<ProxyRequest>>::Future: Send + 'static,
     {
-        self.proxy_layer = Some(Arc::new(move |inner: ProxyService| {
-            let service = layer.layer(inner);
-            ProxyService::new(tower::service_fn(move |req: ProxyRequest| {
-                use tower::ServiceExt as _;
-                let service = service.clone();
-                async move { layer_result(service.oneshot(req).await) }
-            }))
-        }));
+        self.proxy_layer = Some(layer_fn(layer));
         self
     }
 
@@ -365,7 +360,7 @@ impl Builder {
             csr_approver: self.csr_approver,
             csr_signer: self.csr_signer,
             revoked: Mutex::new(std::collections::BTreeSet::new()),
-            proxy: service_proxy::service(self.proxy_layer.as_ref()),
+            proxy: Mutex::new(service_proxy::service(self.proxy_layer.as_ref())),
             proxy_max_duration: self.proxy_max_duration,
         });
         let router = axum::Router::new()
@@ -395,6 +390,26 @@ impl Builder {
             tasks,
         })
     }
+}
+
+/// `layer` as the function that wraps the double's forwarder.
+fn layer_fn<L>(layer: L) -> service_proxy::LayerFn
+where
+    L: tower::Layer<ProxyService> + Send + Sync + 'static,
+    L::Service:
+        tower::Service<ProxyRequest, Response = ProxyResponse> + Clone + Send + Sync + 'static,
+    <L::Service as tower::Service<ProxyRequest>>::Error:
+        Into<Box<dyn std::error::Error + Send + Sync>>,
+    <L::Service as tower::Service<ProxyRequest>>::Future: Send + 'static,
+{
+    Arc::new(move |inner: ProxyService| {
+        let service = layer.layer(inner);
+        ProxyService::new(tower::service_fn(move |req: ProxyRequest| {
+            use tower::ServiceExt as _;
+            let service = service.clone();
+            async move { layer_result(service.oneshot(req).await) }
+        }))
+    })
 }
 
 /// A layer's result as the forwarder's: an error becomes a 500 `Status` whose message does not
@@ -469,6 +484,36 @@ impl LoopbackApiServer {
     /// (rcgen's default), so JWTs signed with it are `ES256`. A secret: keep it out of logs.
     pub fn serving_key_pem(&self) -> &str {
         &self.serving.private_key_pem
+    }
+
+    /// Runs every Service proxy request from now on through `layer`, replacing the one given to
+    /// [`Builder::service_proxy_layer`] (or the one set before); requests already being
+    /// proxied finish with the layer they started with. The layer sees what
+    /// [`Builder::service_proxy_layer`] describes.
+    ///
+    /// This is for a layer that needs something only the running server has, such as an
+    /// add-auth layer signing tokens with [`Self::serving_key_pem`]:
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), loopback_apiserver::Error> {
+    /// use loopback_apiserver::LoopbackApiServer;
+    /// let server = LoopbackApiServer::builder().start().await?;
+    /// let key_pem = server.serving_key_pem(); // sign with it in the layer
+    /// # let _ = key_pem;
+    /// server.set_service_proxy_layer(tower::layer::util::Identity::new());
+    /// # Ok(()) }
+    /// ```
+    pub fn set_service_proxy_layer<L>(&self, layer: L)
+    where
+        L: tower::Layer<ProxyService> + Send + Sync + 'static,
+        L::Service:
+            tower::Service<ProxyRequest, Response = ProxyResponse> + Clone + Send + Sync + 'static,
+        <L::Service as tower::Service<ProxyRequest>>::Error:
+            Into<Box<dyn std::error::Error + Send + Sync>>,
+        <L::Service as tower::Service<ProxyRequest>>::Future: Send + 'static,
+    {
+        let layer = layer_fn(layer);
+        *lock(&self.shared.proxy) = service_proxy::service(Some(&layer));
     }
 
     /// The admin bearer token (user `loopback-admin`, group `system:masters`).

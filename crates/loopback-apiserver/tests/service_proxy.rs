@@ -613,6 +613,34 @@ async fn a_layer_may_answer_itself_and_its_errors_are_500() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_layer_set_on_the_running_server_applies_from_the_next_request() {
+    let (addr, seen) = upstream().await;
+    let server = LoopbackApiServer::builder()
+        .service_proxy_layer(Teapot)
+        .start()
+        .await
+        .unwrap();
+    service(&server, "default", "echo", Some("http"), addr, true);
+    let client = admin(&server).await;
+    assert_eq!(get(&client, &format!("{ECHO}/x")).await.0, 418);
+    // Replaced: the new layer, over the double's forwarder.
+    server.set_service_proxy_layer(Tagging);
+    let (status, got) = get(&client, &format!("{ECHO}/x")).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        got["headers"]["x-layer"],
+        json!(["loopback-admin default/echo"])
+    );
+    // Without one before: the same.
+    let plain = LoopbackApiServer::builder().start().await.unwrap();
+    service(&plain, "default", "echo", Some("http"), addr, true);
+    let plain_admin = admin(&plain).await;
+    plain.set_service_proxy_layer(Teapot);
+    assert_eq!(get(&plain_admin, &format!("{ECHO}/x")).await.0, 418);
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_are_cut_at_the_maximum_duration() {
     let (addr, _seen) = upstream().await;
     // No response head in time: 504 Timeout (the upstream never answers, so any duration

@@ -1,0 +1,3 @@
+module k8s-bootstrap-benches/nodekey
+
+go 1.19

@@ -17,8 +17,24 @@
 //! With `nginx` on PATH (Debian's `nginx-light`), nginx as a plain reverse proxy (keep-alive to
 //! the upstream, no token check at all) is measured the same way, for reference.
 //!
+//! With `haproxy` on PATH (Debian's `haproxy`, 2.6), HAProxy checking the token itself with
+//! `jwt_verify` (no cache: every request verifies an ES256 signature) is measured beside the
+//! proxy with an ES256 key, cache on and off. Both are configured for the same checks: `alg`
+//! pinned to ES256, the signature, `exp` present and in the future, `nbf` not in the future,
+//! `iss`, `aud`, a non-empty `sub`; on success `X-Authenticated-User` is set from `sub`
+//! (replacing any the client sent) and `Authorization` removed, otherwise 403. Before any
+//! measurement, plain requests prove it of each (the proxy, EdDSA and ES256, and HAProxy): a
+//! valid token reaches the upstream as the right user without `Authorization`; a token signed
+//! by another key, an expired one, one for another audience, an `alg: none` one and one with
+//! the signature cut off are refused with 403.
+//!
+//! Every load row also gives the CPU time (user + system, from `/proc`, summed over the
+//! process tree: nginx's workers too) the proxy in front spent per request served, in µs;
+//! on a busy machine it is steadier than the throughput. For the upstream alone it is the
+//! bench process's own (the upstream's threads).
+//!
 //! `cargo bench -p k8s-bootstrap-benches --bench forward_proxy_load` (skips, saying so, when
-//! `oha` is not on PATH; `LOAD_SECONDS` sets each run's length, default 10; `ROUNDS` the
+//! `oha` is not on PATH, after the probes; `LOAD_SECONDS` sets each run's length, default 10; `ROUNDS` the
 //! alternating rounds, default 5; `VERIFY_SLOTS` the proxy's `--max-concurrent-verifications`,
 //! default 0: half the CPUs; `PROXY_CPU` the proxy's own core, default the last).
 #![allow(
@@ -40,12 +56,29 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use addon_jwt::{Audience, Issuer, Minter, SigningKey};
+use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::Full;
 use serde_json::Value;
 
 const KEY: &str = "-----BEGIN PRIVATE KEY-----\n\
 MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
+-----END PRIVATE KEY-----\n";
+/// Another Ed25519 key: the forger's.
+const OTHER_KEY: &str = "-----BEGIN PRIVATE KEY-----\n\
+MC4CAQAwBQYDK2VwBCIEICc9zbxY6YUCcG+uMmCFZ+XFiGcvOkLm5PrcCpqUUmh/\n\
+-----END PRIVATE KEY-----\n";
+/// ECDSA P-256 (`ES256`): the key the proxy and HAProxy are compared with.
+const KEY_ES256: &str = "-----BEGIN PRIVATE KEY-----\n\
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgmHaXCdSRbWGU2vgZ\n\
+ZvqDWG4OKp7RU4U/6tp9pDHgA7ihRANCAARYPo3Ps5wcBMfFbCXpDAx8nTP9tBPx\n\
+BHCZQHWsQO3CJOjghEywBA2NTUzX4w2JEi7CKgoDVzVdB3nYidqpl6N+\n\
+-----END PRIVATE KEY-----\n";
+/// Another P-256 key: the forger's.
+const OTHER_ES256: &str = "-----BEGIN PRIVATE KEY-----\n\
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg8ab+s8gy/DAO80k+\n\
+vZnzqoKXLnR62Tk7IS3vt1inY+uhRANCAAQeH0fvC1IeMobbqYSbuZqfxueXsDBi\n\
+ut4NTbznb8/iF8zS3N/4uXnadVKjo+R+YVvzVQsW5YSVDAb/0vWyrdE5\n\
 -----END PRIVATE KEY-----\n";
 const ISSUER: &str = "https://kubernetes.default.svc";
 const AUDIENCE: &str = "kube-system/dashboard";
@@ -57,7 +90,8 @@ fn free_addr() -> SocketAddr {
         .unwrap()
 }
 
-/// The upstream: answers every request `200 ok` (hyper, one worker thread).
+/// The upstream: answers every request `200 ok` (hyper, one worker thread); `GET /whoami`
+/// (the probes only) answers `<X-Authenticated-User>;authorization=<present>`.
 fn start_upstream() -> SocketAddr {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -76,11 +110,26 @@ fn start_upstream() -> SocketAddr {
                 };
                 let _ = stream.set_nodelay(true);
                 tokio::spawn(async move {
-                    let service = hyper::service::service_fn(|_req| async {
-                        Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::from_static(
-                            b"ok",
-                        ))))
-                    });
+                    let service = hyper::service::service_fn(
+                        |req: hyper::Request<hyper::body::Incoming>| async move {
+                            let body = if req.uri().path() == "/whoami" {
+                                let user = req
+                                    .headers()
+                                    .get_all("x-authenticated-user")
+                                    .iter()
+                                    .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                                    .collect::<Vec<_>>()
+                                    .join(",");
+                                Bytes::from(format!(
+                                    "{user};authorization={}",
+                                    req.headers().contains_key("authorization")
+                                ))
+                            } else {
+                                Bytes::from_static(b"ok")
+                            };
+                            Ok::<_, Infallible>(hyper::Response::new(Full::new(body)))
+                        },
+                    );
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                         .await;
@@ -119,6 +168,7 @@ fn start_proxy(
     binary: &Path,
     upstream: SocketAddr,
     key_file: &Path,
+    algorithm: &str,
     cache: usize,
     cpu: Option<usize>,
 ) -> (Child, SocketAddr) {
@@ -131,7 +181,7 @@ fn start_proxy(
             &format!("--issuer={ISSUER}"),
             &format!("--audience={AUDIENCE}"),
             &format!("--public-key-file={}", key_file.display()),
-            "--algorithm=EdDSA",
+            &format!("--algorithm={algorithm}"),
             &format!("--verified-cache-size={cache}"),
             &format!(
                 "--max-concurrent-verifications={}",
@@ -186,6 +236,241 @@ fn start_nginx(
     Some((child, listen))
 }
 
+/// HAProxy checking the token itself (`jwt_verify`, ES256, no cache) in front of `upstream`,
+/// when `haproxy` is on PATH: one thread per core it may use. The same checks as the proxy's:
+/// see the header of this file.
+fn start_haproxy(
+    dir: &Path,
+    upstream: SocketAddr,
+    public_key_file: &Path,
+    cpu: Option<usize>,
+) -> Option<(Child, SocketAddr)> {
+    let haproxy = ["/usr/sbin/haproxy", "/usr/bin/haproxy"]
+        .iter()
+        .map(Path::new)
+        .find(|p| p.exists())?;
+    let listen = free_addr();
+    let threads = if cpu.is_some() { "  nbthread 1\n" } else { "" };
+    // A failed fetch (no bearer token, no such claim, not a number) leaves the variable unset:
+    // an `unless` rule then denies.
+    let conf = format!(
+        "global\n{threads}  maxconn 4096\n\
+         defaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n\
+         frontend addon\n  bind {listen}\n\
+         \x20 http-request set-var(txn.bearer) http_auth_bearer\n\
+         \x20 http-request deny deny_status 403 unless {{ var(txn.bearer),jwt_header_query('$.alg') -m str ES256 }}\n\
+         \x20 http-request deny deny_status 403 unless {{ var(txn.bearer),jwt_verify(\"ES256\",\"{key}\") -m int 1 }}\n\
+         \x20 http-request set-var(txn.now) date\n\
+         \x20 http-request set-var(txn.exp) var(txn.bearer),jwt_payload_query('$.exp','int')\n\
+         \x20 http-request deny deny_status 403 unless {{ var(txn.exp),sub(txn.now) -m int gt 0 }}\n\
+         \x20 http-request set-var(txn.nbf) var(txn.bearer),jwt_payload_query('$.nbf','int')\n\
+         \x20 http-request deny deny_status 403 if {{ var(txn.nbf),sub(txn.now) -m int gt 0 }}\n\
+         \x20 http-request deny deny_status 403 unless {{ var(txn.bearer),jwt_payload_query('$.iss') -m str {ISSUER} }}\n\
+         \x20 http-request deny deny_status 403 unless {{ var(txn.bearer),jwt_payload_query('$.aud') -m str {AUDIENCE} }} || {{ var(txn.bearer),jwt_payload_query('$.aud[0]') -m str {AUDIENCE} }}\n\
+         \x20 http-request set-var(txn.sub) var(txn.bearer),jwt_payload_query('$.sub')\n\
+         \x20 http-request deny deny_status 403 unless {{ var(txn.sub) -m len gt 0 }}\n\
+         \x20 http-request set-header X-Authenticated-User %[var(txn.sub)]\n\
+         \x20 http-request del-header Authorization\n\
+         \x20 default_backend addon\n\
+         backend addon\n  http-reuse always\n  server upstream {upstream}\n",
+        key = public_key_file.display()
+    );
+    let conf_file = dir.join("haproxy.cfg");
+    std::fs::write(&conf_file, conf).unwrap();
+    let mut child = on_cpu(cpu, haproxy)
+        .arg("-db")
+        .arg("-f")
+        .arg(&conf_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    wait_listening(&mut child, listen, "haproxy");
+    Some((child, listen))
+}
+
+fn haproxy_version() -> String {
+    Command::new("haproxy")
+        .arg("-v")
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .and_then(|l| l.split_whitespace().nth(2))
+                .map(|v| format!("HAProxy {v}"))
+        })
+        .unwrap_or_default()
+}
+
+/// One plain HTTP/1.1 request (`Connection: close`) for the probes: the status and the body.
+fn probe(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).unwrap();
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    // A chunked body: keep its data line (the probes' bodies are one short chunk).
+    let body = if text
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        body.lines().nth(1).unwrap_or_default().to_owned()
+    } else {
+        body
+    };
+    (status, body)
+}
+
+/// The tokens the probes send, all for user `jane` unless said otherwise.
+struct Probes {
+    valid: String,
+    /// Signed by another key of the same algorithm.
+    other_key: String,
+    expired: String,
+    wrong_audience: String,
+    /// `alg: none` and no signature.
+    unsigned: String,
+    /// The valid token with its signature cut off (`header.claims.`).
+    no_signature: String,
+}
+
+impl Probes {
+    fn new(key_pem: &str, other_pem: &str) -> Probes {
+        let now = SystemTime::now();
+        let mint = |pem: &str, audience: &str, at: SystemTime| {
+            Minter::new(
+                SigningKey::from_pkcs8_pem(pem).unwrap(),
+                Issuer::new(ISSUER),
+            )
+            .ttl(Duration::from_secs(3600))
+            .mint("jane", &Audience::new(audience), at)
+            .unwrap()
+            .expose_secret()
+            .to_owned()
+        };
+        let valid = mint(key_pem, AUDIENCE, now);
+        let (signed, _) = valid.rsplit_once('.').unwrap();
+        let (_, claims) = signed.split_once('.').unwrap();
+        let none = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(br#"{"alg":"none","typ":"JWT"}"#);
+        Probes {
+            other_key: mint(other_pem, AUDIENCE, now),
+            expired: mint(key_pem, AUDIENCE, now - Duration::from_secs(7200)),
+            wrong_audience: mint(key_pem, "kube-system/other", now),
+            unsigned: format!("{none}.{claims}."),
+            no_signature: format!("{signed}."),
+            valid,
+        }
+    }
+
+    /// Sends each token to `addr` and fails loudly unless only the valid one passes, as
+    /// `jane`, without `Authorization`, over a client-supplied `X-Authenticated-User`.
+    fn check(&self, what: &str, addr: SocketAddr) {
+        let bearer = |t: &str| format!("Bearer {t}");
+        let (status, body) = probe(
+            addr,
+            "/whoami",
+            &[
+                ("Authorization", &bearer(&self.valid)),
+                ("X-Authenticated-User", "mallory"),
+            ],
+        );
+        assert_eq!(
+            (status, body.as_str()),
+            (200, "jane;authorization=false"),
+            "{what}: a valid token"
+        );
+        for (case, token) in [
+            ("signed by another key", &self.other_key),
+            ("expired", &self.expired),
+            ("for another audience", &self.wrong_audience),
+            ("alg none, unsigned", &self.unsigned),
+            ("signature cut off", &self.no_signature),
+        ] {
+            let (status, _) = probe(addr, "/whoami", &[("Authorization", &bearer(token))]);
+            assert_eq!(status, 403, "{what}: a token {case}");
+        }
+        println!(
+            "{what}: valid token passes as jane (Authorization removed, client X-Authenticated-User replaced); \
+             other key, expired, other audience, alg none, signature cut off: 403"
+        );
+    }
+}
+
+/// Clock ticks per second (`getconf CLK_TCK`; 100 when that fails).
+fn clock_ticks() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// `(ppid, utime + stime)` of a process, from `/proc/<pid>/stat`.
+fn proc_stat(pid: u32) -> Option<(u32, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name, in parentheses that may hold anything: state, ppid, ...
+    let (_, rest) = text.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ppid = fields.get(1)?.parse().ok()?;
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some((ppid, utime + stime))
+}
+
+/// CPU ticks (user + system) of `root` and all its descendants, live ones.
+fn tree_ticks(root: u32) -> u64 {
+    let mut processes = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        {
+            if let Some((ppid, ticks)) = proc_stat(pid) {
+                processes.push((pid, ppid, ticks));
+            }
+        }
+    }
+    let mut tree = vec![root];
+    let mut total = 0;
+    let mut i = 0;
+    while i < tree.len() {
+        let pid = tree[i];
+        for (p, ppid, ticks) in &processes {
+            if *p == pid {
+                total += ticks;
+            }
+            if *ppid == pid && !tree.contains(p) {
+                tree.push(*p);
+            }
+        }
+        i += 1;
+    }
+    total
+}
+
 fn nginx_version() -> String {
     Command::new("nginx")
         .arg("-v")
@@ -226,6 +511,10 @@ struct Stats {
     p99: f64,
     ok: u64,
     forbidden: u64,
+    /// All responses.
+    served: u64,
+    /// CPU µs per response served of the process tree measured, when one was.
+    cpu_us: Option<f64>,
 }
 
 fn stats(child: Child) -> Stats {
@@ -243,12 +532,35 @@ fn stats(child: Child) -> Stats {
         p99: v["latencyPercentiles"]["p99"].as_f64().unwrap_or(f64::NAN),
         ok: codes["200"].as_u64().unwrap_or(0),
         forbidden: codes["403"].as_u64().unwrap_or(0),
+        served: codes
+            .as_object()
+            .map_or(0, |o| o.values().filter_map(Value::as_u64).sum()),
+        cpu_us: None,
     }
 }
 
-/// One oha run against `url` with valid tokens: every request must be answered 200.
-fn measure(url: &str, token: &str, connections: u32, rate: Option<u32>, seconds: u64) -> Stats {
-    let s = stats(oha(url, token, connections, rate, seconds));
+/// `stats` of `child`, with the CPU per request `pid`'s process tree spent meanwhile.
+fn stats_cpu(child: Child, pid: u32, ticks_before: u64) -> Stats {
+    let mut s = stats(child);
+    let ticks = tree_ticks(pid) - ticks_before;
+    if s.served > 0 {
+        s.cpu_us = Some(ticks as f64 / clock_ticks() * 1e6 / s.served as f64);
+    }
+    s
+}
+
+/// One oha run against `url` with valid tokens: every request must be answered 200. The CPU
+/// per request of `pid`'s process tree (the proxy in front) is measured.
+fn measure(
+    url: &str,
+    token: &str,
+    connections: u32,
+    rate: Option<u32>,
+    seconds: u64,
+    pid: u32,
+) -> Stats {
+    let before = tree_ticks(pid);
+    let s = stats_cpu(oha(url, token, connections, rate, seconds), pid, before);
     assert!(
         s.ok > 0 && s.forbidden == 0,
         "{url}: {} ok, {} forbidden",
@@ -289,8 +601,19 @@ fn ms(s: f64) -> String {
     format!("{:.3} ms", s * 1e3)
 }
 
+fn cpu_per_request(s: &Stats) -> String {
+    s.cpu_us
+        .map_or_else(|| "-".to_owned(), |c| format!("{c:.1} µs"))
+}
+
 fn row(name: &str, s: &Stats) -> String {
-    format!("| {name} | {:.0} | {} | {} |", s.rps, ms(s.p50), ms(s.p99))
+    format!(
+        "| {name} | {:.0} | {} | {} | {} |",
+        s.rps,
+        ms(s.p50),
+        ms(s.p99),
+        cpu_per_request(s)
+    )
 }
 
 fn stop(child: &mut Child) {
@@ -307,10 +630,6 @@ fn main() {
         .iter()
         .any(|a| !a.starts_with('-') && !"forward_proxy_load".contains(a.as_str()))
     {
-        return;
-    }
-    if Command::new("oha").arg("--version").output().is_err() {
-        println!("forward_proxy_load: skipped, `oha` is not on PATH (cargo install oha --locked)");
         return;
     }
     let env = |name: &str, default: u64| -> u64 {
@@ -334,6 +653,15 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let key_file = dir.path().join("key.pem");
     std::fs::write(&key_file, key.public_key_pem().unwrap()).unwrap();
+    let es256_file = dir.path().join("es256.pem");
+    std::fs::write(
+        &es256_file,
+        SigningKey::from_pkcs8_pem(KEY_ES256)
+            .unwrap()
+            .public_key_pem()
+            .unwrap(),
+    )
+    .unwrap();
     let token = Minter::new(key, Issuer::new(ISSUER))
         .ttl(Duration::from_secs(3600))
         .mint("jane", &Audience::new(AUDIENCE), SystemTime::now())
@@ -355,28 +683,102 @@ fn main() {
     let (signed, _) = token.rsplit_once('.').unwrap();
     let (_, other_signature) = other.rsplit_once('.').unwrap();
     let forged = format!("{signed}.{other_signature}");
+    let ed_probes = Probes::new(KEY, OTHER_KEY);
+    let es_probes = Probes::new(KEY_ES256, OTHER_ES256);
+    let es_token = es_probes.valid.clone();
     let url = |addr: SocketAddr| format!("http://{addr}/");
     let nginx_dir = tempfile::tempdir().unwrap();
+    let haproxy_dir = tempfile::tempdir().unwrap();
 
     // Shared cores.
-    let (mut cached, cached_addr) = start_proxy(&binary, upstream, &key_file, 4096, None);
-    let (mut uncached, uncached_addr) = start_proxy(&binary, upstream, &key_file, 0, None);
+    let (mut cached, cached_addr) = start_proxy(&binary, upstream, &key_file, "EdDSA", 4096, None);
+    let (mut uncached, uncached_addr) = start_proxy(&binary, upstream, &key_file, "EdDSA", 0, None);
+    let (mut es_cached, es_cached_addr) =
+        start_proxy(&binary, upstream, &es256_file, "ES256", 4096, None);
+    let (mut es_uncached, es_uncached_addr) =
+        start_proxy(&binary, upstream, &es256_file, "ES256", 0, None);
     let mut nginx = start_nginx(nginx_dir.path(), upstream, None);
+    let mut haproxy = start_haproxy(haproxy_dir.path(), upstream, &es256_file, None);
+    let haproxy_name = haproxy_version();
+
+    // The probes: each does the same checks, before anything is measured.
+    ed_probes.check("proxy, EdDSA, cached", cached_addr);
+    ed_probes.check("proxy, EdDSA, cache off", uncached_addr);
+    es_probes.check("proxy, ES256, cached", es_cached_addr);
+    es_probes.check("proxy, ES256, cache off", es_uncached_addr);
+    if let Some((_, addr)) = &haproxy {
+        es_probes.check(&format!("{haproxy_name} jwt_verify, ES256"), *addr);
+    } else {
+        println!("forward_proxy_load: `haproxy` is not installed, HAProxy is not measured");
+    }
+    if Command::new("oha").arg("--version").output().is_err() {
+        println!("forward_proxy_load: skipped, `oha` is not on PATH (cargo install oha --locked)");
+        for child in [&mut cached, &mut uncached, &mut es_cached, &mut es_uncached] {
+            stop(child);
+        }
+        for (child, _) in nginx.iter_mut().chain(haproxy.iter_mut()) {
+            stop(child);
+        }
+        return;
+    }
+    let me = std::process::id();
+
     let mut shared = Vec::new();
-    let bare_max = measure(&url(upstream), &token, 32, None, seconds);
+    let bare_max = measure(&url(upstream), &token, 32, None, seconds, me);
     shared.push(row("upstream alone, max rate, 32 connections", &bare_max));
-    let cached_max = measure(&url(cached_addr), &token, 32, None, seconds);
+    let cached_max = measure(&url(cached_addr), &token, 32, None, seconds, cached.id());
     shared.push(row(
         "proxy, cached token, max rate, 32 connections",
         &cached_max,
     ));
-    let uncached_max = measure(&url(uncached_addr), &token, 32, None, seconds);
+    let uncached_max = measure(
+        &url(uncached_addr),
+        &token,
+        32,
+        None,
+        seconds,
+        uncached.id(),
+    );
     shared.push(row(
         "proxy, cache off (Ed25519 check per request), max rate, 32 connections",
         &uncached_max,
     ));
-    let nginx_shared = nginx.as_ref().map(|(_, addr)| {
-        let s = measure(&url(*addr), &token, 32, None, seconds);
+    let es_cached_max = measure(
+        &url(es_cached_addr),
+        &es_token,
+        32,
+        None,
+        seconds,
+        es_cached.id(),
+    );
+    shared.push(row(
+        "proxy, ES256 key, cached token, max rate, 32 connections",
+        &es_cached_max,
+    ));
+    let es_uncached_max = measure(
+        &url(es_uncached_addr),
+        &es_token,
+        32,
+        None,
+        seconds,
+        es_uncached.id(),
+    );
+    shared.push(row(
+        "proxy, ES256 key, cache off (ES256 check per request), max rate, 32 connections",
+        &es_uncached_max,
+    ));
+    let haproxy_shared = haproxy.as_ref().map(|(child, addr)| {
+        let s = measure(&url(*addr), &es_token, 32, None, seconds, child.id());
+        shared.push(row(
+            &format!(
+                "{haproxy_name} jwt_verify (ES256 check per request), max rate, 32 connections"
+            ),
+            &s,
+        ));
+        s
+    });
+    let nginx_shared = nginx.as_ref().map(|(child, addr)| {
+        let s = measure(&url(*addr), &token, 32, None, seconds, child.id());
         shared.push(row("nginx (no token check), max rate, 32 connections", &s));
         s
     });
@@ -384,8 +786,15 @@ fn main() {
     let (mut added_p50, mut added_p99) = (Vec::new(), Vec::new());
     let mut latency_rows = Vec::new();
     for round in 1..=rounds {
-        let bare = measure(&url(upstream), &token, 8, Some(1000), seconds);
-        let proxied = measure(&url(cached_addr), &token, 8, Some(1000), seconds);
+        let bare = measure(&url(upstream), &token, 8, Some(1000), seconds, me);
+        let proxied = measure(
+            &url(cached_addr),
+            &token,
+            8,
+            Some(1000),
+            seconds,
+            cached.id(),
+        );
         added_p50.push(proxied.p50 - bare.p50);
         added_p99.push(proxied.p99 - bare.p99);
         latency_rows.push(format!(
@@ -398,15 +807,24 @@ fn main() {
             ms(proxied.p99 - bare.p99)
         ));
     }
-    let uncached_fixed = measure(&url(uncached_addr), &token, 8, Some(1000), seconds);
+    let uncached_fixed = measure(
+        &url(uncached_addr),
+        &token,
+        8,
+        Some(1000),
+        seconds,
+        uncached.id(),
+    );
     shared.push(row(
         "proxy, cache off, 1,000 req/s, 8 connections",
         &uncached_fixed,
     ));
     // The flood: forged tokens as fast as they go, valid ones at the fixed rate, at once.
+    let before = tree_ticks(cached.id());
     let flood = oha(&url(cached_addr), &forged, 32, None, seconds);
     let valid = oha(&url(cached_addr), &token, 8, Some(1000), seconds);
-    let (flood, valid) = (stats(flood), stats(valid));
+    let flood = stats(flood);
+    let valid = stats_cpu(valid, cached.id(), before);
     assert!(
         flood.ok == 0 && flood.forbidden > 0,
         "forged tokens are refused"
@@ -417,42 +835,83 @@ fn main() {
         &flood,
     ));
     shared.push(row(
-        "under a forged-token flood: valid requests at 1,000 req/s, 8 connections",
-        &valid,
+        "under a forged-token flood: valid requests at 1,000 req/s, 8 connections (CPU: per request of both)",
+        &Stats {
+            cpu_us: valid
+                .cpu_us
+                .map(|c| c * valid.served as f64 / (valid.served + flood.served) as f64),
+            ..valid
+        },
     ));
-    stop(&mut cached);
-    stop(&mut uncached);
-    if let Some((child, _)) = nginx.as_mut() {
+    for child in [&mut cached, &mut uncached, &mut es_cached, &mut es_uncached] {
+        stop(child);
+    }
+    for (child, _) in nginx.iter_mut().chain(haproxy.iter_mut()) {
         stop(child);
     }
 
-    // The proxy (and nginx) on a core of its own.
+    // The proxy (and nginx, HAProxy) on a core of its own.
     let mut pinned_rows = Vec::new();
-    let (mut ratios, mut nginx_ratios) = (Vec::new(), Vec::new());
+    let (mut ratios, mut nginx_ratios, mut haproxy_ratios) = (Vec::new(), Vec::new(), Vec::new());
     if let Some(cpu) = proxy_cpu {
         pin_self(Some(cpu));
-        let (mut pinned, pinned_addr) = start_proxy(&binary, upstream, &key_file, 4096, Some(cpu));
+        let (mut pinned, pinned_addr) =
+            start_proxy(&binary, upstream, &key_file, "EdDSA", 4096, Some(cpu));
+        let (mut es_pinned, es_pinned_addr) =
+            start_proxy(&binary, upstream, &es256_file, "ES256", 0, Some(cpu));
         let nginx_dir = tempfile::tempdir().unwrap();
         let mut nginx = start_nginx(nginx_dir.path(), upstream, Some(cpu));
+        let haproxy_dir = tempfile::tempdir().unwrap();
+        let mut haproxy = start_haproxy(haproxy_dir.path(), upstream, &es256_file, Some(cpu));
+        if let Some((_, addr)) = &haproxy {
+            es_probes.check(
+                &format!("{haproxy_name} jwt_verify, ES256, one thread"),
+                *addr,
+            );
+        }
+        es_probes.check("proxy, ES256, cache off, own core", es_pinned_addr);
+        let cell = |s: &Stats, bare: &Stats| {
+            format!(
+                " {:.0} ({:.0} %, {}) |",
+                s.rps,
+                s.rps / bare.rps * 100.0,
+                cpu_per_request(s)
+            )
+        };
         for round in 1..=rounds {
-            let bare = measure(&url(upstream), &token, 32, None, seconds);
-            let proxied = measure(&url(pinned_addr), &token, 32, None, seconds);
+            let bare = measure(&url(upstream), &token, 32, None, seconds, me);
+            let proxied = measure(&url(pinned_addr), &token, 32, None, seconds, pinned.id());
             ratios.push(proxied.rps / bare.rps * 100.0);
-            let reference = nginx.as_ref().map(|(_, addr)| {
-                let s = measure(&url(*addr), &token, 32, None, seconds);
+            let es = measure(
+                &url(es_pinned_addr),
+                &es_token,
+                32,
+                None,
+                seconds,
+                es_pinned.id(),
+            );
+            let haproxy_cell = haproxy.as_ref().map(|(child, addr)| {
+                let s = measure(&url(*addr), &es_token, 32, None, seconds, child.id());
+                haproxy_ratios.push(s.rps / bare.rps * 100.0);
+                cell(&s, &bare)
+            });
+            let nginx_cell = nginx.as_ref().map(|(child, addr)| {
+                let s = measure(&url(*addr), &token, 32, None, seconds, child.id());
                 nginx_ratios.push(s.rps / bare.rps * 100.0);
-                format!(" {:.0} ({:.0} %) |", s.rps, s.rps / bare.rps * 100.0)
+                cell(&s, &bare)
             });
             pinned_rows.push(format!(
-                "| {round} | {:.0} | {:.0} ({:.0} %) |{}",
+                "| {round} | {:.0} |{}{}{}{}",
                 bare.rps,
-                proxied.rps,
-                proxied.rps / bare.rps * 100.0,
-                reference.unwrap_or_default()
+                cell(&proxied, &bare),
+                cell(&es, &bare),
+                haproxy_cell.unwrap_or_default(),
+                nginx_cell.unwrap_or_default()
             ));
         }
         stop(&mut pinned);
-        if let Some((child, _)) = nginx.as_mut() {
+        stop(&mut es_pinned);
+        for (child, _) in nginx.iter_mut().chain(haproxy.iter_mut()) {
             stop(child);
         }
         pin_self(None);
@@ -463,8 +922,8 @@ fn main() {
     println!();
     println!("Shared cores (the proxy, oha and the upstream on every core):");
     println!();
-    println!("| case | req/s | p50 | p99 |");
-    println!("| --- | --- | --- | --- |");
+    println!("| case | req/s | p50 | p99 | CPU per request |");
+    println!("| --- | --- | --- | --- | --- |");
     for r in &shared {
         println!("{r}");
     }
@@ -483,15 +942,18 @@ fn main() {
             proxy_cpu.unwrap_or_default()
         );
         println!();
-        if nginx_ratios.is_empty() {
-            println!("| round | upstream alone req/s | proxy, cached token, req/s |");
-            println!("| --- | --- | --- |");
-        } else {
-            println!(
-                "| round | upstream alone req/s | proxy, cached token, req/s | {nginx_name} (no token check), req/s |"
-            );
-            println!("| --- | --- | --- | --- |");
+        let mut header = "| round | upstream alone req/s | proxy, cached token, req/s (%, CPU/req) | proxy, ES256, cache off | ".to_owned();
+        let mut columns = 4;
+        if !haproxy_ratios.is_empty() {
+            header.push_str(&format!("{haproxy_name} jwt_verify, ES256 | "));
+            columns += 1;
         }
+        if !nginx_ratios.is_empty() {
+            header.push_str(&format!("{nginx_name} (no token check) | "));
+            columns += 1;
+        }
+        println!("{}", header.trim_end());
+        println!("|{}", " --- |".repeat(columns));
         for r in &pinned_rows {
             println!("{r}");
         }
@@ -509,6 +971,13 @@ fn main() {
             median(&mut ratios.clone()),
             list(&ratios)
         );
+        if !haproxy_ratios.is_empty() {
+            println!(
+                "{haproxy_name} jwt_verify (ES256 per request) on its own core: median {:.0}% ({} %)",
+                median(&mut haproxy_ratios.clone()),
+                list(&haproxy_ratios)
+            );
+        }
         if !nginx_ratios.is_empty() {
             println!(
                 "{nginx_name} on its own core, for reference: median {:.0}% ({} %)",
@@ -531,6 +1000,19 @@ fn main() {
     println!(
         "cache-off throughput, shared cores: {:.0}% of the upstream alone",
         uncached_max.rps / bare_max.rps * 100.0
+    );
+    println!(
+        "ES256, shared cores: proxy cache off {:.0}% of the upstream alone, {} per request{}",
+        es_uncached_max.rps / bare_max.rps * 100.0,
+        cpu_per_request(&es_uncached_max),
+        haproxy_shared
+            .as_ref()
+            .map(|h| format!(
+                "; {haproxy_name} jwt_verify {:.0}%, {} per request",
+                h.rps / bare_max.rps * 100.0,
+                cpu_per_request(h)
+            ))
+            .unwrap_or_default()
     );
     println!(
         "added latency at 1,000 req/s, cached token, shared cores: median p50 {} / p99 {} over {rounds} rounds (target: p99 under 0.100 ms)",

@@ -443,14 +443,12 @@ fn proc_stat(pid: u32) -> Option<(u32, u64)> {
 fn tree_ticks(root: u32) -> u64 {
     let mut processes = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Some(pid) = entry
+        let pid = entry
             .file_name()
             .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        {
-            if let Some((ppid, ticks)) = proc_stat(pid) {
-                processes.push((pid, ppid, ticks));
-            }
+            .and_then(|n| n.parse::<u32>().ok());
+        if let Some((pid, (ppid, ticks))) = pid.and_then(|p| Some((p, proc_stat(p)?))) {
+            processes.push((pid, ppid, ticks));
         }
     }
     let mut tree = vec![root];

@@ -10,6 +10,9 @@
 )]
 #![cfg(all(feature = "exec", feature = "loopback-server"))]
 
+#[path = "support/executable.rs"]
+mod executable;
+use executable::write_executable;
 use std::path::{Path, PathBuf};
 
 use k8s_bootstrap::exec::{
@@ -463,29 +466,4 @@ async fn users_without_an_exec_stanza_get_a_working_client() {
         Err(Error::NoExecStanza { .. })
     ));
     server.shutdown().await;
-}
-
-/// Writes an executable file through `sh` (a process of its own), so that no descriptor open
-/// for writing on it ever exists in this test process: a process a parallel test forks could
-/// otherwise inherit one for a moment and make running the file fail with ETXTBSY ("text file
-/// busy").
-fn write_executable(path: &std::path::Path, contents: &str) {
-    use std::io::Write as _;
-    let mut child = std::process::Command::new("sh")
-        .args(["-c", "cat > \"$0\" && chmod 755 \"$0\""])
-        .arg(path)
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(contents.as_bytes())
-        .unwrap();
-    assert!(
-        child.wait().unwrap().success(),
-        "writing {}",
-        path.display()
-    );
 }

@@ -10,6 +10,9 @@
 )]
 #![cfg(feature = "exec")]
 
+#[path = "support/executable.rs"]
+mod executable;
+use executable::write_executable;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -27,31 +30,6 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     let path = dir.join(name);
     write_executable(&path, &format!("#!/bin/sh\n{body}"));
     path
-}
-
-/// Writes an executable file through `sh` (a process of its own), so that no descriptor open
-/// for writing on it ever exists in this test process: a process a parallel test forks could
-/// otherwise inherit one for a moment and make running the file fail with ETXTBSY ("text file
-/// busy").
-fn write_executable(path: &std::path::Path, contents: &str) {
-    use std::io::Write as _;
-    let mut child = std::process::Command::new("sh")
-        .args(["-c", "cat > \"$0\" && chmod 755 \"$0\""])
-        .arg(path)
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(contents.as_bytes())
-        .unwrap();
-    assert!(
-        child.wait().unwrap().success(),
-        "writing {}",
-        path.display()
-    );
 }
 
 fn authenticator(config: ExecConfig) -> ExecAuthenticator {

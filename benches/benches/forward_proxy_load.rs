@@ -28,15 +28,25 @@
 //! by another key, an expired one, one for another audience, an `alg: none` one and one with
 //! the signature cut off are refused with 403.
 //!
-//! Every load row also gives the CPU time (user + system, from `/proc`, summed over the
-//! process tree: nginx's workers too) the proxy in front spent per request served, in µs;
+//! Every load row also gives the CPU time (user + system: each thread's run time from
+//! `/proc/<pid>/task/<tid>/schedstat`, in nanoseconds, summed over the process tree: nginx's
+//! workers too) the proxy in front spent per request served, in µs;
 //! on a busy machine it is steadier than the throughput. For the upstream alone it is the
 //! bench process's own (the upstream's threads).
 //!
+//! The targets come first (shared cores, each a ratio of one run, in rounds that alternate which
+//! of the two goes first): the proxy with a cached ES256 token against nginx, CPU per request
+//! at full load and at 1,000 requests per second; and a signature check on every request
+//! (cache off) against HAProxy's `jwt_verify`, ES256 and RS256 (RSA 2048), throughput and CPU
+//! per request.
+//!
 //! `cargo bench -p k8s-bootstrap-benches --bench forward_proxy_load` (skips, saying so, when
-//! `oha` is not on PATH, after the probes; `LOAD_SECONDS` sets each run's length, default 10; `ROUNDS` the
-//! alternating rounds, default 5; `VERIFY_SLOTS` the proxy's `--max-concurrent-verifications`,
-//! default 0: half the CPUs; `PROXY_CPU` the proxy's own core, default the last).
+//! `oha` is not on PATH, after the probes). Environment: `LOAD_SECONDS` each run's length
+//! (default 10); `ROUNDS` the alternating rounds (default 5); `SECTIONS` what to run,
+//! `targets`, `load` or both (the default, `targets,load`); `PROXY_FEATURES` the features the
+//! proxy is built with (default those of the shipped binary, [`SHIPPED`]); `VERIFY_SLOTS` the
+//! proxy's `--max-concurrent-verifications` (default 0: its own default); `PROXY_CPU` the
+//! proxy's own core (default the last).
 #![allow(
     missing_docs,
     clippy::unwrap_used,
@@ -80,6 +90,77 @@ MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg8ab+s8gy/DAO80k+\n\
 vZnzqoKXLnR62Tk7IS3vt1inY+uhRANCAAQeH0fvC1IeMobbqYSbuZqfxueXsDBi\n\
 ut4NTbznb8/iF8zS3N/4uXnadVKjo+R+YVvzVQsW5YSVDAb/0vWyrdE5\n\
 -----END PRIVATE KEY-----\n";
+/// RSA 2048 (`RS256`): the key the proxy and HAProxy are compared with for RSA.
+const KEY_RS256: &str = "-----BEGIN PRIVATE KEY-----\n\
+MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQDNfm3akPArQyyq\n\
+DqBf+chdUBrB/1typJRrPkGktMpahIrLO0PXhqe+ebLi1bic1DediFRp1QBMJpTy\n\
+aBTpBsqYbHhvxSq3SJZ84lGaQ+AXxDq61qKORQekn8Vfrn3pf/GP/OgIpQK447Lk\n\
+zuQv/vuL0I0m1PkuJI0gCcge7a7T3wqwC0Sh83IlQl8wCtGp7i0E3vgP0ULhTnih\n\
+JpLe6UOMaJQoDJPmCRRAwEDdkLjppbbiun8WprXVC53Md6ze6Btq4VeCu9z3BV+9\n\
+gXVMgOPgGBvxnUsEuLPNQswMJkB0SyudOzFJyJb5XEHGzxBDg7K6FiyCUrv+F9GQ\n\
+EqRtyVf7AgMBAAECggEANQDPRPjtebsx4gszwo2i6K6ouDEtXTymK6M7O0iGiSJ2\n\
+ykTXEthgm/i381o86/axAakQXNvb38hz0rKV8iUWTIpt5iZtBilq53tYoPmw63Bp\n\
+1ZdXBms3tXagajWPtJKTtBf/oXsuYJIaqnnS0a5rI3z/a2yzePtki0b6nz+fQHZo\n\
+6R/angPjZ8O5v8HzVUhTnKb7j/WhjtCMYzgyBtQ6YkQBtZFuxBp/G6jcau612HB4\n\
+Xh3RvYlZA5vFcD2uqcJD94a49fYRdj419YDlwXSEFJy11o8fgjp4YnnVgx8yNSn1\n\
+6xqzaDIuONk1pdm8i4yta7B2RsAxG1z4Vnxc/9oowQKBgQDqw4R0hoVE2mhoVdFO\n\
+UCJ0X6RMjOoRsCIXGDRmaspOCddJgw0yHaBgMgiM8e7SBhoCIw4qqvM32i1UOXvD\n\
+fvtEUKe22BIq6IQ/omodCGHUtldqIzbLsQFczkLRed8P2DRCr03OlAWjGTe/qyiA\n\
+NP3BrA20N6w/S8hAJaP0w2m9lQKBgQDgFRoUl4P2mKVcNMraG/ORUN29s1jP9WmE\n\
+Acn98efvt6hfN4wZIJctmofYc6RQL2oDR0XVw17TrrXtUItBGWYmjYYRohNZ6W+d\n\
+kN71XkGgKxLM5Tk2+icgR8fDXvVUZ88Et+IFA3VQ/2i9uvp8l4fdixjLx3aDEFsk\n\
+kQJxNPy7TwKBgQCPsru547lhatrrulPSvsRIPV7BKKQBzbEgN8WjRwyr9eQccCY8\n\
+ndvT5exL8a7ASdHTqwd54IfdkSOb4U+7W1eL+l6eUeXU89w3Yz/Wo5HWdQJOyl05\n\
+ExCFcQ9/TzzVYv6iLtHOd9Z3ffEc1jSFPWpyCNGelVFOsSFS+ndAU/i+fQKBgAIw\n\
+MpEA6cj+tJ6x5Uk7/KTupTu1BKkDPISNf+t68UjmAj7ry/Jy3wcS+0Ch4Hjn/aEK\n\
+kSQFRGfMzPoET1fTZ6v4tdZ2ProiDXT8dTDwOrPVt9lIY8alqrwl901xH/QzD1J8\n\
+eTiTUBH6bIttyARvdmQzd4qF6CJfhoRU5jE000MBAoGAGlu93CXLJ7QKYDObsO4P\n\
+txF0E/B6zxwHN2kcZCesjr5R5RFl0+/G19SZsfQ46j+AbcZ/lnoh9DN7q2uq48xe\n\
+DmPyJq6mutDMmZOh6ymRZi5SgQhNcLntV8GO/sI64RaC/QwFFIDzKNs98J0OPoKc\n\
+f8MTSUNpSxMFwsPzZnB6Eqg=\n\
+-----END PRIVATE KEY-----\n";
+/// Its public key (`openssl pkey -pubout`).
+const KEY_RS256_PUBLIC: &str = "-----BEGIN PUBLIC KEY-----\n\
+MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAzX5t2pDwK0Msqg6gX/nI\n\
+XVAawf9bcqSUaz5BpLTKWoSKyztD14anvnmy4tW4nNQ3nYhUadUATCaU8mgU6QbK\n\
+mGx4b8Uqt0iWfOJRmkPgF8Q6utaijkUHpJ/FX6596X/xj/zoCKUCuOOy5M7kL/77\n\
+i9CNJtT5LiSNIAnIHu2u098KsAtEofNyJUJfMArRqe4tBN74D9FC4U54oSaS3ulD\n\
+jGiUKAyT5gkUQMBA3ZC46aW24rp/Fqa11QudzHes3ugbauFXgrvc9wVfvYF1TIDj\n\
+4Bgb8Z1LBLizzULMDCZAdEsrnTsxSciW+VxBxs8QQ4OyuhYsglK7/hfRkBKkbclX\n\
++wIDAQAB\n\
+-----END PUBLIC KEY-----\n";
+/// Another RSA 2048 key: the forger's.
+const OTHER_RS256: &str = "-----BEGIN PRIVATE KEY-----\n\
+MIIEvgIBADANBgkqhkiG9w0BAQEFAASCBKgwggSkAgEAAoIBAQCjzYprqxiruLMG\n\
+MKGI72CQhiy4zoJovpWUOZuVI8Ky3RyMturKFYq6uspqd6cB8kSTFOdcjlaF/uXQ\n\
+6Je6MFJfWxjreDCD44VICD9LgAb/ITjqNx18mnQIwXHajSTcAM2/Slw7al/GeVL1\n\
+2D9Rbbzsz/jILtMhEAs1u4iDugyGuB1e8Pfqzms5R4c4wE1DnNpjUzmom94WEoZ4\n\
+ODQSrFNGSu3xI054m0OLIiBh9jLDu5GQHwcPzCCSvSVRnxpaxw/p6FtxmFXX6JbP\n\
+siyuLy/dUpDB9n59Y9C+RTSWTqzXj0p9Mjpu7qsiBriW4UH6nYhetH04R2NKLuPX\n\
+a6mCoemxAgMBAAECggEAA8T+S1BX1Cp/HYSEpcuTG9BSpXrEdSz0RpcgIEmp4zGD\n\
+xNiNb6gY61zSvVTSkuYPM5lMDQ0OKwLnfqwTmHUgjXw3BxgwJEuEl4NFEvONIFWU\n\
+jeNFz5vC/ClDeaWSNGk6UuLJsOkCROV+22nQueAoya8BiSMhYwXk/tAO1K/f4OvA\n\
+oR3MBXw4QdhqTukLJcTYBGQPvUlkxJf5CLMvLmIQtH/Wbw5PnU9cn9dK5V9W+MWR\n\
+eE/sgthHX7h2J+l5tRiARInkckq6gSg/fCY+5e7vtHU8NqVhzzQFNVMyu2vjwTKa\n\
+MC6wztngYPoo5loQMGO4447HNDcNarD7EWYjBsG49wKBgQDda2pBnSXtLjPXjw9c\n\
+pFs1BEYz4wh1ZocU125aYZmcxq33coeezalQQbGWv7zFui2r9Sw04IDtFNMEq9it\n\
+CnMvWzaraEGSaJ/U7m98qDpSTTCkDc3/a+vR0Haqm/DUK9ciP2VD95FI0U8jxmh+\n\
+QxjhB4XRq6j0gYLg0lM6jKAHDwKBgQC9YoziY3UapeGOymuIoUt4hPmX3Glx6Rpm\n\
+56zt76qPlpPkmtQnOxa9MIBliQ/6hu49x0wxMediOkzTUrEwXTiSYl03CQ36ep01\n\
+Wb0QWZxvOFRH4ClwANWm8ZXV1STeLC6g6IaMrmo3l+Omfm+QLgN17R8YIQshZYDL\n\
+7jr13iUDPwKBgQCFhtuDSiOvDufQnMNk2PDv3e4AKG/XbMcVeH1iH+2lL+OFkBnd\n\
+WKU8cwGHqYVLsGUOiEHqeWEGmEJRVNjMMbsY2eb0I2E3y8RngorVIBZbv5UPugt6\n\
+dzi1RQPrCzOGoBGS46xL+qYwxZj2OBaX3hrIyeKXeO/g06F7txrd+iQfXQKBgDtY\n\
+u59h3VuJaeJuKj55lQXiXbip+F0a2AwxQ26YcRFn9VZo8lyM1rZYkZO/3ML8L4Iq\n\
+hwTPh5uve02plx75x3WP33gUnU3FyKfkRCvweOYdd8PCShnwGQOkpviIP3Jj1ATW\n\
+ePty2JQtQ8hzzJAY6zq0IM9V44AGp9LAB7fuchjPAoGBAIDXaTHjcrNad38+0I0Y\n\
+U5kooDUUlMEfQ4bvFSDYjZLa2L6OwK3bTTivYE/Y5/zZfqBerm2SMY2JNDZA1onj\n\
+1TrmGlCsa+mjx6i40VD29sXiW632WaAN0L1bq9qJLRnAgEyAOF3pXQES45IgZPgt\n\
+ZknhZrtKyRVE+62C6rJE4LKP\n\
+-----END PRIVATE KEY-----\n";
+/// The features the shipped binary (and the container image) is built with, signature
+/// backend included.
+const SHIPPED: &str = "ring,sidecar";
 const ISSUER: &str = "https://kubernetes.default.svc";
 const AUDIENCE: &str = "kube-system/dashboard";
 
@@ -236,13 +317,14 @@ fn start_nginx(
     Some((child, listen))
 }
 
-/// HAProxy checking the token itself (`jwt_verify`, ES256, no cache) in front of `upstream`,
+/// HAProxy checking the token itself (`jwt_verify`, `alg` (ES256 or RS256), no cache) in front of `upstream`,
 /// when `haproxy` is on PATH: one thread per core it may use. The same checks as the proxy's:
 /// see the header of this file.
 fn start_haproxy(
     dir: &Path,
     upstream: SocketAddr,
     public_key_file: &Path,
+    alg: &str,
     cpu: Option<usize>,
 ) -> Option<(Child, SocketAddr)> {
     let haproxy = ["/usr/sbin/haproxy", "/usr/bin/haproxy"]
@@ -258,8 +340,8 @@ fn start_haproxy(
          defaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n\
          frontend addon\n  bind {listen}\n\
          \x20 http-request set-var(txn.bearer) http_auth_bearer\n\
-         \x20 http-request deny deny_status 403 unless {{ var(txn.bearer),jwt_header_query('$.alg') -m str ES256 }}\n\
-         \x20 http-request deny deny_status 403 unless {{ var(txn.bearer),jwt_verify(\"ES256\",\"{key}\") -m int 1 }}\n\
+         \x20 http-request deny deny_status 403 unless {{ var(txn.bearer),jwt_header_query('$.alg') -m str {alg} }}\n\
+         \x20 http-request deny deny_status 403 unless {{ var(txn.bearer),jwt_verify(\"{alg}\",\"{key}\") -m int 1 }}\n\
          \x20 http-request set-var(txn.now) date\n\
          \x20 http-request set-var(txn.exp) var(txn.bearer),jwt_payload_query('$.exp','int')\n\
          \x20 http-request deny deny_status 403 unless {{ var(txn.exp),sub(txn.now) -m int gt 0 }}\n\
@@ -355,9 +437,9 @@ struct Probes {
 }
 
 impl Probes {
+    /// The probes for a key `SigningKey` can sign with (EdDSA, ES256).
     fn new(key_pem: &str, other_pem: &str) -> Probes {
-        let now = SystemTime::now();
-        let mint = |pem: &str, audience: &str, at: SystemTime| {
+        Probes::minted_by(key_pem, other_pem, |pem, audience, at| {
             Minter::new(
                 SigningKey::from_pkcs8_pem(pem).unwrap(),
                 Issuer::new(ISSUER),
@@ -367,7 +449,34 @@ impl Probes {
             .unwrap()
             .expose_secret()
             .to_owned()
-        };
+        })
+    }
+
+    /// The probes for RSA keys (`RS256`), signed by `jsonwebtoken` with the claims `Minter`
+    /// writes.
+    fn rs256(key_pem: &str, other_pem: &str) -> Probes {
+        Probes::minted_by(key_pem, other_pem, |pem, audience, at| {
+            let iat = at.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
+            let claims = serde_json::json!({
+                "iss": ISSUER, "sub": "jane", "aud": audience,
+                "iat": iat, "nbf": iat, "exp": iat + 3600,
+            });
+            jsonwebtoken::encode(
+                &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256),
+                &claims,
+                &jsonwebtoken::EncodingKey::from_rsa_pem(pem.as_bytes()).unwrap(),
+            )
+            .unwrap()
+        })
+    }
+
+    /// The probes, each token made by `mint(private key PEM, audience, issued at)`.
+    fn minted_by(
+        key_pem: &str,
+        other_pem: &str,
+        mint: impl Fn(&str, &str, SystemTime) -> String,
+    ) -> Probes {
+        let now = SystemTime::now();
         let valid = mint(key_pem, AUDIENCE, now);
         let (signed, _) = valid.rsplit_once('.').unwrap();
         let (_, claims) = signed.split_once('.').unwrap();
@@ -417,56 +526,52 @@ impl Probes {
     }
 }
 
-/// Clock ticks per second (`getconf CLK_TCK`; 100 when that fails).
-fn clock_ticks() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
-        .unwrap_or(100.0)
-}
-
-/// `(ppid, utime + stime)` of a process, from `/proc/<pid>/stat`.
-fn proc_stat(pid: u32) -> Option<(u32, u64)> {
+/// The parent of a process, from `/proc/<pid>/stat`.
+fn parent(pid: u32) -> Option<u32> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // After the command name, in parentheses that may hold anything: state, ppid, ...
     let (_, rest) = text.rsplit_once(')')?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ppid = fields.get(1)?.parse().ok()?;
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some((ppid, utime + stime))
+    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// CPU ticks (user + system) of `root` and all its descendants, live ones.
-fn tree_ticks(root: u32) -> u64 {
+/// Nanoseconds a process's threads have run on a CPU (user and system), the sum of the first
+/// field of each `/proc/<pid>/task/<tid>/schedstat`: nanosecond resolution, where
+/// `/proc/<pid>/stat` counts 10 ms ticks.
+fn process_cpu_ns(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|line| line.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// CPU nanoseconds (user + system) of `root` and all its live descendants (nginx's workers).
+fn tree_cpu_ns(root: u32) -> u64 {
     let mut processes = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let pid = entry
             .file_name()
             .to_str()
             .and_then(|n| n.parse::<u32>().ok());
-        if let Some((pid, (ppid, ticks))) = pid.and_then(|p| Some((p, proc_stat(p)?))) {
-            processes.push((pid, ppid, ticks));
+        if let Some((pid, ppid)) = pid.and_then(|p| Some((p, parent(p)?))) {
+            processes.push((pid, ppid));
         }
     }
     let mut tree = vec![root];
-    let mut total = 0;
     let mut i = 0;
     while i < tree.len() {
         let pid = tree[i];
-        for (p, ppid, ticks) in &processes {
-            if *p == pid {
-                total += ticks;
-            }
+        for (p, ppid) in &processes {
             if *ppid == pid && !tree.contains(p) {
                 tree.push(*p);
             }
         }
         i += 1;
     }
-    total
+    tree.iter().map(|pid| process_cpu_ns(*pid)).sum()
 }
 
 fn nginx_version() -> String {
@@ -538,11 +643,11 @@ fn stats(child: Child) -> Stats {
 }
 
 /// `stats` of `child`, with the CPU per request `pid`'s process tree spent meanwhile.
-fn stats_cpu(child: Child, pid: u32, ticks_before: u64) -> Stats {
+fn stats_cpu(child: Child, pid: u32, ns_before: u64) -> Stats {
     let mut s = stats(child);
-    let ticks = tree_ticks(pid) - ticks_before;
+    let ns = tree_cpu_ns(pid).saturating_sub(ns_before);
     if s.served > 0 {
-        s.cpu_us = Some(ticks as f64 / clock_ticks() * 1e6 / s.served as f64);
+        s.cpu_us = Some(ns as f64 / 1e3 / s.served as f64);
     }
     s
 }
@@ -557,7 +662,7 @@ fn measure(
     seconds: u64,
     pid: u32,
 ) -> Stats {
-    let before = tree_ticks(pid);
+    let before = tree_cpu_ns(pid);
     let s = stats_cpu(oha(url, token, connections, rate, seconds), pid, before);
     assert!(
         s.ok > 0 && s.forbidden == 0,
@@ -645,7 +750,10 @@ fn main() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(cpus - 1)
     });
-    let binary = k8s_bootstrap_benches::build_cli("ring,sidecar");
+    let features = std::env::var("PROXY_FEATURES").unwrap_or_else(|_| SHIPPED.to_owned());
+    let binary = k8s_bootstrap_benches::build_cli(&features);
+    let sections = std::env::var("SECTIONS").unwrap_or_else(|_| "targets,load".to_owned());
+    let section = |name: &str| sections.split(',').any(|s| s == name);
     let upstream = start_upstream();
     let key = SigningKey::from_pkcs8_pem(KEY).unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -696,7 +804,7 @@ fn main() {
     let (mut es_uncached, es_uncached_addr) =
         start_proxy(&binary, upstream, &es256_file, "ES256", 0, None);
     let mut nginx = start_nginx(nginx_dir.path(), upstream, None);
-    let mut haproxy = start_haproxy(haproxy_dir.path(), upstream, &es256_file, None);
+    let mut haproxy = start_haproxy(haproxy_dir.path(), upstream, &es256_file, "ES256", None);
     let haproxy_name = haproxy_version();
 
     // The probes: each does the same checks, before anything is measured.
@@ -720,6 +828,97 @@ fn main() {
         return;
     }
     let me = std::process::id();
+
+    if section("targets") {
+        let rs256_file = dir.path().join("rs256.pem");
+        std::fs::write(&rs256_file, KEY_RS256_PUBLIC).unwrap();
+        let rs_probes = Probes::rs256(KEY_RS256, OTHER_RS256);
+        let (mut rs_uncached, rs_uncached_addr) =
+            start_proxy(&binary, upstream, &rs256_file, "RS256", 0, None);
+        rs_probes.check("proxy, RS256, cache off", rs_uncached_addr);
+        let rs_dir = tempfile::tempdir().unwrap();
+        let mut haproxy_rs = start_haproxy(rs_dir.path(), upstream, &rs256_file, "RS256", None);
+        let mut pairs = Vec::new();
+        if let Some((child, addr)) = &nginx {
+            for (connections, rate, target) in [
+                (32, None, "CPU per request at most 1.10×"),
+                (8, Some(1000), "CPU per request at most 1.25×"),
+            ] {
+                pairs.push(Pair {
+                    what: "Cached token (ES256), against nginx as a plain proxy (no token check)",
+                    target,
+                    proxy: es_cached_addr,
+                    proxy_pid: es_cached.id(),
+                    peer: *addr,
+                    peer_pid: child.id(),
+                    peer_name: nginx_version(),
+                    token: &es_token,
+                    connections,
+                    rate,
+                });
+            }
+        } else {
+            println!(
+                "forward_proxy_load: `nginx` is not installed, the cached-token targets are not measured"
+            );
+        }
+        for (haproxy, addr, pid, token, what) in [
+            (
+                &haproxy,
+                es_uncached_addr,
+                es_uncached.id(),
+                &es_token,
+                "ES256",
+            ),
+            (
+                &haproxy_rs,
+                rs_uncached_addr,
+                rs_uncached.id(),
+                &rs_probes.valid,
+                "RS256",
+            ),
+        ] {
+            if let Some((child, peer)) = haproxy {
+                if what == "RS256" {
+                    rs_probes.check(&format!("{haproxy_name} jwt_verify, RS256"), *peer);
+                }
+                pairs.push(Pair {
+                    what: if what == "ES256" {
+                        "A signature check on every request (ES256, cache off), against HAProxy's jwt_verify"
+                    } else {
+                        "A signature check on every request (RS256, cache off), against HAProxy's jwt_verify"
+                    },
+                    target: "throughput at least 1.00× at CPU per request at most 1.00×",
+                    proxy: addr,
+                    proxy_pid: pid,
+                    peer: *peer,
+                    peer_pid: child.id(),
+                    peer_name: haproxy_name.clone(),
+                    token,
+                    connections: 32,
+                    rate: None,
+                });
+            }
+        }
+        let report = targets(&pairs, seconds, rounds);
+        println!(
+            "forward_proxy_load: targets, the proxy built with --features {features}; {seconds} s per run, {rounds} rounds, {cpus} CPUs"
+        );
+        println!("{report}");
+        stop(&mut rs_uncached);
+        for (child, _) in haproxy_rs.iter_mut() {
+            stop(child);
+        }
+    }
+    if !section("load") {
+        for child in [&mut cached, &mut uncached, &mut es_cached, &mut es_uncached] {
+            stop(child);
+        }
+        for (child, _) in nginx.iter_mut().chain(haproxy.iter_mut()) {
+            stop(child);
+        }
+        return;
+    }
 
     let mut shared = Vec::new();
     let bare_max = measure(&url(upstream), &token, 32, None, seconds, me);
@@ -818,7 +1017,7 @@ fn main() {
         &uncached_fixed,
     ));
     // The flood: forged tokens as fast as they go, valid ones at the fixed rate, at once.
-    let before = tree_ticks(cached.id());
+    let before = tree_cpu_ns(cached.id());
     let flood = oha(&url(cached_addr), &forged, 32, None, seconds);
     let valid = oha(&url(cached_addr), &token, 8, Some(1000), seconds);
     let flood = stats(flood);
@@ -860,7 +1059,13 @@ fn main() {
         let nginx_dir = tempfile::tempdir().unwrap();
         let mut nginx = start_nginx(nginx_dir.path(), upstream, Some(cpu));
         let haproxy_dir = tempfile::tempdir().unwrap();
-        let mut haproxy = start_haproxy(haproxy_dir.path(), upstream, &es256_file, Some(cpu));
+        let mut haproxy = start_haproxy(
+            haproxy_dir.path(),
+            upstream,
+            &es256_file,
+            "ES256",
+            Some(cpu),
+        );
         if let Some((_, addr)) = &haproxy {
             es_probes.check(
                 &format!("{haproxy_name} jwt_verify, ES256, one thread"),
@@ -1023,4 +1228,109 @@ fn main() {
         ms(valid.p99),
         valid.rps
     );
+}
+
+/// One pair of the targets: the proxy and a peer measured one after the other, each round.
+struct Pair<'a> {
+    what: &'a str,
+    target: &'a str,
+    proxy: SocketAddr,
+    proxy_pid: u32,
+    peer: SocketAddr,
+    peer_pid: u32,
+    peer_name: String,
+    token: &'a str,
+    connections: u32,
+    rate: Option<u32>,
+}
+
+/// The speed targets, each a ratio of the same run: every round measures the proxy and its
+/// peer one after the other (the order alternating between rounds), so drift of the machine
+/// falls on both. Returns the printed report.
+fn targets(pairs: &[Pair<'_>], seconds: u64, rounds: u64) -> String {
+    use std::fmt::Write as _;
+    let mut results: Vec<Vec<(Stats, Stats)>> = pairs.iter().map(|_| Vec::new()).collect();
+    for round in 0..rounds {
+        for (pair, results) in pairs.iter().zip(results.iter_mut()) {
+            let url = |addr: SocketAddr| format!("http://{addr}/");
+            let run_proxy = || {
+                measure(
+                    &url(pair.proxy),
+                    pair.token,
+                    pair.connections,
+                    pair.rate,
+                    seconds,
+                    pair.proxy_pid,
+                )
+            };
+            let run_peer = || {
+                measure(
+                    &url(pair.peer),
+                    pair.token,
+                    pair.connections,
+                    pair.rate,
+                    seconds,
+                    pair.peer_pid,
+                )
+            };
+            let (ours, peer) = if round % 2 == 0 {
+                let ours = run_proxy();
+                (ours, run_peer())
+            } else {
+                let peer = run_peer();
+                (run_proxy(), peer)
+            };
+            results.push((ours, peer));
+        }
+    }
+    let mut out = String::new();
+    for (pair, results) in pairs.iter().zip(&results) {
+        let rate = pair
+            .rate
+            .map_or_else(|| "max rate".to_owned(), |r| format!("{r} req/s"));
+        let _ = writeln!(
+            out,
+            "\n{} ({rate}, {} connections, shared cores):\n",
+            pair.what, pair.connections
+        );
+        let _ = writeln!(
+            out,
+            "| round | proxy req/s | proxy CPU/req | {0} req/s | {0} CPU/req | throughput, proxy / peer | CPU per request, proxy / peer |",
+            pair.peer_name
+        );
+        let _ = writeln!(out, "|{}", " --- |".repeat(7));
+        let (mut throughput, mut cpu) = (Vec::new(), Vec::new());
+        for (round, (ours, peer)) in results.iter().enumerate() {
+            let t = ours.rps / peer.rps;
+            let c = ours.cpu_us.unwrap_or(f64::NAN) / peer.cpu_us.unwrap_or(f64::NAN);
+            throughput.push(t);
+            cpu.push(c);
+            let _ = writeln!(
+                out,
+                "| {} | {:.0} | {} | {:.0} | {} | {t:.2}× | {c:.2}× |",
+                round + 1,
+                ours.rps,
+                cpu_per_request(ours),
+                peer.rps,
+                cpu_per_request(peer)
+            );
+        }
+        let list = |v: &[f64]| {
+            v.iter()
+                .map(|r| format!("{r:.2}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "\nmedian over {rounds} rounds: throughput {:.2}× ({}), CPU per request {:.2}× ({}) of {}; target: {}",
+            median(&mut throughput.clone()),
+            list(&throughput),
+            median(&mut cpu.clone()),
+            list(&cpu),
+            pair.peer_name,
+            pair.target
+        );
+    }
+    out
 }

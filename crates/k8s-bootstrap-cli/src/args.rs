@@ -298,6 +298,11 @@ pub(crate) struct ForwardProxyArgs {
     /// at least 1).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub(crate) max_concurrent_verifications: usize,
+    /// The same limit while no request with a cached token arrived in the last ten seconds:
+    /// with no known callers to keep responsive, new tokens may use more CPUs (0: all the
+    /// CPUs; never fewer than --max-concurrent-verifications).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub(crate) max_concurrent_verifications_without_known_callers: usize,
     /// How often to check the key file for changes.
     #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = go_duration)]
     pub(crate) reload_interval: Duration,

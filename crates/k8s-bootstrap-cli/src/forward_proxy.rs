@@ -64,6 +64,9 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
         .max_connection_duration(args.max_connection_duration)
         .verified_cache_size(args.verified_cache_size)
         .max_concurrent_verifications(NonZeroUsize::new(args.max_concurrent_verifications))
+        .max_concurrent_verifications_without_known_callers(NonZeroUsize::new(
+            args.max_concurrent_verifications_without_known_callers,
+        ))
         .reload_interval(args.reload_interval)
         .key_reload_failure(match args.key_reload_failure {
             KeyReloadFailure::Keep => forward_proxy::KeyReloadFailure::Keep,

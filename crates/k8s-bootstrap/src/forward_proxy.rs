@@ -138,6 +138,10 @@ pub struct Config {
     /// Requests that need a signature check decided at once, at most (`None`: half the CPUs,
     /// at least 1).
     pub max_concurrent_verifications: Option<NonZeroUsize>,
+    /// The same limit while no known caller (a request whose token the proxy verified before)
+    /// arrived in the last ten seconds (`None`: all the CPUs); see
+    /// [`SidecarLayer::max_concurrent_verifications_without_known_callers`].
+    pub max_concurrent_verifications_without_known_callers: Option<NonZeroUsize>,
     /// How often the key file is checked for changes (default 5 s).
     pub reload_interval: Duration,
     /// What a changed key file that cannot be loaded does.
@@ -172,6 +176,7 @@ impl Config {
             max_connection_duration: Duration::from_secs(600),
             verified_cache_size: 4096,
             max_concurrent_verifications: None,
+            max_concurrent_verifications_without_known_callers: None,
             reload_interval: Duration::from_secs(5),
             key_reload_failure: KeyReloadFailure::Keep,
             strip_headers: Vec::new(),
@@ -234,6 +239,16 @@ impl Config {
     #[must_use]
     pub fn max_concurrent_verifications(mut self, n: Option<NonZeroUsize>) -> Config {
         self.max_concurrent_verifications = n;
+        self
+    }
+
+    /// Sets [`Config::max_concurrent_verifications_without_known_callers`].
+    #[must_use]
+    pub fn max_concurrent_verifications_without_known_callers(
+        mut self,
+        n: Option<NonZeroUsize>,
+    ) -> Config {
+        self.max_concurrent_verifications_without_known_callers = n;
         self
     }
 
@@ -403,16 +418,20 @@ impl Server {
         });
         // Known callers first: a request whose token the sidecar remembers is decided at once;
         // one that needs a signature check waits for one of a few slots, so a flood of forged
-        // tokens queues behind itself instead of in front of everyone. Half the CPUs by default.
-        let slots = config.max_concurrent_verifications.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .ok()
-                .and_then(|n| NonZeroUsize::new(n.get() / 2))
-                .unwrap_or(NonZeroUsize::MIN)
-        });
+        // tokens queues behind itself instead of in front of everyone. Half the CPUs by default,
+        // all of them while no known caller is being served.
+        let cpus = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
+        let slots = config
+            .max_concurrent_verifications
+            .unwrap_or_else(|| NonZeroUsize::new(cpus.get() / 2).unwrap_or(NonZeroUsize::MIN));
         let layer = SidecarLayer::new(inputs.sidecar.clone())
             .observer(metrics.clone())
             .max_concurrent_verifications(slots)
+            .max_concurrent_verifications_without_known_callers(
+                config
+                    .max_concurrent_verifications_without_known_callers
+                    .unwrap_or(cpus),
+            )
             .explain_rejections(config.explain_rejections);
         let upstream = Upstream::new(&config.forward, config.request_timeout, metrics.clone())
             .map(Arc::new)

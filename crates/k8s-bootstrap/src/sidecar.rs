@@ -30,7 +30,9 @@
 //! [`SidecarLayer::max_concurrent_verifications`], tokens that need a check take turns on a
 //! few slots while requests whose token the sidecar already verified are decided at once, so
 //! known callers are not delayed by the flood (the inner service must then be `Clone`, as
-//! axum routers and hyper clients are).
+//! axum routers and hyper clients are). With
+//! [`SidecarLayer::max_concurrent_verifications_without_known_callers`], more slots open while
+//! no known caller is being served, so that checks alone may use every CPU.
 //!
 //! ```
 //! use std::convert::Infallible;
@@ -76,6 +78,7 @@ use std::future::Future;
 use std::num::NonZeroUsize;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::SystemTime;
 
@@ -163,8 +166,80 @@ pub struct SidecarLayer {
     sidecar: SharedSidecar,
     clock: fn() -> SystemTime,
     observer: Arc<dyn DecisionObserver>,
-    verifications: Option<Arc<Semaphore>>,
+    verifications: Option<Arc<Gate>>,
+    /// The limits the gate was built from: with known callers, and without.
+    limits: (Option<NonZeroUsize>, Option<NonZeroUsize>),
     explain: bool,
+}
+
+/// How long after a request with a known token (one the sidecar verified before) the spare
+/// verification slots stay closed.
+const KNOWN_CALLER_WINDOW_MS: u64 = 10_000;
+
+/// The verification slots of [`SidecarLayer::max_concurrent_verifications`].
+#[derive(Debug)]
+struct Gate {
+    /// Always open to requests whose token needs a check.
+    slots: Arc<Semaphore>,
+    /// Open only while no known caller was seen within [`KNOWN_CALLER_WINDOW_MS`].
+    spare: Option<Arc<Semaphore>>,
+    /// When the last request with a known token was decided: milliseconds since the Unix
+    /// epoch by the layer's clock; 0 before the first.
+    last_known: AtomicU64,
+}
+
+impl Gate {
+    fn new(limits: (Option<NonZeroUsize>, Option<NonZeroUsize>)) -> Option<Gate> {
+        let (with_known, without) = limits;
+        let with_known = with_known?.get().min(Semaphore::MAX_PERMITS);
+        let spare = without
+            .map(|n| n.get().min(Semaphore::MAX_PERMITS).saturating_sub(with_known))
+            .filter(|n| *n > 0)
+            .map(|n| Arc::new(Semaphore::new(n)));
+        Some(Gate {
+            slots: Arc::new(Semaphore::new(with_known)),
+            spare,
+            last_known: AtomicU64::new(0),
+        })
+    }
+
+    /// Notes a request decided from the cache at `now` (only needed with spare slots).
+    fn known_caller(&self, now: SystemTime) {
+        if self.spare.is_some() {
+            let ms = unix_ms(now);
+            if ms > self.last_known.load(Ordering::Relaxed) {
+                self.last_known.store(ms, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// A slot for a request arriving at `now`: one of the slots, or, while no known caller
+    /// was seen within the window, whichever of them and the spare ones frees first.
+    fn acquire(&self, now: SystemTime) -> Acquire {
+        let slots = Arc::clone(&self.slots);
+        let last = self.last_known.load(Ordering::Relaxed);
+        let spare = self
+            .spare
+            .as_ref()
+            .filter(|_| last == 0 || unix_ms(now).saturating_sub(last) >= KNOWN_CALLER_WINDOW_MS)
+            .map(Arc::clone);
+        match spare {
+            None => Box::pin(slots.acquire_owned()),
+            Some(spare) => Box::pin(async move {
+                tokio::select! {
+                    biased;
+                    permit = Arc::clone(&slots).acquire_owned() => permit,
+                    permit = spare.acquire_owned() => permit,
+                }
+            }),
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch (0 before it), at least 1 after it.
+fn unix_ms(now: SystemTime) -> u64 {
+    now.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1))
 }
 
 impl SidecarLayer {
@@ -177,6 +252,7 @@ impl SidecarLayer {
             clock: crate::clock::now,
             observer: Arc::new(NoObserver),
             verifications: None,
+            limits: (None, None),
             explain: false,
         }
     }
@@ -218,9 +294,26 @@ impl SidecarLayer {
     /// look-up of the verified-token cache.
     #[must_use]
     pub fn max_concurrent_verifications(mut self, n: NonZeroUsize) -> SidecarLayer {
-        self.verifications = Some(Arc::new(Semaphore::new(
-            n.get().min(Semaphore::MAX_PERMITS),
-        )));
+        self.limits.0 = Some(n);
+        self.verifications = Gate::new(self.limits).map(Arc::new);
+        self
+    }
+
+    /// With [`max_concurrent_verifications`](Self::max_concurrent_verifications)`(m)`: up to
+    /// `n` (at least `m`) requests whose token needs a check are decided at once while no
+    /// known caller (a request whose token the sidecar already verified) arrived in the last
+    /// ten seconds; `m` once one has. With no known caller to keep responsive, a burst of new
+    /// tokens (a rollout, a cache that is off) may use every CPU; as soon as known callers are
+    /// served, checks go back to `m` slots, and a flood of forged tokens cannot take the CPUs
+    /// they need. A request's slots are chosen when it arrives. Without
+    /// `max_concurrent_verifications`, this does nothing.
+    #[must_use]
+    pub fn max_concurrent_verifications_without_known_callers(
+        mut self,
+        n: NonZeroUsize,
+    ) -> SidecarLayer {
+        self.limits.1 = Some(n);
+        self.verifications = Gate::new(self.limits).map(Arc::new);
         self
     }
 
@@ -344,7 +437,7 @@ where
 
     fn call(&mut self, mut request: Request<ReqBody>) -> Self::Future {
         let now = (self.layer.clock)();
-        let Some(slots) = &self.layer.verifications else {
+        let Some(gate) = &self.layer.verifications else {
             let decision = self
                 .layer
                 .sidecar
@@ -361,13 +454,18 @@ where
             .load()
             .decide_header_map_if_cached(request.headers_mut(), now);
         let state = match cached {
-            Some(decision) => self.layer.finish(decision, request, &mut self.inner),
+            Some(decision) => {
+                if decision.is_ok() {
+                    gate.known_caller(now);
+                }
+                self.layer.finish(decision, request, &mut self.inner)
+            }
             None => {
                 // The token needs a signature check: it waits for a slot, and takes the inner
                 // service that was made ready along (a clone stays for the next request).
                 let clone = self.inner.clone();
                 State::Waiting {
-                    permit: Box::pin(Arc::clone(slots).acquire_owned()),
+                    permit: gate.acquire(now),
                     request: Some(request),
                     inner: std::mem::replace(&mut self.inner, clone),
                     layer: self.layer.clone(),

@@ -480,6 +480,127 @@ fn known_callers_first_with_verification_slots() {
     );
 }
 
+/// Set while the spare-slot test's holder is inside its signature check.
+static SPARE_HOLDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Set (with a notification) to let that holder finish.
+static SPARE_RELEASE: (Mutex<bool>, std::sync::Condvar) =
+    (Mutex::new(false), std::sync::Condvar::new());
+/// Seconds the spare-slot test's clock is ahead of `now()`.
+static SPARE_AHEAD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// `holding_clock` for the spare-slot test (thread `spare-holder`), `SPARE_AHEAD` seconds
+/// after `now()`.
+fn spare_clock() -> SystemTime {
+    thread_local!(static READINGS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) });
+    if std::thread::current().name() == Some("spare-holder") {
+        let readings = READINGS.with(|r| {
+            r.set(r.get() + 1);
+            r.get()
+        });
+        if readings == 2 {
+            SPARE_HOLDING.store(true, Ordering::SeqCst);
+            let mut released = SPARE_RELEASE.0.lock().unwrap();
+            while !*released {
+                released = SPARE_RELEASE.1.wait(released).unwrap();
+            }
+        }
+    }
+    now() + Duration::from_secs(SPARE_AHEAD.load(Ordering::SeqCst))
+}
+
+/// With `max_concurrent_verifications(1)` and
+/// `max_concurrent_verifications_without_known_callers(2)`: while no known caller has been
+/// seen, a second token that needs a check takes the spare slot beside the one in use; once a
+/// known caller was decided, the next such token waits for the one slot although the spare one
+/// is free; ten seconds after the last known caller, the spare slot opens again.
+#[test]
+fn spare_verification_slots_open_only_without_known_callers() {
+    use std::task::{Context, Poll, Waker};
+    let inner = tower::service_fn(|request: Request<String>| async move {
+        let user = request.extensions().get::<AuthenticatedUser>().unwrap();
+        Ok::<_, Infallible>(Response::new(user.name().to_owned()))
+    });
+    let layer = SidecarLayer::new(sidecar_for(&key_a()))
+        .clock(spare_clock)
+        .max_concurrent_verifications(std::num::NonZeroUsize::MIN)
+        .max_concurrent_verifications_without_known_callers(
+            std::num::NonZeroUsize::new(2).unwrap(),
+        );
+    let request = |sub: &str| {
+        let token = mint(key_a(), sub, AUDIENCE, now());
+        Request::get("/")
+            .header("authorization", format!("Bearer {token}"))
+            .body(String::new())
+            .unwrap()
+    };
+    let body = |poll: Poll<Result<Response<String>, Infallible>>| match poll {
+        Poll::Ready(Ok(response)) => Some((response.status(), response.into_body())),
+        Poll::Pending => None,
+    };
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut service = layer.layer(inner);
+
+    // The holder takes the one slot and stays in its check until released.
+    let holder = {
+        let mut service = service.clone();
+        let request = request("holder");
+        std::thread::Builder::new()
+            .name("spare-holder".into())
+            .spawn(move || {
+                let mut future = std::pin::pin!(service.call(request));
+                let mut cx = Context::from_waker(Waker::noop());
+                loop {
+                    if let Poll::Ready(response) = future.as_mut().poll(&mut cx) {
+                        break response.unwrap().into_body();
+                    }
+                    std::thread::yield_now();
+                }
+            })
+            .unwrap()
+    };
+    for look in 0.. {
+        if SPARE_HOLDING.load(Ordering::SeqCst) {
+            break;
+        }
+        assert!(look < 4_000, "the holder never took the slot");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+
+    // No known caller yet: a stranger takes the spare slot, at once.
+    let stranger = request("stranger");
+    let mut stranger_again = Request::get("/").body(String::new()).unwrap();
+    *stranger_again.headers_mut() = stranger.headers().clone();
+    let mut first = std::pin::pin!(service.call(stranger));
+    let decided = body(first.as_mut().poll(&mut cx));
+    assert_eq!(decided, Some((StatusCode::OK, "stranger".to_owned())));
+
+    // Its token is known now: decided from the cache, which closes the spare slot.
+    let mut known = std::pin::pin!(service.call(stranger_again));
+    let decided = body(known.as_mut().poll(&mut cx));
+    assert_eq!(decided, Some((StatusCode::OK, "stranger".to_owned())));
+    let mut waiting = std::pin::pin!(service.call(request("newcomer")));
+    assert_eq!(body(waiting.as_mut().poll(&mut cx)), None, "waits for the one slot");
+    assert_eq!(body(waiting.as_mut().poll(&mut cx)), None);
+
+    // 9 s later the spare slot is still closed; 10 s later it is open again.
+    SPARE_AHEAD.store(9, Ordering::SeqCst);
+    let mut closed = std::pin::pin!(service.call(request("nine seconds")));
+    assert_eq!(body(closed.as_mut().poll(&mut cx)), None);
+    SPARE_AHEAD.store(10, Ordering::SeqCst);
+    let mut open = std::pin::pin!(service.call(request("ten seconds")));
+    let decided = body(open.as_mut().poll(&mut cx));
+    assert_eq!(decided, Some((StatusCode::OK, "ten seconds".to_owned())));
+
+    // The holder finishes; the waiting ones go on in turn.
+    *SPARE_RELEASE.0.lock().unwrap() = true;
+    SPARE_RELEASE.1.notify_all();
+    assert_eq!(holder.join().unwrap(), "holder");
+    let decided = body(waiting.as_mut().poll(&mut cx));
+    assert_eq!(decided, Some((StatusCode::OK, "newcomer".to_owned())));
+    let decided = body(closed.as_mut().poll(&mut cx));
+    assert_eq!(decided, Some((StatusCode::OK, "nine seconds".to_owned())));
+}
+
 /// The 403's `WWW-Authenticate` for `headers`, if any, from a layer with or without
 /// explanations and verification slots.
 async fn refusal(layer: SidecarLayer, headers: &[(&str, &str)]) -> Option<String> {

@@ -52,17 +52,17 @@ fn value_bytes(alg: &AlgorithmIdentifierOwned) -> Result<Vec<u8>, Error> {
 /// Signs the node's certificate requests: ECDSA (P-256 with SHA-256, P-384 with SHA-384, DER
 /// signatures) and RSA PKCS#1 v1.5 with SHA-256, the algorithms Go's
 /// `x509.CreateCertificateRequest` picks for those keys. On the provider when one is enabled
-/// (ring first); without one, ECDSA on RustCrypto's `p256`/`p384` (deterministic nonces,
-/// RFC 6979) and no RSA (no RSA private-key operation is ever done outside a provider: the
-/// pure-Rust `rsa` crate is not constant-time).
+/// (aws-lc-rs first when both are, as in addon-jwt and rustls); without one, ECDSA on
+/// RustCrypto's `p256`/`p384` (deterministic nonces, RFC 6979) and no RSA (no RSA private-key
+/// operation is ever done outside a provider: the pure-Rust `rsa` crate is not constant-time).
 pub(crate) enum Signer {
-    #[cfg(feature = "ring")]
+    #[cfg(all(feature = "ring", not(feature = "aws-lc-rs")))]
     RingEcdsa(ring::signature::EcdsaKeyPair),
-    #[cfg(feature = "ring")]
+    #[cfg(all(feature = "ring", not(feature = "aws-lc-rs")))]
     RingRsa(ring::signature::RsaKeyPair),
-    #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
+    #[cfg(feature = "aws-lc-rs")]
     AwsLcEcdsa(aws_lc_rs::signature::EcdsaKeyPair),
-    #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
+    #[cfg(feature = "aws-lc-rs")]
     AwsLcRsa(aws_lc_rs::signature::RsaKeyPair),
     #[cfg_attr(any(feature = "ring", feature = "aws-lc-rs"), allow(dead_code))]
     P256(p256::ecdsa::SigningKey),
@@ -87,7 +87,7 @@ impl Signer {
             }
         }
         let _ = (scalar, public_point);
-        #[cfg(feature = "ring")]
+        #[cfg(all(feature = "ring", not(feature = "aws-lc-rs")))]
         {
             use ring::signature::{
                 ECDSA_P256_SHA256_ASN1_SIGNING, ECDSA_P384_SHA384_ASN1_SIGNING, EcdsaKeyPair,
@@ -101,7 +101,7 @@ impl Signer {
                 .map(Signer::RingEcdsa)
                 .map_err(refused);
         }
-        #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
+        #[cfg(feature = "aws-lc-rs")]
         {
             use aws_lc_rs::signature::{
                 ECDSA_P256_SHA256_ASN1_SIGNING, ECDSA_P384_SHA384_ASN1_SIGNING, EcdsaKeyPair,
@@ -130,7 +130,7 @@ impl Signer {
     /// [`Error::NoCryptoBackend`] without a provider.
     pub(crate) fn rsa(pkcs1_der: &[u8]) -> Result<Signer, Error> {
         let _ = pkcs1_der;
-        #[cfg(feature = "ring")]
+        #[cfg(all(feature = "ring", not(feature = "aws-lc-rs")))]
         {
             return ring::signature::RsaKeyPair::from_der(pkcs1_der)
                 .map(Signer::RingRsa)
@@ -138,7 +138,7 @@ impl Signer {
                     reason: "the provider refused the RSA key",
                 });
         }
-        #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
+        #[cfg(feature = "aws-lc-rs")]
         {
             return aws_lc_rs::signature::RsaKeyPair::from_der(pkcs1_der)
                 .map(Signer::AwsLcRsa)
@@ -154,7 +154,7 @@ impl Signer {
     /// with its public key; `None` without a provider.
     pub(crate) fn generate_p256()
     -> Option<Result<(p256::SecretKey, p256::PublicKey, Signer), Error>> {
-        #[cfg(feature = "ring")]
+        #[cfg(all(feature = "ring", not(feature = "aws-lc-rs")))]
         {
             use ring::signature::{
                 ECDSA_P256_SHA256_ASN1_SIGNING as ALG, EcdsaKeyPair, KeyPair as _,
@@ -170,7 +170,7 @@ impl Signer {
                 });
             return Some(made);
         }
-        #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
+        #[cfg(feature = "aws-lc-rs")]
         {
             use aws_lc_rs::signature::{
                 ECDSA_P256_SHA256_ASN1_SIGNING as ALG, EcdsaKeyPair, KeyPair as _,
@@ -196,12 +196,12 @@ impl Signer {
             }
         }
         match self {
-            #[cfg(feature = "ring")]
+            #[cfg(all(feature = "ring", not(feature = "aws-lc-rs")))]
             Signer::RingEcdsa(k) => k
                 .sign(&ring::rand::SystemRandom::new(), message)
                 .map(|s| s.as_ref().to_vec())
                 .map_err(|_| Error::Rng),
-            #[cfg(feature = "ring")]
+            #[cfg(all(feature = "ring", not(feature = "aws-lc-rs")))]
             Signer::RingRsa(k) => {
                 let mut sig = vec![0u8; k.public().modulus_len()];
                 // ring checks its result against the public key (a fault or an inconsistent
@@ -215,12 +215,12 @@ impl Signer {
                 .map_err(failed)?;
                 Ok(sig)
             }
-            #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
+            #[cfg(feature = "aws-lc-rs")]
             Signer::AwsLcEcdsa(k) => k
                 .sign(&aws_lc_rs::rand::SystemRandom::new(), message)
                 .map(|s| s.as_ref().to_vec())
                 .map_err(|_| Error::Rng),
-            #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
+            #[cfg(feature = "aws-lc-rs")]
             Signer::AwsLcRsa(k) => {
                 let mut sig = vec![0u8; k.public_modulus_len()];
                 k.sign(

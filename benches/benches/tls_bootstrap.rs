@@ -126,6 +126,16 @@ fn request(c: &mut Criterion) {
             .unwrap()
         });
     });
+    // The floor on aws-lc-rs, the provider that signs here (the benches enable both, as the
+    // shipped binary's aws-lc-rs does): a key pair ready to sign, one base-point multiplication.
+    g.bench_function("baseline/aws_lc_generate_key", |b| {
+        b.iter(|| {
+            aws_lc_rs::signature::EcdsaKeyPair::generate(
+                &aws_lc_rs::signature::ECDSA_P256_SHA256_ASN1_SIGNING,
+            )
+            .unwrap()
+        });
+    });
     g.finish();
 }
 

@@ -172,14 +172,25 @@ impl Signer {
         }
         #[cfg(feature = "aws-lc-rs")]
         {
+            use aws_lc_rs::encoding::AsBigEndian as _;
             use aws_lc_rs::signature::{
                 ECDSA_P256_SHA256_ASN1_SIGNING as ALG, EcdsaKeyPair, KeyPair as _,
             };
+            // One base-point multiplication: the pair is ready to sign, and its scalar and point
+            // are read as they are (no PKCS#8 document to write and parse back).
             let made = EcdsaKeyPair::generate(&ALG)
                 .map_err(|_| Error::Rng)
                 .and_then(|pair| {
-                    let pkcs8 = pair.to_pkcs8v1().map_err(|_| Error::Rng)?;
-                    let (secret, public) = parts(pkcs8.as_ref(), pair.public_key().as_ref())?;
+                    let scalar = pair.private_key().as_be_bytes().map_err(|_| Error::Rng)?;
+                    let secret = p256::SecretKey::from_slice(scalar.as_ref()).map_err(|_| {
+                        Error::InvalidKey {
+                            reason: "the provider's key does not parse",
+                        }
+                    })?;
+                    let public = p256::PublicKey::from_sec1_bytes(pair.public_key().as_ref())
+                        .map_err(|_| Error::InvalidKey {
+                            reason: "the provider's public key does not parse",
+                        })?;
                     Ok((secret, public, Signer::AwsLcEcdsa(pair)))
                 });
             return Some(made);
@@ -248,7 +259,7 @@ impl Signer {
 
 /// The RustCrypto halves of a provider-made key: the scalar from its PKCS#8 document, the public
 /// key from the point the provider computed (checked to be on the curve).
-#[cfg(any(feature = "ring", feature = "aws-lc-rs"))]
+#[cfg(all(feature = "ring", not(feature = "aws-lc-rs")))]
 fn parts(pkcs8: &[u8], point: &[u8]) -> Result<(p256::SecretKey, p256::PublicKey), Error> {
     use der::Decode as _;
     let bad = |_| Error::InvalidKey {

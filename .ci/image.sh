@@ -9,7 +9,7 @@
 #
 # Without --binary, builds the release binary first: statically linked (glibc,
 # `-C target-feature=+crt-static`, so the target is named and the flags reach no build script
-# or proc-macro) with the features ring,controllers,sidecar (FEATURES overrides). With
+# or proc-macro) with the features aws-lc-rs,controllers,sidecar (FEATURES overrides). With
 # --binary, takes that binary as it is; a dynamically linked one gets exactly the shared
 # libraries `ldd` lists, at their paths (CI passes the debug binary its tests built).
 # --archive writes the image as a docker-archive tarball (`kind load image-archive`).
@@ -69,7 +69,7 @@ if [ -z "$revision" ]; then
 fi
 
 if [ -z "$binary" ]; then
-  features="${FEATURES:-ring,controllers,sidecar}"
+  features="${FEATURES:-aws-lc-rs,controllers,sidecar}"
   echo "building the release binary (static, features $features)"
   RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static" cargo build --release --locked \
     --target x86_64-unknown-linux-gnu -p k8s-bootstrap-cli --no-default-features --features "$features"

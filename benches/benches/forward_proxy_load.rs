@@ -160,7 +160,7 @@ ZknhZrtKyRVE+62C6rJE4LKP\n\
 -----END PRIVATE KEY-----\n";
 /// The features the shipped binary (and the container image) is built with, signature
 /// backend included.
-const SHIPPED: &str = "ring,sidecar";
+const SHIPPED: &str = "aws-lc-rs,sidecar";
 const ISSUER: &str = "https://kubernetes.default.svc";
 const AUDIENCE: &str = "kube-system/dashboard";
 

@@ -193,7 +193,11 @@ impl Gate {
         let (with_known, without) = limits;
         let with_known = with_known?.get().min(Semaphore::MAX_PERMITS);
         let spare = without
-            .map(|n| n.get().min(Semaphore::MAX_PERMITS).saturating_sub(with_known))
+            .map(|n| {
+                n.get()
+                    .min(Semaphore::MAX_PERMITS)
+                    .saturating_sub(with_known)
+            })
             .filter(|n| *n > 0)
             .map(|n| Arc::new(Semaphore::new(n)));
         Some(Gate {
@@ -238,8 +242,9 @@ impl Gate {
 
 /// Milliseconds since the Unix epoch (0 before it), at least 1 after it.
 fn unix_ms(now: SystemTime) -> u64 {
-    now.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1))
+    now.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| {
+        u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+    })
 }
 
 impl SidecarLayer {

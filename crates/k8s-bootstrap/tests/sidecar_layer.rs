@@ -579,7 +579,11 @@ fn spare_verification_slots_open_only_without_known_callers() {
     let decided = body(known.as_mut().poll(&mut cx));
     assert_eq!(decided, Some((StatusCode::OK, "stranger".to_owned())));
     let mut waiting = std::pin::pin!(service.call(request("newcomer")));
-    assert_eq!(body(waiting.as_mut().poll(&mut cx)), None, "waits for the one slot");
+    assert_eq!(
+        body(waiting.as_mut().poll(&mut cx)),
+        None,
+        "waits for the one slot"
+    );
     assert_eq!(body(waiting.as_mut().poll(&mut cx)), None);
 
     // 9 s later the spare slot is still closed; 10 s later it is open again.

@@ -719,7 +719,18 @@ fn row(name: &str, s: &Stats) -> String {
     )
 }
 
+/// Stops a peer or proxy: SIGTERM first (nginx's master then stops its workers, which a
+/// SIGKILL of the master would leave running), SIGKILL after 5 s.
 fn stop(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    for _ in 0..250 {
+        if child.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let _ = child.kill();
     let _ = child.wait();
 }

@@ -12,6 +12,7 @@
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use addon_jwt::{Audience, Issuer, Minter, Rejection, Sidecar, SigningKey, Validation};
@@ -356,29 +357,89 @@ async fn no_token_reaches_tracing_output() {
     }
 }
 
-/// Set while the slot test's holder is inside its signature check, holding the one slot.
-static HOLDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-/// Set (with a notification) to let the holder finish.
-static RELEASE: (Mutex<bool>, std::sync::Condvar) = (Mutex::new(false), std::sync::Condvar::new());
+/// A request held inside its signature check, so a test can look at other requests while it
+/// takes a verification slot: on the thread named `thread`, the layer's second clock reading
+/// (taken once that thread's request has a slot) sets `holding` and waits for `release`.
+struct Hold {
+    thread: &'static str,
+    holding: std::sync::atomic::AtomicBool,
+    released: Mutex<bool>,
+    wake: std::sync::Condvar,
+}
 
-/// The clock of the slot test: its second reading on the thread named `holder` (the one the
-/// layer takes once that thread's request has a verification slot) sets `HOLDING` and waits
-/// for `RELEASE`, so the test can look at other requests while the slot is taken.
-fn holding_clock() -> SystemTime {
-    thread_local!(static READINGS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) });
-    if std::thread::current().name() == Some("holder") {
-        let readings = READINGS.with(|r| {
-            r.set(r.get() + 1);
-            r.get()
-        });
-        if readings == 2 {
-            HOLDING.store(true, Ordering::SeqCst);
-            let mut released = RELEASE.0.lock().unwrap();
-            while !*released {
-                released = RELEASE.1.wait(released).unwrap();
+impl Hold {
+    const fn new(thread: &'static str) -> Hold {
+        Hold {
+            thread,
+            holding: std::sync::atomic::AtomicBool::new(false),
+            released: Mutex::new(false),
+            wake: std::sync::Condvar::new(),
+        }
+    }
+
+    /// Called by a test clock on every reading.
+    fn reading(&self) {
+        thread_local!(static READINGS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) });
+        if std::thread::current().name() == Some(self.thread) {
+            let readings = READINGS.with(|r| {
+                r.set(r.get() + 1);
+                r.get()
+            });
+            if readings == 2 {
+                self.holding.store(true, Ordering::SeqCst);
+                let mut released = self.released.lock().unwrap();
+                while !*released {
+                    released = self.wake.wait(released).unwrap();
+                }
             }
         }
     }
+
+    /// Sends `request` through `service` on the holding thread, and returns once it holds its
+    /// slot (at most 20 s: 4,000 looks, 5 ms apart); the thread answers with the body.
+    fn hold<S>(&'static self, mut service: S, request: Request<String>) -> JoinHandle<String>
+    where
+        S: tower::Service<Request<String>, Response = Response<String>, Error = Infallible>
+            + Send
+            + 'static,
+    {
+        use std::task::{Context, Poll, Waker};
+        let holder = std::thread::Builder::new()
+            .name(self.thread.into())
+            .spawn(move || {
+                let mut future = std::pin::pin!(service.call(request));
+                let mut cx = Context::from_waker(Waker::noop());
+                loop {
+                    if let Poll::Ready(response) = future.as_mut().poll(&mut cx) {
+                        break response.unwrap().into_body();
+                    }
+                    std::thread::yield_now();
+                }
+            })
+            .unwrap();
+        for look in 0.. {
+            if self.holding.load(Ordering::SeqCst) {
+                break;
+            }
+            assert!(look < 4_000, "the holder never took the slot");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        holder
+    }
+
+    /// Lets the held request finish.
+    fn release(&self) {
+        *self.released.lock().unwrap() = true;
+        self.wake.notify_all();
+    }
+}
+
+/// The slot test's holder.
+static SLOT_HOLD: Hold = Hold::new("holder");
+
+/// The clock of the slot test (see [`Hold`]).
+fn holding_clock() -> SystemTime {
+    SLOT_HOLD.reading();
     now()
 }
 
@@ -428,31 +489,7 @@ fn known_callers_first_with_verification_slots() {
     assert_eq!(decided, Some((StatusCode::OK, "known".to_owned())));
 
     // The holder's token takes the one slot and stays in its check until released.
-    let holder = {
-        let mut service = layer.layer(inner);
-        let request = request(Some("holder"));
-        std::thread::Builder::new()
-            .name("holder".into())
-            .spawn(move || {
-                let mut future = std::pin::pin!(service.call(request));
-                let mut cx = Context::from_waker(Waker::noop());
-                loop {
-                    if let Poll::Ready(response) = future.as_mut().poll(&mut cx) {
-                        break response.unwrap().into_body();
-                    }
-                    std::thread::yield_now();
-                }
-            })
-            .unwrap()
-    };
-    // At most 20 s (4,000 looks, 5 ms apart) for the holder to reach its check.
-    for look in 0.. {
-        if HOLDING.load(Ordering::SeqCst) {
-            break;
-        }
-        assert!(look < 4_000, "the holder never took the slot");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let holder = SLOT_HOLD.hold(layer.layer(inner), request(Some("holder")));
 
     // Another token that needs a check waits for the slot.
     let mut waiting = std::pin::pin!(service.call(request(Some("stranger"))));
@@ -468,8 +505,7 @@ fn known_callers_first_with_verification_slots() {
     // The stranger still waits for the holder's slot.
     assert_eq!(body(waiting.as_mut().poll(&mut cx)), None);
 
-    *RELEASE.0.lock().unwrap() = true;
-    RELEASE.1.notify_all();
+    SLOT_HOLD.release();
     assert_eq!(holder.join().unwrap(), "holder");
     let decided = body(waiting.as_mut().poll(&mut cx));
     assert_eq!(decided, Some((StatusCode::OK, "stranger".to_owned())));
@@ -480,31 +516,14 @@ fn known_callers_first_with_verification_slots() {
     );
 }
 
-/// Set while the spare-slot test's holder is inside its signature check.
-static SPARE_HOLDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-/// Set (with a notification) to let that holder finish.
-static SPARE_RELEASE: (Mutex<bool>, std::sync::Condvar) =
-    (Mutex::new(false), std::sync::Condvar::new());
+/// The spare-slot test's holder.
+static SPARE_HOLD: Hold = Hold::new("spare-holder");
 /// Seconds the spare-slot test's clock is ahead of `now()`.
 static SPARE_AHEAD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// `holding_clock` for the spare-slot test (thread `spare-holder`), `SPARE_AHEAD` seconds
-/// after `now()`.
+/// The clock of the spare-slot test (see [`Hold`]), `SPARE_AHEAD` seconds after `now()`.
 fn spare_clock() -> SystemTime {
-    thread_local!(static READINGS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) });
-    if std::thread::current().name() == Some("spare-holder") {
-        let readings = READINGS.with(|r| {
-            r.set(r.get() + 1);
-            r.get()
-        });
-        if readings == 2 {
-            SPARE_HOLDING.store(true, Ordering::SeqCst);
-            let mut released = SPARE_RELEASE.0.lock().unwrap();
-            while !*released {
-                released = SPARE_RELEASE.1.wait(released).unwrap();
-            }
-        }
-    }
+    SPARE_HOLD.reading();
     now() + Duration::from_secs(SPARE_AHEAD.load(Ordering::SeqCst))
 }
 
@@ -541,30 +560,7 @@ fn spare_verification_slots_open_only_without_known_callers() {
     let mut service = layer.layer(inner);
 
     // The holder takes the one slot and stays in its check until released.
-    let holder = {
-        let mut service = service.clone();
-        let request = request("holder");
-        std::thread::Builder::new()
-            .name("spare-holder".into())
-            .spawn(move || {
-                let mut future = std::pin::pin!(service.call(request));
-                let mut cx = Context::from_waker(Waker::noop());
-                loop {
-                    if let Poll::Ready(response) = future.as_mut().poll(&mut cx) {
-                        break response.unwrap().into_body();
-                    }
-                    std::thread::yield_now();
-                }
-            })
-            .unwrap()
-    };
-    for look in 0.. {
-        if SPARE_HOLDING.load(Ordering::SeqCst) {
-            break;
-        }
-        assert!(look < 4_000, "the holder never took the slot");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let holder = SPARE_HOLD.hold(service.clone(), request("holder"));
 
     // No known caller yet: a stranger takes the spare slot, at once.
     let stranger = request("stranger");
@@ -596,8 +592,7 @@ fn spare_verification_slots_open_only_without_known_callers() {
     assert_eq!(decided, Some((StatusCode::OK, "ten seconds".to_owned())));
 
     // The holder finishes; the waiting ones go on in turn.
-    *SPARE_RELEASE.0.lock().unwrap() = true;
-    SPARE_RELEASE.1.notify_all();
+    SPARE_HOLD.release();
     assert_eq!(holder.join().unwrap(), "holder");
     let decided = body(waiting.as_mut().poll(&mut cx));
     assert_eq!(decided, Some((StatusCode::OK, "newcomer".to_owned())));

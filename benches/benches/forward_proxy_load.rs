@@ -1263,33 +1263,16 @@ fn targets(pairs: &[Pair<'_>], seconds: u64, rounds: u64) -> String {
     let mut results: Vec<Vec<(Stats, Stats)>> = pairs.iter().map(|_| Vec::new()).collect();
     for round in 0..rounds {
         for (pair, results) in pairs.iter().zip(results.iter_mut()) {
-            let url = |addr: SocketAddr| format!("http://{addr}/");
-            let run_proxy = || {
-                measure(
-                    &url(pair.proxy),
-                    pair.token,
-                    pair.connections,
-                    pair.rate,
-                    seconds,
-                    pair.proxy_pid,
-                )
-            };
-            let run_peer = || {
-                measure(
-                    &url(pair.peer),
-                    pair.token,
-                    pair.connections,
-                    pair.rate,
-                    seconds,
-                    pair.peer_pid,
-                )
+            let run = |addr: SocketAddr, pid: u32| {
+                let url = format!("http://{addr}/");
+                measure(&url, pair.token, pair.connections, pair.rate, seconds, pid)
             };
             let (ours, peer) = if round % 2 == 0 {
-                let ours = run_proxy();
-                (ours, run_peer())
+                let ours = run(pair.proxy, pair.proxy_pid);
+                (ours, run(pair.peer, pair.peer_pid))
             } else {
-                let peer = run_peer();
-                (run_proxy(), peer)
+                let peer = run(pair.peer, pair.peer_pid);
+                (run(pair.proxy, pair.proxy_pid), peer)
             };
             results.push((ours, peer));
         }

@@ -170,6 +170,8 @@ pub struct SidecarLayer {
     /// The limits the gate was built from: with known callers, and without.
     limits: (Option<NonZeroUsize>, Option<NonZeroUsize>),
     explain: bool,
+    /// Whether checks run on tokio's blocking threads while known callers are served.
+    checks_aside: bool,
 }
 
 /// How long after a request with a known token (one the sidecar verified before) the spare
@@ -207,26 +209,26 @@ impl Gate {
         })
     }
 
-    /// Notes a request decided from the cache at `now` (only needed with spare slots).
+    /// Notes a request decided from the cache at `now`.
     fn known_caller(&self, now: SystemTime) {
-        if self.spare.is_some() {
-            let ms = unix_ms(now);
-            if ms > self.last_known.load(Ordering::Relaxed) {
-                self.last_known.store(ms, Ordering::Relaxed);
-            }
+        let ms = unix_ms(now);
+        if ms > self.last_known.load(Ordering::Relaxed) {
+            self.last_known.store(ms, Ordering::Relaxed);
         }
     }
 
-    /// A slot for a request arriving at `now`: one of the slots, or, while no known caller
-    /// was seen within the window, whichever of them and the spare ones frees first.
-    fn acquire(&self, now: SystemTime) -> Acquire {
-        let slots = Arc::clone(&self.slots);
+    /// Whether a known caller was seen within the window before `now`.
+    fn serving_known_callers(&self, now: SystemTime) -> bool {
         let last = self.last_known.load(Ordering::Relaxed);
-        let spare = self
-            .spare
-            .as_ref()
-            .filter(|_| last == 0 || unix_ms(now).saturating_sub(last) >= KNOWN_CALLER_WINDOW_MS)
-            .map(Arc::clone);
+        last != 0 && unix_ms(now).saturating_sub(last) < KNOWN_CALLER_WINDOW_MS
+    }
+
+    /// A slot for a request arriving at `now` while known callers are (`known`) or are not
+    /// being served: one of the slots, or, without known callers, whichever of them and the
+    /// spare ones frees first.
+    fn acquire(&self, known: bool) -> Acquire {
+        let slots = Arc::clone(&self.slots);
+        let spare = self.spare.as_ref().filter(|_| !known).map(Arc::clone);
         match spare {
             None => Box::pin(slots.acquire_owned()),
             Some(spare) => Box::pin(async move {
@@ -258,6 +260,7 @@ impl SidecarLayer {
             observer: Arc::new(NoObserver),
             verifications: None,
             limits: (None, None),
+            checks_aside: false,
             explain: false,
         }
     }
@@ -319,6 +322,21 @@ impl SidecarLayer {
     ) -> SidecarLayer {
         self.limits.1 = Some(n);
         self.verifications = Gate::new(self.limits).map(Arc::new);
+        self
+    }
+
+    /// With [`max_concurrent_verifications`](Self::max_concurrent_verifications): while known
+    /// callers are being served (one arrived in the last ten seconds), each signature check
+    /// runs on tokio's blocking threads ([`tokio::task::spawn_blocking`]) instead of in the
+    /// request's task, still within the slots. The operating system's scheduler then shares
+    /// the CPUs between the checks and the runtime's threads, so a known caller's request is
+    /// not queued behind a check on its thread: this matters on single-threaded runtimes (one
+    /// per core), where the request's thread would otherwise run the checks of every forged
+    /// token the flood sends it. Without known callers, and outside a tokio runtime, checks run
+    /// in the task (no hand-over between threads). Off by default.
+    #[must_use]
+    pub fn checks_on_blocking_threads(mut self, on: bool) -> SidecarLayer {
+        self.checks_aside = on;
         self
     }
 
@@ -469,8 +487,11 @@ where
                 // The token needs a signature check: it waits for a slot, and takes the inner
                 // service that was made ready along (a clone stays for the next request).
                 let clone = self.inner.clone();
+                let known = gate.serving_known_callers(now);
                 State::Waiting {
-                    permit: gate.acquire(now),
+                    permit: gate.acquire(known),
+                    aside: known && self.layer.checks_aside,
+                    check: None,
                     request: Some(request),
                     inner: std::mem::replace(&mut self.inner, clone),
                     layer: self.layer.clone(),
@@ -483,6 +504,9 @@ where
 
 /// A semaphore permit on its way.
 type Acquire = Pin<Box<dyn Future<Output = Result<OwnedSemaphorePermit, AcquireError>> + Send>>;
+
+/// A check on a blocking thread: it hands back the request's headers and the decision.
+type Check = tokio::task::JoinHandle<(http::HeaderMap, Result<Arc<str>, Rejection>)>;
 
 pin_project_lite::pin_project! {
     /// The future of [`SidecarService`]: the inner service's response, a 403, or (with
@@ -506,6 +530,10 @@ pin_project_lite::pin_project! {
         Forbidden { explanation: Option<http::HeaderValue> },
         Waiting {
             permit: Acquire,
+            // Whether the check runs on a blocking thread, and that check once started (the
+            // request's headers are then with it).
+            aside: bool,
+            check: Option<Check>,
             request: Option<Request<ReqBody>>,
             inner: S,
             layer: SidecarLayer,
@@ -521,7 +549,8 @@ where
         let state = match &self.state {
             State::Called { .. } => "called",
             State::Forbidden { .. } => "forbidden",
-            State::Waiting { .. } => "waiting for a verification slot",
+            State::Waiting { check: None, .. } => "waiting for a verification slot",
+            State::Waiting { check: Some(_), .. } => "checking the token on a blocking thread",
         };
         f.debug_struct("ResponseFuture")
             .field("state", &state)
@@ -553,25 +582,58 @@ where
                 }
                 StateProj::Waiting {
                     permit,
+                    aside,
+                    check,
                     request,
                     inner,
                     layer,
                 } => {
-                    // The semaphore is never closed; were it, the request is decided anyway.
-                    let permit = ready!(permit.as_mut().poll(cx)).ok();
-                    match request.take() {
-                        Some(mut request) => {
-                            let decision = layer
-                                .sidecar
-                                .0
-                                .load()
-                                .decide_header_map(request.headers_mut(), (layer.clock)());
-                            // The slot is free again before the inner service is waited for.
-                            drop(permit);
-                            layer.finish(decision, request, inner)
+                    if let Some(started) = check.as_mut() {
+                        let checked = ready!(Pin::new(started).poll(cx));
+                        match (request.take(), checked) {
+                            (Some(mut request), Ok((headers, decision))) => {
+                                *request.headers_mut() = headers;
+                                layer.finish(decision, request, inner)
+                            }
+                            // The check panicked or its runtime is shutting down: refused.
+                            (_, Err(_)) | (None, _) => State::Forbidden { explanation: None },
                         }
-                        // Only after the request went on: nothing is forwarded.
-                        None => State::Forbidden { explanation: None },
+                    } else {
+                        // The semaphore is never closed; were it, the request is decided anyway.
+                        let permit = ready!(permit.as_mut().poll(cx)).ok();
+                        let runtime = aside
+                            .then(tokio::runtime::Handle::try_current)
+                            .and_then(Result::ok);
+                        match (request.as_mut(), runtime) {
+                            (Some(waiting), Some(runtime)) => {
+                                let mut headers = std::mem::take(waiting.headers_mut());
+                                let (sidecar, clock) = (layer.sidecar.current(), layer.clock);
+                                // The slot is held until the check ends, even if the request
+                                // is dropped meanwhile.
+                                *check = Some(runtime.spawn_blocking(move || {
+                                    let decision = sidecar.decide_header_map(&mut headers, clock());
+                                    drop(permit);
+                                    (headers, decision)
+                                }));
+                                continue;
+                            }
+                            (Some(_), None) => match request.take() {
+                                Some(mut request) => {
+                                    let decision = layer
+                                        .sidecar
+                                        .0
+                                        .load()
+                                        .decide_header_map(request.headers_mut(), (layer.clock)());
+                                    // The slot is free again before the inner service is waited
+                                    // for.
+                                    drop(permit);
+                                    layer.finish(decision, request, inner)
+                                }
+                                None => State::Forbidden { explanation: None },
+                            },
+                            // Only after the request went on: nothing is forwarded.
+                            (None, _) => State::Forbidden { explanation: None },
+                        }
                     }
                 }
             };

@@ -516,6 +516,67 @@ fn known_callers_first_with_verification_slots() {
     );
 }
 
+/// The threads the checks test's clock was read on.
+static CLOCK_READERS: Mutex<Vec<std::thread::ThreadId>> = Mutex::new(Vec::new());
+
+/// The clock of the checks test: notes the thread that reads it.
+fn recording_clock() -> SystemTime {
+    CLOCK_READERS
+        .lock()
+        .unwrap()
+        .push(std::thread::current().id());
+    now()
+}
+
+/// With `checks_on_blocking_threads(true)`: a token is checked in the request's task while
+/// no known caller is being served, and on one of tokio's blocking threads once one is; the
+/// verified request then reaches the add-on with the identity and without the credential, and
+/// a forged token is refused. Without the setting, every check stays in the task.
+#[tokio::test]
+async fn checks_go_to_blocking_threads_only_while_known_callers_are_served() {
+    let here = std::thread::current().id();
+    for aside in [true, false] {
+        let layer = SidecarLayer::new(sidecar_for(&key_a()))
+            .clock(recording_clock)
+            .max_concurrent_verifications(std::num::NonZeroUsize::MIN)
+            .checks_on_blocking_threads(aside);
+        let mut service = layer.layer(addon());
+        let bearer =
+            |key: SigningKey, sub: &str| format!("Bearer {}", mint(key, sub, AUDIENCE, now()));
+        let elsewhere = || {
+            let mut readers = CLOCK_READERS.lock().unwrap();
+            let found = readers.iter().any(|id| *id != here);
+            readers.clear();
+            found
+        };
+
+        // The first caller: no known callers yet, so checked in the task.
+        let first = bearer(key_a(), "first");
+        let (status, body) = send(&mut service, &[("authorization", &first)]).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert!(!elsewhere(), "aside={aside}");
+        // Now known (decided from the cache, no check).
+        let (status, _) = send(&mut service, &[("authorization", &first)]).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(!elsewhere(), "aside={aside}");
+
+        // A new caller while a known one is served.
+        let second = bearer(key_a(), "second");
+        let (status, body) = send(&mut service, &[("authorization", &second)]).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(elsewhere(), aside, "aside={aside}");
+        assert!(body.starts_with("second\n"), "{body}");
+        assert!(body.contains("x-authenticated-user=second"), "{body}");
+        assert!(!body.contains("authorization="), "{body}");
+
+        // A forged token is refused, wherever it is checked.
+        let forged = bearer(key_b(), "first");
+        let (status, body) = send(&mut service, &[("authorization", &forged)]).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+        assert_eq!(elsewhere(), aside, "aside={aside}");
+    }
+}
+
 /// The spare-slot test's holder.
 static SPARE_HOLD: Hold = Hold::new("spare-holder");
 /// Seconds the spare-slot test's clock is ahead of `now()`.

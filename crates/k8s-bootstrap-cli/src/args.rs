@@ -323,6 +323,11 @@ pub(crate) struct ForwardProxyArgs {
     /// descriptors, at most 16384).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub(crate) max_connections: usize,
+    /// Threads that serve client connections, each with its own event loop accepting from
+    /// the shared listener; a connection and its requests stay on one thread (0: one per
+    /// CPU).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub(crate) connection_threads: usize,
     /// Where to serve /healthz, /readyz and /metrics (plain HTTP).
     #[arg(long, default_value = "0.0.0.0:10259", value_name = "ADDR:PORT")]
     pub(crate) http_address: std::net::SocketAddr,

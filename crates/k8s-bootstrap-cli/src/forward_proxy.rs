@@ -74,6 +74,11 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
         })
         .strip_headers(args.strip_header.clone())
         .max_connections(NonZeroUsize::new(args.max_connections))
+        .connection_threads(Some(
+            NonZeroUsize::new(args.connection_threads).unwrap_or_else(|| {
+                std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)
+            }),
+        ))
         .http_address(args.http_address)
         .explain_rejections(args.explain_rejections);
     for audience in &args.audience {
@@ -103,6 +108,9 @@ fn proxy_error(e: &forward_proxy::Error, args: &ForwardProxyArgs) -> CliError {
                 "--listen"
             };
             format!("{flag} {addr}: {source}")
+        }
+        forward_proxy::Error::Threads(source) => {
+            format!("--connection-threads {}: {source}", args.connection_threads)
         }
         other => other.to_string(),
     })

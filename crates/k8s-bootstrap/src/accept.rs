@@ -100,6 +100,18 @@ impl Acceptor {
             .saturating_sub(self.slots.available_permits())
     }
 
+    /// This acceptor as a listening socket several runtimes can accept from, each through
+    /// its own [`Acceptor`] ([`SharedAcceptor::acceptor`]) under the same connection cap.
+    #[cfg(all(unix, feature = "forward-proxy"))]
+    pub(crate) fn into_shared(self) -> std::io::Result<SharedAcceptor> {
+        Ok(SharedAcceptor {
+            listener: self.listener.into_std()?,
+            slots: self.slots,
+            max_connections: self.max_connections,
+            backoff: self.backoff,
+        })
+    }
+
     /// The next connection, once a slot is free: waits for a slot, then for a connection; a
     /// failed `accept` is logged (at debug level) and retried after the backoff. Cancel-safe:
     /// dropping the future loses no connection.
@@ -119,5 +131,33 @@ impl Acceptor {
                 }
             }
         }
+    }
+}
+
+/// A listening socket and a connection cap shared by acceptors on several runtimes (each
+/// runtime registers a duplicate of the socket), as [`Acceptor::into_shared`] makes it.
+#[cfg(all(unix, feature = "forward-proxy"))]
+#[derive(Debug)]
+pub(crate) struct SharedAcceptor {
+    listener: std::net::TcpListener,
+    slots: Arc<Semaphore>,
+    max_connections: usize,
+    backoff: Duration,
+}
+
+#[cfg(all(unix, feature = "forward-proxy"))]
+impl SharedAcceptor {
+    /// An acceptor for the runtime this is called on (it must be called within one): a
+    /// duplicate of the socket, registered with that runtime, under the shared cap. Every
+    /// runtime is woken by a new connection, and one of them accepts it.
+    pub(crate) fn acceptor(&self) -> std::io::Result<Acceptor> {
+        use std::os::fd::AsFd as _;
+        let listener = std::net::TcpListener::from(self.listener.as_fd().try_clone_to_owned()?);
+        Ok(Acceptor {
+            listener: TcpListener::from_std(listener)?,
+            slots: Arc::clone(&self.slots),
+            max_connections: self.max_connections,
+            backoff: self.backoff,
+        })
     }
 }

@@ -34,9 +34,10 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use tokio::sync::watch;
 use tower::Layer as _;
 
-use crate::accept::Acceptor;
+use crate::accept::{Acceptor, ConnectionPermit};
 use crate::addon_jwt::{Algorithm, Audience, Issuer, KeySet, Rejection, Sidecar, Validation};
 use crate::sidecar::{DecisionObserver, SharedSidecar, SidecarLayer};
 
@@ -158,6 +159,13 @@ pub struct Config {
     /// Whether a 403 tells the caller why (`WWW-Authenticate` with an `error_description`, as
     /// [`SidecarLayer::explain_rejections`]; default off).
     pub explain_rejections: bool,
+    /// Where client connections are served (`None`, the default: on the runtime
+    /// [`Server::serve`] is awaited on). `Some(n)`: on `n` threads of their own, each running
+    /// a single-threaded tokio runtime that accepts from the shared listener, so a connection,
+    /// its add-on connection and its requests stay on one thread and no request wakes another
+    /// thread. `k8s-bootstrap forward-proxy` uses one per CPU. The health endpoints, the key
+    /// reload and the Service listing stay on the caller's runtime.
+    pub connection_threads: Option<NonZeroUsize>,
 }
 
 impl Config {
@@ -183,7 +191,15 @@ impl Config {
             max_connections: None,
             http_address: SocketAddr::from(([0, 0, 0, 0], 10259)),
             explain_rejections: false,
+            connection_threads: None,
         }
+    }
+
+    /// Sets [`Config::connection_threads`].
+    #[must_use]
+    pub fn connection_threads(mut self, threads: Option<NonZeroUsize>) -> Config {
+        self.connection_threads = threads;
+        self
     }
 
     /// Sets [`Config::explain_rejections`].
@@ -328,6 +344,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A thread of [`Config::connection_threads`] (or its runtime) could not be started.
+    #[error("starting the connection threads: {0}")]
+    Threads(#[source] std::io::Error),
     /// The Services of [`Config::services`] could not be listed before serving.
     #[error("listing the Services of {namespace}: {source}")]
     ListServices {
@@ -344,7 +363,7 @@ pub enum Error {
 ///
 /// # Errors
 ///
-/// When it cannot start ([`Server::bind`]'s errors).
+/// When it cannot start ([`Server::bind`]'s errors, and [`Server::serve`]'s).
 pub async fn serve(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -432,7 +451,10 @@ impl Server {
                     .max_concurrent_verifications_without_known_callers
                     .unwrap_or(cpus),
             )
-            .explain_rejections(config.explain_rejections);
+            .explain_rejections(config.explain_rejections)
+            // While known callers are served, checks leave the connections' threads, so a flood
+            // of forged tokens on a connection's thread does not hold its known callers back.
+            .checks_on_blocking_threads(true);
         let upstream = Upstream::new(&config.forward, config.request_timeout, metrics.clone())
             .map(Arc::new)
             .ok_or(Error::Forward)?;
@@ -497,7 +519,8 @@ impl Server {
     ///
     /// # Errors
     ///
-    /// None today: the result leaves room for failures while serving.
+    /// [`Error::Threads`] when [`Config::connection_threads`] are asked for and one of them
+    /// cannot start (the others are stopped first, as by a shutdown).
     pub async fn serve(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
@@ -513,23 +536,13 @@ impl Server {
             http_listener,
             ..
         } = self;
-        // One service for each client connection, forwarding over that connection's link.
-        let connection_service = move |link: Arc<Link>| {
-            let upstream = upstream.clone();
-            layer.layer(tower::service_fn(move |request: Request<Incoming>| {
-                let upstream = upstream.clone();
-                let link = link.clone();
-                async move { Ok::<_, Infallible>(upstream.forward(&link, request).await) }
-            }))
-        };
-
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let stopped = move || {
-            let mut rx = stop_rx.clone();
-            async move {
-                let _ = rx.wait_for(|s| *s).await;
-            }
-        };
+        let connections = Arc::new(Connections {
+            layer,
+            upstream,
+            max_connection_duration: args.max_connection_duration,
+            grace: args.request_timeout.saturating_add(Duration::from_secs(1)),
+        });
+        let (stop_tx, stop_rx) = watch::channel(false);
         // Health and metrics.
         let http = {
             let metrics = metrics.clone();
@@ -541,7 +554,7 @@ impl Server {
             );
             tokio::spawn(
                 axum::serve(http_listener, router)
-                    .with_graceful_shutdown(stopped())
+                    .with_graceful_shutdown(stopped(stop_rx.clone()))
                     .into_future(),
             )
         };
@@ -586,67 +599,199 @@ impl Server {
             let _ = stop_tx.send(true);
         });
 
-        let mut connections = tokio::task::JoinSet::new();
-        let mut shutdown = std::pin::pin!(stopped());
-        loop {
-            let (stream, peer, permit) = tokio::select! {
-                accepted = acceptor.accept() => accepted,
-                () = &mut shutdown => break,
-            };
-            let _ = stream.set_nodelay(true);
-            let link = Arc::new(Link::default());
-            let service =
-                hyper_util::service::TowerToHyperService::new(connection_service(link.clone()));
-            let lifetime = args.max_connection_duration;
-            let stop = stopped();
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            // hyper's default of at most 100 header lines (as Envoy's) keeps its parse on the
-            // stack; more is answered 431.
-            builder
-                .timer(TokioTimer::new())
-                .header_read_timeout(Duration::from_secs(10))
-                .max_buf_size(MAX_HEADER_BUFFER);
-            connections.spawn(async move {
-                let _permit = permit;
-                let connection = builder.serve_connection(TokioIo::new(stream), service);
-                let mut connection = std::pin::pin!(connection);
-                // The client connection and its add-on connection, driven together.
-                let mut both = std::future::poll_fn(|cx| link.poll_beside(connection.as_mut(), cx));
-                let limit = tokio::time::sleep(lifetime);
-                let mut limit = std::pin::pin!(limit);
-                let mut stop = std::pin::pin!(stop);
-                tokio::select! {
-                    result = &mut both => {
-                        if let Err(e) = result {
-                            tracing::debug!(%peer, error = %e, "forward-proxy: connection ended");
-                        }
-                        return;
-                    }
-                    () = &mut stop => {}
-                    () = &mut limit => {}
-                }
-                // Finish the request in flight, then close; a request that does not finish
-                // within its own timeout is cut by its deadline.
-                connection.as_mut().graceful_shutdown();
-                let _ = std::future::poll_fn(|cx| link.poll_beside(connection.as_mut(), cx)).await;
-            });
-            // Reap finished connections.
-            while connections.try_join_next().is_some() {}
-        }
-        // Graceful shutdown: stop accepting, let the connections finish their requests.
-        let grace = args.request_timeout.saturating_add(Duration::from_secs(1));
-        let _ = tokio::time::timeout(grace, async {
-            while connections.join_next().await.is_some() {}
-        })
-        .await;
+        let served = match args.connection_threads {
+            None => {
+                connections.accept_until_stopped(&acceptor, stop_rx).await;
+                Ok(())
+            }
+            Some(threads) => connections.on_threads(threads, acceptor, stop_rx).await,
+        };
         signals.abort();
         reload.abort();
         if let Some(refresh) = refresh {
             refresh.abort();
         }
         let _ = http.await;
-        Ok(())
+        served
     }
+}
+
+/// What every client connection shares: the sidecar in front, the add-on behind.
+struct Connections {
+    layer: SidecarLayer,
+    upstream: Arc<Upstream>,
+    max_connection_duration: Duration,
+    /// How long the connections may take to finish after the shutdown.
+    grace: Duration,
+}
+
+impl Connections {
+    /// Accepts and serves connections on the current runtime until `stop` turns true, then
+    /// lets the open ones finish their requests (within the grace period).
+    async fn accept_until_stopped(&self, acceptor: &Acceptor, stop: watch::Receiver<bool>) {
+        let mut open = tokio::task::JoinSet::new();
+        let mut shutdown = std::pin::pin!(stopped(stop.clone()));
+        loop {
+            let (stream, peer, permit) = tokio::select! {
+                accepted = acceptor.accept() => accepted,
+                () = &mut shutdown => break,
+            };
+            open.spawn(self.serve(stream, peer, permit, stopped(stop.clone())));
+            // Reap finished connections.
+            while open.try_join_next().is_some() {}
+        }
+        // Stop accepting, let the connections finish their requests.
+        let _ = tokio::time::timeout(self.grace, async {
+            while open.join_next().await.is_some() {}
+        })
+        .await;
+    }
+
+    /// Serves one client connection (and its add-on connection) until it closes, its
+    /// lifetime is over or `stop` completes; the request in flight then finishes first.
+    fn serve(
+        &self,
+        stream: tokio::net::TcpStream,
+        peer: SocketAddr,
+        permit: ConnectionPermit,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let _ = stream.set_nodelay(true);
+        let link = Arc::new(Link::default());
+        let service = {
+            let upstream = self.upstream.clone();
+            let link = link.clone();
+            hyper_util::service::TowerToHyperService::new(self.layer.layer(tower::service_fn(
+                move |request: Request<Incoming>| {
+                    let upstream = upstream.clone();
+                    let link = link.clone();
+                    async move { Ok::<_, Infallible>(upstream.forward(&link, request).await) }
+                },
+            )))
+        };
+        let lifetime = self.max_connection_duration;
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        // hyper's default of at most 100 header lines (as Envoy's) keeps its parse on the
+        // stack; more is answered 431.
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(Duration::from_secs(10))
+            .max_buf_size(MAX_HEADER_BUFFER);
+        async move {
+            let _permit = permit;
+            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            let mut connection = std::pin::pin!(connection);
+            // The client connection and its add-on connection, driven together.
+            let mut both = std::future::poll_fn(|cx| link.poll_beside(connection.as_mut(), cx));
+            let limit = tokio::time::sleep(lifetime);
+            let mut limit = std::pin::pin!(limit);
+            let mut stop = std::pin::pin!(stop);
+            tokio::select! {
+                result = &mut both => {
+                    if let Err(e) = result {
+                        tracing::debug!(%peer, error = %e, "forward-proxy: connection ended");
+                    }
+                    return;
+                }
+                () = &mut stop => {}
+                () = &mut limit => {}
+            }
+            // Finish the request in flight, then close; a request that does not finish
+            // within its own timeout is cut by its deadline.
+            connection.as_mut().graceful_shutdown();
+            let _ = std::future::poll_fn(|cx| link.poll_beside(connection.as_mut(), cx)).await;
+        }
+    }
+
+    /// Accepts and serves connections on `threads` threads of their own, each running a
+    /// single-threaded runtime that accepts from the shared listener, until `stop` turns
+    /// true and each thread's connections have finished; an error when a thread cannot start
+    /// (the ones started are stopped first).
+    async fn on_threads(
+        self: &Arc<Self>,
+        threads: NonZeroUsize,
+        acceptor: Acceptor,
+        stop: watch::Receiver<bool>,
+    ) -> Result<(), Error> {
+        let shared = Arc::new(acceptor.into_shared().map_err(Error::Threads)?);
+        // A failed start stops the threads already running, as a shutdown would.
+        let (abort_tx, abort_rx) = watch::channel(false);
+        let both = {
+            let (mut stop, mut abort) = (stop, abort_rx);
+            let (tx, rx) = watch::channel(false);
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = stop.wait_for(|s| *s) => {}
+                    _ = abort.wait_for(|s| *s) => {}
+                }
+                let _ = tx.send(true);
+            });
+            rx
+        };
+        // The caller's tracing subscriber, for the threads' log lines too.
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
+        let mut running = Vec::with_capacity(threads.get());
+        let mut failed = None;
+        for i in 0..threads.get() {
+            let (started_tx, started) = tokio::sync::oneshot::channel();
+            let (ended_tx, ended) = tokio::sync::oneshot::channel::<()>();
+            let (connections, shared, stop) = (self.clone(), shared.clone(), both.clone());
+            let dispatch = dispatch.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("forward-proxy-{i}"))
+                .spawn(move || {
+                    let _log = tracing::dispatcher::set_default(&dispatch);
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build();
+                    let started = runtime.and_then(|runtime| {
+                        let acceptor = runtime.block_on(async { shared.acceptor() })?;
+                        Ok((runtime, acceptor))
+                    });
+                    let (runtime, acceptor) = match started {
+                        Ok(ready) => {
+                            let _ = started_tx.send(Ok(()));
+                            ready
+                        }
+                        Err(e) => {
+                            let _ = started_tx.send(Err(e));
+                            return;
+                        }
+                    };
+                    runtime.block_on(connections.accept_until_stopped(&acceptor, stop));
+                    drop(ended_tx);
+                });
+            if let Err(e) = spawned {
+                failed = Some(e);
+                break;
+            }
+            running.push(ended);
+            match started.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    failed = Some(e);
+                    break;
+                }
+                Err(_) => {
+                    failed = Some(std::io::Error::other("the thread ended before serving"));
+                    break;
+                }
+            }
+        }
+        if failed.is_some() {
+            let _ = abort_tx.send(true);
+        }
+        // Each thread ends once its connections have (or its grace period is over).
+        for ended in running {
+            let _ = ended.await;
+        }
+        failed.map_or(Ok(()), |e| Err(Error::Threads(e)))
+    }
+}
+
+/// Completes once `stop` turns true (or its sender is gone).
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
 }
 
 impl KeySource {

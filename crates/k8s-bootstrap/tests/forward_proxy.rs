@@ -12,6 +12,7 @@
 )]
 
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
@@ -22,7 +23,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt as _, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use k8s_bootstrap::addon_jwt::{Algorithm, Audience, Issuer, Minter, SigningKey};
 use k8s_bootstrap::forward_proxy::{self, Config, KeySource, Server};
 
@@ -95,8 +96,33 @@ fn config(upstream: SocketAddr, keys: &std::path::Path) -> Config {
     .http_address("127.0.0.1:0".parse().unwrap())
 }
 
+/// The threads serving connections now (by their names).
+fn connection_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with("forward-proxy-"))
+        .count()
+}
+
+/// Held by the tests that serve, so each counts only its own connection threads.
+static THREADED: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forwards_verified_requests_refuses_the_others_and_shuts_down() {
+    let _threaded = THREADED.lock().await;
+    forwards_refuses_and_shuts_down(None).await;
+}
+
+/// The same on two connection threads of the server's own, which end with `serve`.
+#[tokio::test]
+async fn forwards_refuses_and_shuts_down_on_connection_threads() {
+    let _threaded = THREADED.lock().await;
+    forwards_refuses_and_shuts_down(NonZeroUsize::new(2)).await;
+    assert_eq!(connection_threads(), 0, "the threads end with serve");
+}
+
+async fn forwards_refuses_and_shuts_down(threads: Option<NonZeroUsize>) {
     let hits = Arc::new(AtomicUsize::new(0));
     let upstream = addon(hits.clone()).await;
     let dir = tempfile::tempdir().unwrap();
@@ -107,7 +133,9 @@ async fn forwards_verified_requests_refuses_the_others_and_shuts_down() {
         .unwrap();
     std::fs::write(&keys, public).unwrap();
 
-    let server = Server::bind(config(upstream, &keys)).await.unwrap();
+    let server = Server::bind(config(upstream, &keys).connection_threads(threads))
+        .await
+        .unwrap();
     let (proxy, health) = (server.local_addr(), server.http_addr());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = tokio::spawn(server.serve(async move {
@@ -130,6 +158,7 @@ async fn forwards_verified_requests_refuses_the_others_and_shuts_down() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body, "user=jane authorization=false");
     assert_eq!(hits.load(Ordering::SeqCst), 1);
+    assert_eq!(connection_threads(), threads.map_or(0, NonZeroUsize::get));
 
     // No token, or one signed with another key: 403, and the add-on never sees them.
     let forged = format!("Bearer {}", token(KEY_B, "jane"));
@@ -171,6 +200,77 @@ async fn forwards_verified_requests_refuses_the_others_and_shuts_down() {
         .unwrap()
         .unwrap();
     assert!(tokio::net::TcpStream::connect(proxy).await.is_err());
+}
+
+/// With two connection threads and `max_connections(1)`: while one client connection is
+/// open, a second one is not served by the other thread; once the first closes, it is.
+#[tokio::test]
+async fn the_connection_cap_holds_across_connection_threads() {
+    let _threaded = THREADED.lock().await;
+    let hits = Arc::new(AtomicUsize::new(0));
+    let upstream = addon(hits.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("key.pem");
+    let public = SigningKey::from_pkcs8_pem(KEY_A)
+        .unwrap()
+        .public_key_pem()
+        .unwrap();
+    std::fs::write(&keys, public).unwrap();
+    let config = config(upstream, &keys)
+        .connection_threads(NonZeroUsize::new(2))
+        .max_connections(NonZeroUsize::new(1));
+    let server = Server::bind(config).await.unwrap();
+    let proxy = server.local_addr();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.serve(async move {
+        let _ = stopped.await;
+    }));
+    let bearer = format!("Bearer {}", token(KEY_A, "jane"));
+    let connect = || async {
+        let stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
+        let (sender, connection) =
+            hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(stream))
+                .await
+                .unwrap();
+        let driven = tokio::spawn(connection);
+        (sender, driven)
+    };
+    let request = || {
+        http::Request::get("/echo")
+            .header("host", proxy.to_string())
+            .header("authorization", &bearer)
+            .body(Empty::new())
+            .unwrap()
+    };
+
+    let (mut first, first_driven) = connect().await;
+    let response = first.send_request(request()).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let (mut second, _second_driven) = connect().await;
+    let mut answered = tokio::spawn(second.send_request(request()));
+    // Not served while the first connection is open, whichever thread is free.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), &mut answered)
+            .await
+            .is_err()
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+    drop(first);
+    let _ = first_driven.await;
+    let response = tokio::time::timeout(Duration::from_secs(30), answered)
+        .await
+        .expect("served once the first connection closed")
+        .unwrap()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(hits.load(Ordering::SeqCst), 2);
+
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(60), serving)
+        .await
+        .expect("serve returns after shutdown")
+        .unwrap()
+        .unwrap();
 }
 
 #[tokio::test]

@@ -26,6 +26,7 @@ use std::net::SocketAddr;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use http::Request;
@@ -601,7 +602,9 @@ impl Server {
 
         let served = match args.connection_threads {
             None => {
-                connections.accept_until_stopped(&acceptor, stop_rx).await;
+                connections
+                    .accept_until_stopped(&acceptor, stop_rx, None)
+                    .await;
                 Ok(())
             }
             Some(threads) => connections.on_threads(threads, acceptor, stop_rx).await,
@@ -628,15 +631,33 @@ struct Connections {
 impl Connections {
     /// Accepts and serves connections on the current runtime until `stop` turns true, then
     /// lets the open ones finish their requests (within the grace period).
-    async fn accept_until_stopped(&self, acceptor: &Acceptor, stop: watch::Receiver<bool>) {
+    /// With `turn` (thread `i` of a [`Balance`]), it accepts only while no other thread
+    /// serves fewer connections.
+    async fn accept_until_stopped(
+        &self,
+        acceptor: &Acceptor,
+        stop: watch::Receiver<bool>,
+        turn: Option<(&Arc<Balance>, usize)>,
+    ) {
         let mut open = tokio::task::JoinSet::new();
         let mut shutdown = std::pin::pin!(stopped(stop.clone()));
         loop {
+            let accepted = async {
+                if let Some((balance, i)) = turn {
+                    balance.wait_turn(i).await;
+                }
+                acceptor.accept().await
+            };
             let (stream, peer, permit) = tokio::select! {
-                accepted = acceptor.accept() => accepted,
+                accepted = accepted => accepted,
                 () = &mut shutdown => break,
             };
-            open.spawn(self.serve(stream, peer, permit, stopped(stop.clone())));
+            let counted = turn.map(|(balance, i)| balance.opened(i));
+            let served = self.serve(stream, peer, permit, stopped(stop.clone()));
+            open.spawn(async move {
+                served.await;
+                drop(counted);
+            });
             // Reap finished connections.
             while open.try_join_next().is_some() {}
         }
@@ -714,6 +735,7 @@ impl Connections {
         stop: watch::Receiver<bool>,
     ) -> Result<(), Error> {
         let shared = Arc::new(acceptor.into_shared().map_err(Error::Threads)?);
+        let balance = Arc::new(Balance::new(threads.get()));
         // A failed start stops the threads already running, as a shutdown would.
         let (abort_tx, abort_rx) = watch::channel(false);
         let both = {
@@ -736,6 +758,7 @@ impl Connections {
             let (started_tx, started) = tokio::sync::oneshot::channel();
             let (ended_tx, ended) = tokio::sync::oneshot::channel::<()>();
             let (connections, shared, stop) = (self.clone(), shared.clone(), both.clone());
+            let balance = balance.clone();
             let dispatch = dispatch.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("forward-proxy-{i}"))
@@ -758,7 +781,11 @@ impl Connections {
                             return;
                         }
                     };
-                    runtime.block_on(connections.accept_until_stopped(&acceptor, stop));
+                    runtime.block_on(connections.accept_until_stopped(
+                        &acceptor,
+                        stop,
+                        Some((&balance, i)),
+                    ));
                     drop(ended_tx);
                 });
             if let Err(e) = spawned {
@@ -786,6 +813,70 @@ impl Connections {
             let _ = ended.await;
         }
         failed.map_or(Ok(()), |e| Err(Error::Threads(e)))
+    }
+}
+
+/// The connections each connection thread serves. Every thread is woken by a new connection
+/// and the first to call `accept` takes it (a thread woken first would take a whole burst, all
+/// of a client's connections), so a thread accepts only while no other serves fewer.
+struct Balance {
+    open: Vec<AtomicUsize>,
+    /// Notified when a count changes.
+    changed: tokio::sync::Notify,
+}
+
+/// One connection counted on its thread until dropped.
+struct Counted {
+    balance: Arc<Balance>,
+    thread: usize,
+}
+
+impl Balance {
+    fn new(threads: usize) -> Balance {
+        Balance {
+            open: (0..threads).map(|_| AtomicUsize::new(0)).collect(),
+            changed: tokio::sync::Notify::new(),
+        }
+    }
+
+    fn serving(&self, thread: usize) -> usize {
+        self.open
+            .get(thread)
+            .map_or(0, |open| open.load(Ordering::Relaxed))
+    }
+
+    /// Completes once no thread serves fewer connections than `thread`.
+    async fn wait_turn(&self, thread: usize) {
+        loop {
+            let changed = self.changed.notified();
+            let mut changed = std::pin::pin!(changed);
+            changed.as_mut().enable();
+            let mine = self.serving(thread);
+            if self.open.iter().all(|o| o.load(Ordering::Relaxed) >= mine) {
+                return;
+            }
+            changed.await;
+        }
+    }
+
+    fn opened(self: &Arc<Self>, thread: usize) -> Counted {
+        if let Some(open) = self.open.get(thread) {
+            open.fetch_add(1, Ordering::Relaxed);
+        }
+        self.changed.notify_waiters();
+        Counted {
+            balance: Arc::clone(self),
+            thread,
+        }
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        if let Some(open) = self.balance.open.get(self.thread) {
+            open.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.balance.changed.notify_waiters();
     }
 }
 
@@ -1143,6 +1234,49 @@ fn connections_for_open_files(limit: Option<u64>) -> NonZeroUsize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A thread's turn to accept comes only while no other serves fewer connections, and a
+    /// thread waiting for it is woken when the counts change.
+    #[test]
+    fn a_thread_accepts_only_while_no_other_serves_fewer() {
+        use std::task::{Context, Poll, Wake, Waker};
+        struct Woken(AtomicUsize);
+        impl Wake for Woken {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let woken = Arc::new(Woken(AtomicUsize::new(0)));
+        let waker = Waker::from(woken.clone());
+        let mut cx = Context::from_waker(&waker);
+        let balance = Arc::new(Balance::new(2));
+        let ready = |thread: usize, cx: &mut Context<'_>| {
+            let turn = balance.wait_turn(thread);
+            std::pin::pin!(turn).poll(cx).is_ready()
+        };
+
+        assert!(ready(0, &mut cx) && ready(1, &mut cx), "both serve none");
+        let first = balance.opened(0);
+        assert!(!ready(0, &mut cx), "thread 0 serves more than thread 1");
+        assert!(ready(1, &mut cx));
+
+        // Waiting, then woken once thread 1 catches up.
+        let mut waiting = std::pin::pin!(balance.wait_turn(0));
+        assert_eq!(waiting.as_mut().poll(&mut cx), Poll::Pending);
+        let before = woken.0.load(Ordering::SeqCst);
+        let second = balance.opened(1);
+        assert!(
+            woken.0.load(Ordering::SeqCst) > before,
+            "the waiting thread is woken"
+        );
+        assert_eq!(waiting.as_mut().poll(&mut cx), Poll::Ready(()));
+
+        // A connection that ends counts no more.
+        drop(second);
+        assert!(!ready(0, &mut cx));
+        drop(first);
+        assert!(ready(0, &mut cx) && ready(1, &mut cx));
+    }
 
     #[test]
     fn connections_from_the_open_file_limit() {

@@ -736,7 +736,8 @@ impl Connections {
     ) -> Result<(), Error> {
         let shared = Arc::new(acceptor.into_shared().map_err(Error::Threads)?);
         let balance = Arc::new(Balance::new(threads.get()));
-        // A failed start stops the threads already running, as a shutdown would.
+        // A failed start stops the threads already running, as a shutdown would, and so does
+        // dropping this future (which drops `abort_tx`).
         let (abort_tx, abort_rx) = watch::channel(false);
         let both = {
             let (mut stop, mut abort) = (stop, abort_rx);

@@ -202,6 +202,38 @@ async fn forwards_refuses_and_shuts_down(threads: Option<NonZeroUsize>) {
     assert!(tokio::net::TcpStream::connect(proxy).await.is_err());
 }
 
+/// Dropping `serve` on connection threads (a cancelled task) stops them, as it stops the
+/// connections served on the caller's runtime.
+#[tokio::test]
+async fn dropping_serve_stops_the_connection_threads() {
+    let _threaded = THREADED.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("key.pem");
+    let public = SigningKey::from_pkcs8_pem(KEY_A)
+        .unwrap()
+        .public_key_pem()
+        .unwrap();
+    std::fs::write(&keys, public).unwrap();
+    let upstream: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let server = Server::bind(config(upstream, &keys).connection_threads(NonZeroUsize::new(2)))
+        .await
+        .unwrap();
+    let proxy = server.local_addr();
+    let serving = tokio::spawn(server.serve(std::future::pending()));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while connection_threads() < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "the threads start");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    serving.abort();
+    let _ = serving.await;
+    while connection_threads() > 0 {
+        assert!(tokio::time::Instant::now() < deadline, "the threads end");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(tokio::net::TcpStream::connect(proxy).await.is_err());
+}
+
 /// With two connection threads and `max_connections(1)`: while one client connection is
 /// open, a second one is not served by the other thread; once the first closes, it is.
 #[tokio::test]

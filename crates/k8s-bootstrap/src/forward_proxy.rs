@@ -754,6 +754,7 @@ impl Connections {
         // The caller's tracing subscriber, for the threads' log lines too.
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
         let mut running = Vec::with_capacity(threads.get());
+        let mut handles = Vec::with_capacity(threads.get());
         let mut failed = None;
         for i in 0..threads.get() {
             let (started_tx, started) = tokio::sync::oneshot::channel();
@@ -787,11 +788,17 @@ impl Connections {
                         stop,
                         Some((&balance, i)),
                     ));
+                    // Connections past their grace period end with the runtime.
+                    drop(acceptor);
+                    drop(runtime);
                     drop(ended_tx);
                 });
-            if let Err(e) = spawned {
-                failed = Some(e);
-                break;
+            match spawned {
+                Ok(handle) => handles.push(handle),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
             }
             running.push(ended);
             match started.await {
@@ -813,6 +820,15 @@ impl Connections {
         for ended in running {
             let _ = ended.await;
         }
+        // And is joined, so none outlives `serve` (each has ended its work: a short wait).
+        let _ = tokio::task::spawn_blocking(move || {
+            for handle in handles {
+                if handle.join().is_err() {
+                    tracing::error!("forward-proxy: a connection thread panicked");
+                }
+            }
+        })
+        .await;
         failed.map_or(Ok(()), |e| Err(Error::Threads(e)))
     }
 }

@@ -158,7 +158,17 @@ async fn forwards_refuses_and_shuts_down(threads: Option<NonZeroUsize>) {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body, "user=jane authorization=false");
     assert_eq!(hits.load(Ordering::SeqCst), 1);
-    assert_eq!(connection_threads(), threads.map_or(0, NonZeroUsize::get));
+    // The threads start one after the other: the first may serve before the last is up.
+    let expected = threads.map_or(0, NonZeroUsize::get);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while connection_threads() != expected {
+        assert!(
+            connection_threads() < expected && tokio::time::Instant::now() < deadline,
+            "{} connection threads, {expected} expected",
+            connection_threads()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 
     // No token, or one signed with another key: 403, and the add-on never sees them.
     let forged = format!("Bearer {}", token(KEY_B, "jane"));

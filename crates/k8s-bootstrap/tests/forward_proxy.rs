@@ -160,15 +160,17 @@ async fn forwards_refuses_and_shuts_down(threads: Option<NonZeroUsize>) {
     assert_eq!(hits.load(Ordering::SeqCst), 1);
     // The threads start one after the other: the first may serve before the last is up.
     let expected = threads.map_or(0, NonZeroUsize::get);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while connection_threads() != expected {
-        assert!(
-            connection_threads() < expected && tokio::time::Instant::now() < deadline,
-            "{} connection threads, {expected} expected",
-            connection_threads()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while connection_threads() != expected {
+            assert!(
+                connection_threads() < expected,
+                "more threads than {expected}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the connection threads start");
 
     // No token, or one signed with another key: 403, and the add-on never sees them.
     let forged = format!("Bearer {}", token(KEY_B, "jane"));
@@ -230,17 +232,17 @@ async fn dropping_serve_stops_the_connection_threads() {
         .unwrap();
     let proxy = server.local_addr();
     let serving = tokio::spawn(server.serve(std::future::pending()));
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while connection_threads() < 2 {
-        assert!(tokio::time::Instant::now() < deadline, "the threads start");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let count_reaches = |n: usize| {
+        tokio::time::timeout(Duration::from_secs(30), async move {
+            while connection_threads() != n {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+    };
+    count_reaches(2).await.expect("the threads start");
     serving.abort();
     let _ = serving.await;
-    while connection_threads() > 0 {
-        assert!(tokio::time::Instant::now() < deadline, "the threads end");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    count_reaches(0).await.expect("the threads end");
     assert!(tokio::net::TcpStream::connect(proxy).await.is_err());
 }
 

@@ -105,6 +105,53 @@ fn connection_threads() -> usize {
         .count()
 }
 
+/// Waits (up to 30 s) until `n` connection threads run, asserting that the count never
+/// passes `n` in the direction it moves.
+async fn connection_threads_reach(n: usize) {
+    let rising = connection_threads() < n;
+    tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let now = connection_threads();
+            if now == n {
+                return;
+            }
+            assert_eq!(now < n, rising, "the thread count passed {n}: {now}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{n} connection threads within 30 s"));
+}
+
+/// A directory holding `key.pem`, the public half of `KEY_A`.
+fn public_key_file() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("key.pem");
+    let public = SigningKey::from_pkcs8_pem(KEY_A)
+        .unwrap()
+        .public_key_pem()
+        .unwrap();
+    std::fs::write(&keys, public).unwrap();
+    (dir, keys)
+}
+
+/// Serves `server` on a task until the returned function is called, which then waits (up to
+/// 60 s) for `serve` to return successfully.
+fn serve_until_stopped(server: Server) -> impl AsyncFnOnce() {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.serve(async move {
+        let _ = stopped.await;
+    }));
+    async move || {
+        stop.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(60), serving)
+            .await
+            .expect("serve returns after shutdown")
+            .unwrap()
+            .unwrap();
+    }
+}
+
 /// Held by the tests that serve, so each counts only its own connection threads.
 static THREADED: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -125,22 +172,13 @@ async fn forwards_refuses_and_shuts_down_on_connection_threads() {
 async fn forwards_refuses_and_shuts_down(threads: Option<NonZeroUsize>) {
     let hits = Arc::new(AtomicUsize::new(0));
     let upstream = addon(hits.clone()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let keys = dir.path().join("key.pem");
-    let public = SigningKey::from_pkcs8_pem(KEY_A)
-        .unwrap()
-        .public_key_pem()
-        .unwrap();
-    std::fs::write(&keys, public).unwrap();
+    let (_dir, keys) = public_key_file();
 
     let server = Server::bind(config(upstream, &keys).connection_threads(threads))
         .await
         .unwrap();
     let (proxy, health) = (server.local_addr(), server.http_addr());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = tokio::spawn(server.serve(async move {
-        let _ = stopped.await;
-    }));
+    let stop = serve_until_stopped(server);
     let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
     let echo = format!("http://{proxy}/echo");
 
@@ -159,18 +197,7 @@ async fn forwards_refuses_and_shuts_down(threads: Option<NonZeroUsize>) {
     assert_eq!(body, "user=jane authorization=false");
     assert_eq!(hits.load(Ordering::SeqCst), 1);
     // The threads start one after the other: the first may serve before the last is up.
-    let expected = threads.map_or(0, NonZeroUsize::get);
-    tokio::time::timeout(Duration::from_secs(30), async {
-        while connection_threads() != expected {
-            assert!(
-                connection_threads() < expected,
-                "more threads than {expected}"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("the connection threads start");
+    connection_threads_reach(threads.map_or(0, NonZeroUsize::get)).await;
 
     // No token, or one signed with another key: 403, and the add-on never sees them.
     let forged = format!("Bearer {}", token(KEY_B, "jane"));
@@ -205,12 +232,7 @@ async fn forwards_refuses_and_shuts_down(threads: Option<NonZeroUsize>) {
     );
 
     // Graceful shutdown: serve returns, and the address no longer accepts.
-    stop.send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(60), serving)
-        .await
-        .expect("serve returns after shutdown")
-        .unwrap()
-        .unwrap();
+    stop().await;
     assert!(tokio::net::TcpStream::connect(proxy).await.is_err());
 }
 
@@ -219,30 +241,17 @@ async fn forwards_refuses_and_shuts_down(threads: Option<NonZeroUsize>) {
 #[tokio::test]
 async fn dropping_serve_stops_the_connection_threads() {
     let _threaded = THREADED.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let keys = dir.path().join("key.pem");
-    let public = SigningKey::from_pkcs8_pem(KEY_A)
-        .unwrap()
-        .public_key_pem()
-        .unwrap();
-    std::fs::write(&keys, public).unwrap();
+    let (_dir, keys) = public_key_file();
     let upstream: SocketAddr = "127.0.0.1:9".parse().unwrap();
     let server = Server::bind(config(upstream, &keys).connection_threads(NonZeroUsize::new(2)))
         .await
         .unwrap();
     let proxy = server.local_addr();
     let serving = tokio::spawn(server.serve(std::future::pending()));
-    let count_reaches = |n: usize| {
-        tokio::time::timeout(Duration::from_secs(30), async move {
-            while connection_threads() != n {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        })
-    };
-    count_reaches(2).await.expect("the threads start");
+    connection_threads_reach(2).await;
     serving.abort();
     let _ = serving.await;
-    count_reaches(0).await.expect("the threads end");
+    connection_threads_reach(0).await;
     assert!(tokio::net::TcpStream::connect(proxy).await.is_err());
 }
 
@@ -253,22 +262,13 @@ async fn the_connection_cap_holds_across_connection_threads() {
     let _threaded = THREADED.lock().await;
     let hits = Arc::new(AtomicUsize::new(0));
     let upstream = addon(hits.clone()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let keys = dir.path().join("key.pem");
-    let public = SigningKey::from_pkcs8_pem(KEY_A)
-        .unwrap()
-        .public_key_pem()
-        .unwrap();
-    std::fs::write(&keys, public).unwrap();
+    let (_dir, keys) = public_key_file();
     let config = config(upstream, &keys)
         .connection_threads(NonZeroUsize::new(2))
         .max_connections(NonZeroUsize::new(1));
     let server = Server::bind(config).await.unwrap();
     let proxy = server.local_addr();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = tokio::spawn(server.serve(async move {
-        let _ = stopped.await;
-    }));
+    let stop = serve_until_stopped(server);
     let bearer = format!("Bearer {}", token(KEY_A, "jane"));
     let connect = || async {
         let stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
@@ -309,12 +309,7 @@ async fn the_connection_cap_holds_across_connection_threads() {
     assert_eq!(response.status(), 200);
     assert_eq!(hits.load(Ordering::SeqCst), 2);
 
-    stop.send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(60), serving)
-        .await
-        .expect("serve returns after shutdown")
-        .unwrap()
-        .unwrap();
+    stop().await;
 }
 
 #[tokio::test]

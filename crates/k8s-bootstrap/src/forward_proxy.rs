@@ -753,12 +753,10 @@ impl Connections {
         };
         // The caller's tracing subscriber, for the threads' log lines too.
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
-        let mut running = Vec::with_capacity(threads.get());
         let mut handles = Vec::with_capacity(threads.get());
         let mut failed = None;
         for i in 0..threads.get() {
             let (started_tx, started) = tokio::sync::oneshot::channel();
-            let (ended_tx, ended) = tokio::sync::oneshot::channel::<()>();
             let (connections, shared, stop) = (self.clone(), shared.clone(), both.clone());
             let balance = balance.clone();
             let dispatch = dispatch.clone();
@@ -791,7 +789,6 @@ impl Connections {
                     // Connections past their grace period end with the runtime.
                     drop(acceptor);
                     drop(runtime);
-                    drop(ended_tx);
                 });
             match spawned {
                 Ok(handle) => handles.push(handle),
@@ -800,7 +797,6 @@ impl Connections {
                     break;
                 }
             }
-            running.push(ended);
             match started.await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
@@ -816,11 +812,8 @@ impl Connections {
         if failed.is_some() {
             let _ = abort_tx.send(true);
         }
-        // Each thread ends once its connections have (or its grace period is over).
-        for ended in running {
-            let _ = ended.await;
-        }
-        // And is joined, so none outlives `serve` (each has ended its work: a short wait).
+        // Each thread ends once its connections have (or its grace period is over), and is
+        // joined, so none outlives `serve`.
         let _ = tokio::task::spawn_blocking(move || {
             for handle in handles {
                 if handle.join().is_err() {

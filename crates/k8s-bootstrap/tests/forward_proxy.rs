@@ -255,6 +255,35 @@ async fn dropping_serve_stops_the_connection_threads() {
     assert!(tokio::net::TcpStream::connect(proxy).await.is_err());
 }
 
+/// Dropping the caller's runtime while `serve` runs on connection threads ends them: the
+/// runtime's shutdown does not wait forever on the threads it had started.
+#[test]
+fn dropping_the_runtime_ends_the_connection_threads() {
+    let _threaded = THREADED.blocking_lock();
+    let (_dir, keys) = public_key_file();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let proxy = runtime.block_on(async {
+        let upstream: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let server = Server::bind(config(upstream, &keys).connection_threads(NonZeroUsize::new(2)))
+            .await
+            .unwrap();
+        let proxy = server.local_addr();
+        tokio::spawn(server.serve(std::future::pending()));
+        connection_threads_reach(2).await;
+        proxy
+    });
+    let (dropped_tx, dropped) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(runtime);
+        let _ = dropped_tx.send(());
+    });
+    dropped
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the runtime is dropped within 60 s");
+    assert_eq!(connection_threads(), 0, "the threads end with the runtime");
+    assert!(std::net::TcpStream::connect(proxy).is_err());
+}
+
 /// With two connection threads and `max_connections(1)`: while one client connection is
 /// open, a second one is not served by the other thread; once the first closes, it is.
 #[tokio::test]

@@ -604,8 +604,8 @@ where
                         let runtime = aside
                             .then(tokio::runtime::Handle::try_current)
                             .and_then(Result::ok);
-                        match (request.as_mut(), runtime) {
-                            (Some(waiting), Some(runtime)) => {
+                        match (request.take(), runtime) {
+                            (Some(mut waiting), Some(runtime)) => {
                                 let mut headers = std::mem::take(waiting.headers_mut());
                                 let (sidecar, clock) = (layer.sidecar.current(), layer.clock);
                                 // The slot is held until the check ends, even if the request
@@ -615,22 +615,20 @@ where
                                     drop(permit);
                                     (headers, decision)
                                 }));
+                                // The request waits here for its headers.
+                                *request = Some(waiting);
                                 continue;
                             }
-                            (Some(_), None) => match request.take() {
-                                Some(mut request) => {
-                                    let decision = layer
-                                        .sidecar
-                                        .0
-                                        .load()
-                                        .decide_header_map(request.headers_mut(), (layer.clock)());
-                                    // The slot is free again before the inner service is waited
-                                    // for.
-                                    drop(permit);
-                                    layer.finish(decision, request, inner)
-                                }
-                                None => State::Forbidden { explanation: None },
-                            },
+                            (Some(mut request), None) => {
+                                let decision = layer
+                                    .sidecar
+                                    .0
+                                    .load()
+                                    .decide_header_map(request.headers_mut(), (layer.clock)());
+                                // The slot is free again before the inner service is waited for.
+                                drop(permit);
+                                layer.finish(decision, request, inner)
+                            }
                             // Only after the request went on: nothing is forwarded.
                             (None, _) => State::Forbidden { explanation: None },
                         }

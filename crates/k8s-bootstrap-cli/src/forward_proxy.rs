@@ -75,9 +75,8 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
         .strip_headers(args.strip_header.clone())
         .max_connections(NonZeroUsize::new(args.max_connections))
         .connection_threads(Some(
-            NonZeroUsize::new(args.connection_threads).unwrap_or_else(|| {
-                std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)
-            }),
+            NonZeroUsize::new(args.connection_threads)
+                .unwrap_or_else(forward_proxy::available_cpus),
         ))
         .http_address(args.http_address)
         .explain_rejections(args.explain_rejections);

@@ -137,11 +137,11 @@ pub struct Config {
     pub max_connection_duration: Duration,
     /// How many verified tokens to remember (default 4096; 0 verifies every request).
     pub verified_cache_size: usize,
-    /// Requests that need a signature check decided at once, at most (`None`: half the CPUs,
-    /// at least 1).
+    /// Requests that need a signature check decided at once, at most (`None`: half of
+    /// [`available_cpus`], at least 1).
     pub max_concurrent_verifications: Option<NonZeroUsize>,
     /// The same limit while no known caller (a request whose token the proxy verified before)
-    /// arrived in the last ten seconds (`None`: all the CPUs); see
+    /// arrived in the last ten seconds (`None`: [`available_cpus`]); see
     /// [`SidecarLayer::max_concurrent_verifications_without_known_callers`].
     pub max_concurrent_verifications_without_known_callers: Option<NonZeroUsize>,
     /// How often the key file is checked for changes (default 5 s).
@@ -359,6 +359,17 @@ pub enum Error {
     },
 }
 
+/// The CPUs this process may run on: [`std::thread::available_parallelism`], which counts
+/// cgroup CPU quotas and the affinity mask (`taskset`), or 1 when that is unknown. The
+/// defaults that scale with the machine derive from it: half of it (at least one) for
+/// [`Config::max_concurrent_verifications`], all of it for
+/// [`Config::max_concurrent_verifications_without_known_callers`], and, in
+/// `k8s-bootstrap forward-proxy`, one [`Config::connection_threads`] each.
+#[must_use]
+pub fn available_cpus() -> NonZeroUsize {
+    std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)
+}
+
 /// Runs the forward proxy with `config` until `shutdown` completes, then finishes the
 /// requests in flight (each within its request timeout) and returns.
 ///
@@ -440,7 +451,7 @@ impl Server {
         // one that needs a signature check waits for one of a few slots, so a flood of forged
         // tokens queues behind itself instead of in front of everyone. Half the CPUs by default,
         // all of them while no known caller is being served.
-        let cpus = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
+        let cpus = available_cpus();
         let slots = config
             .max_concurrent_verifications
             .unwrap_or_else(|| NonZeroUsize::new(cpus.get() / 2).unwrap_or(NonZeroUsize::MIN));

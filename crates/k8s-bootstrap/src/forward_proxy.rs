@@ -164,8 +164,11 @@ pub struct Config {
     /// [`Server::serve`] is awaited on). `Some(n)`: on `n` threads of their own, each running
     /// a single-threaded tokio runtime that accepts from the shared listener, so a connection,
     /// its add-on connection and its requests stay on one thread and no request wakes another
-    /// thread. `k8s-bootstrap forward-proxy` uses one per CPU. The health endpoints, the key
-    /// reload and the Service listing stay on the caller's runtime.
+    /// thread. `k8s-bootstrap forward-proxy` uses one per CPU. The signature checks sent aside
+    /// while known callers are served run on the blocking threads of these runtimes
+    /// (`proxy-check-<n>`), on Linux at nice 19, so that the known callers' requests come
+    /// first when the CPUs are busy. The health endpoints, the key reload, the Service listing
+    /// and the add-on's name lookups stay on the caller's runtime.
     pub connection_threads: Option<NonZeroUsize>,
 }
 
@@ -775,8 +778,12 @@ impl Connections {
                 .name(format!("forward-proxy-{i}"))
                 .spawn(move || {
                     let _log = tracing::dispatcher::set_default(&dispatch);
+                    // Its blocking threads run the signature checks sent aside while known
+                    // callers are served (`checks_on_blocking_threads`), and nothing else.
                     let runtime = tokio::runtime::Builder::new_current_thread()
                         .enable_all()
+                        .thread_name(format!("proxy-check-{i}"))
+                        .on_thread_start(lower_priority)
                         .build();
                     let started = runtime.and_then(|runtime| {
                         let acceptor = runtime.block_on(async { shared.acceptor() })?;
@@ -834,6 +841,21 @@ impl Connections {
         })
         .await;
         failed.map_or(Ok(()), |e| Err(Error::Threads(e)))
+    }
+}
+
+/// The nice value of the threads that check signatures while known callers are served: the
+/// lowest, so that under a flood of new or forged tokens the operating system runs the
+/// connection threads (known callers' requests) first, and the checks on what is left.
+pub(crate) const CHECK_NICE: i32 = 19;
+
+/// Gives the calling thread [`CHECK_NICE`] (Linux: the nice value is per thread). Elsewhere
+/// the value would apply to the whole process, so nothing is changed.
+fn lower_priority() {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if let Err(e) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), CHECK_NICE)
+    {
+        tracing::debug!(error = %e, "forward-proxy: the check thread keeps its priority");
     }
 }
 

@@ -284,6 +284,78 @@ fn dropping_the_runtime_ends_the_connection_threads() {
     assert!(std::net::TcpStream::connect(proxy).is_err());
 }
 
+/// The nice value of each thread of this process whose name starts with `prefix`.
+fn nice_values(prefix: &str) -> Vec<i64> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| {
+            let task = task.ok()?.path();
+            let name = std::fs::read_to_string(task.join("comm")).ok()?;
+            if !name.starts_with(prefix) {
+                return None;
+            }
+            // After the name in parentheses: state is the first field, nice the 17th.
+            let stat = std::fs::read_to_string(task.join("stat")).ok()?;
+            let (_, fields) = stat.rsplit_once(')')?;
+            fields.split_whitespace().nth(16)?.parse().ok()
+        })
+        .collect()
+}
+
+/// On connection threads, a check sent aside while a known caller is served runs on a
+/// blocking thread of the connection thread's runtime, at the lowest priority (nice 19); the
+/// connection thread keeps the process's. The add-on is named (`localhost:port`): the name is
+/// looked up on the caller's runtime, and forwarding works as with an address.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn checks_aside_run_at_the_lowest_priority_on_connection_threads() {
+    let _threaded = THREADED.lock().await;
+    let hits = Arc::new(AtomicUsize::new(0));
+    let upstream = addon(hits.clone()).await;
+    let (_dir, keys) = public_key_file();
+    let mut config = config(upstream, &keys).connection_threads(NonZeroUsize::new(1));
+    config.forward = format!("localhost:{}", upstream.port());
+    let server = Server::bind(config).await.unwrap();
+    let proxy = server.local_addr();
+    let stop = serve_until_stopped(server);
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let echo = format!("http://{proxy}/echo");
+
+    // The first request checks jane's token; the second finds it known.
+    let jane = format!("Bearer {}", token(KEY_A, "jane"));
+    for _ in 0..2 {
+        let (status, body) = get(&client, &echo, &[("authorization", &jane)]).await;
+        assert_eq!(
+            (status, body.as_str()),
+            (200, "user=jane authorization=false")
+        );
+    }
+    assert!(
+        nice_values("proxy-check-").is_empty(),
+        "no check went aside yet"
+    );
+    // A new token while jane is being served: its check goes aside.
+    let john = format!("Bearer {}", token(KEY_A, "john"));
+    let (status, body) = get(&client, &echo, &[("authorization", &john)]).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (200, "user=john authorization=false")
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 3);
+
+    let own = own_nice();
+    assert_eq!(nice_values("proxy-check-0"), [19]);
+    assert_eq!(nice_values("forward-proxy-0"), [own]);
+    stop().await;
+}
+
+/// This thread's nice value, which the process's threads start with.
+fn own_nice() -> i64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    let (_, fields) = stat.rsplit_once(')').unwrap();
+    fields.split_whitespace().nth(16).unwrap().parse().unwrap()
+}
+
 /// With two connection threads and `max_connections(1)`: while one client connection is
 /// open, a second one is not served by the other thread; once the first closes, it is.
 #[tokio::test]

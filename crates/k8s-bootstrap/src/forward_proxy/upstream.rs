@@ -36,6 +36,9 @@ pub(crate) struct Upstream {
     host: HeaderValue,
     lifetime: Duration,
     metrics: Arc<ProxyMetrics>,
+    /// The runtime the proxy was started on, whose blocking threads look names up: a
+    /// connection thread's blocking threads run signature checks at the lowest priority.
+    resolver: Option<tokio::runtime::Handle>,
 }
 
 impl Upstream {
@@ -54,6 +57,7 @@ impl Upstream {
             host: HeaderValue::from_str(authority.as_str()).ok()?,
             lifetime,
             metrics,
+            resolver: tokio::runtime::Handle::try_current().ok(),
         })
     }
 
@@ -141,7 +145,8 @@ impl Upstream {
 
     /// Opens a connection to the add-on and gives it to `link` to drive.
     async fn connect(&self, link: &Link) -> Result<SendRequest<Incoming>, BoxError> {
-        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&*self.address))
+        let connecting = async { TcpStream::connect(&*self.resolve().await?).await };
+        let stream = tokio::time::timeout(CONNECT_TIMEOUT, connecting)
             .await
             .map_err(|_| format!("connecting to {} timed out", self.address))??;
         let _ = stream.set_nodelay(true);
@@ -150,6 +155,21 @@ impl Upstream {
             .await?;
         link.install(connection);
         Ok(sender)
+    }
+
+    /// The add-on's addresses: the address itself, or what the name resolves to (as
+    /// `TcpStream::connect` would), looked up on a blocking thread of [`Upstream::resolver`].
+    async fn resolve(&self) -> std::io::Result<Vec<std::net::SocketAddr>> {
+        if let Ok(address) = self.address.parse() {
+            return Ok(vec![address]);
+        }
+        let address = self.address.clone();
+        let lookup = move || std::net::ToSocketAddrs::to_socket_addrs(&address).map(Vec::from_iter);
+        let looked_up = match &self.resolver {
+            Some(runtime) => runtime.spawn_blocking(lookup),
+            None => tokio::task::spawn_blocking(lookup),
+        };
+        looked_up.await.map_err(std::io::Error::other)?
     }
 }
 

@@ -844,17 +844,14 @@ impl Connections {
     }
 }
 
-/// The nice value of the threads that check signatures while known callers are served: the
-/// lowest, so that under a flood of new or forged tokens the operating system runs the
-/// connection threads (known callers' requests) first, and the checks on what is left.
-pub(crate) const CHECK_NICE: i32 = 19;
-
-/// Gives the calling thread [`CHECK_NICE`] (Linux: the nice value is per thread). Elsewhere
-/// the value would apply to the whole process, so nothing is changed.
+/// Gives the calling thread the lowest priority, nice 19: it checks signatures while known
+/// callers are served, so under a flood of new or forged tokens the operating system runs the
+/// connection threads (the known callers' requests) first and the checks on what is left. On
+/// Linux the nice value is per thread; elsewhere it would apply to the whole process, so
+/// nothing is changed there.
 fn lower_priority() {
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    if let Err(e) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), CHECK_NICE)
-    {
+    if let Err(e) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19) {
         tracing::debug!(error = %e, "forward-proxy: the check thread keeps its priority");
     }
 }

@@ -422,3 +422,39 @@ fn decode_errors_keep_only_position_and_category() {
     assert_eq!(e, Error::UnsupportedApiVersion);
     assert!(!e.to_string().contains("secret"));
 }
+
+/// Numbers in `spec.cluster.config` are parsed correctly rounded, so what `to_json` writes
+/// parses back to the same value: an integer beyond 64 bits (decoded as the nearest float) and
+/// decimals whose shortest form differs from the input's.
+#[test]
+fn config_numbers_re_encode_to_a_fixed_point() {
+    for number in [
+        "111111111111111111111111",
+        "1.1111111111111111e23",
+        "0.30000000000000004",
+        "9007199254740993",
+        "123456789012345678901234567890e-10",
+    ] {
+        let output = format!(
+            "{{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\
+             \"spec\":{{\"interactive\":false,\"cluster\":{{\"server\":\"https://x\",\
+             \"config\":{{\"a\":{number}}}}}}},\"status\":{{\"token\":\"t\"}}}}"
+        );
+        let first = ExecCredential::from_plugin_output(output.as_bytes()).unwrap();
+        let json = first.to_json();
+        let again = ExecCredential::from_plugin_output(json.as_bytes()).unwrap();
+        assert_eq!(again.to_json(), json, "{number}");
+        // The value is the correctly rounded one, as Go's strconv.ParseFloat gives.
+        let expected: f64 = number.parse().unwrap();
+        let written = json
+            .split("\"a\":")
+            .nth(1)
+            .and_then(|rest| rest.split('}').next())
+            .unwrap();
+        assert_eq!(
+            written.parse::<f64>().unwrap(),
+            expected,
+            "{number}: {json}"
+        );
+    }
+}

@@ -42,3 +42,17 @@ fn kubeconfig_extension_key_with_control_characters() {
     // Raw C0 controls are not allowed in a YAML plain scalar: rejected on input.
     assert_eq!(checks::clusterinfo_kubeconfig(input), Outcome::Rejected);
 }
+
+/// Plugin output whose `spec.cluster.config` holds an integer beyond 64 bits: it decodes as a
+/// float, and the float written back once parsed to a neighbouring float, so the re-encoding
+/// was not a fixed point. Floats are now parsed correctly rounded (as Go's `strconv` does).
+#[test]
+fn exec_credential_config_number_beyond_64_bits() {
+    let input = include_bytes!(
+        "../../corpus/exec_credential_plugin_output/regression-config-number-float-roundtrip"
+    );
+    assert_eq!(
+        checks::exec_credential_plugin_output(input),
+        Outcome::Accepted
+    );
+}

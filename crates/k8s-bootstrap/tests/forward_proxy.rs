@@ -96,13 +96,21 @@ fn config(upstream: SocketAddr, keys: &std::path::Path) -> Config {
     .http_address("127.0.0.1:0".parse().unwrap())
 }
 
-/// The threads serving connections now (by their names).
-fn connection_threads() -> usize {
+/// The `/proc` directories of this process's threads whose names start with `prefix`.
+fn threads_named(prefix: &str) -> Vec<std::path::PathBuf> {
     std::fs::read_dir("/proc/self/task")
         .unwrap()
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-        .filter(|name| name.starts_with("forward-proxy-"))
-        .count()
+        .filter_map(|task| {
+            let task = task.ok()?.path();
+            let name = std::fs::read_to_string(task.join("comm")).ok()?;
+            name.starts_with(prefix).then_some(task)
+        })
+        .collect()
+}
+
+/// The threads serving connections now (by their names).
+fn connection_threads() -> usize {
+    threads_named("forward-proxy-").len()
 }
 
 /// Waits (up to 30 s) until `n` connection threads run, asserting that the count never
@@ -284,21 +292,19 @@ fn dropping_the_runtime_ends_the_connection_threads() {
     assert!(std::net::TcpStream::connect(proxy).is_err());
 }
 
+/// The nice value of the thread whose `/proc` directory is `task`; `None` once it has ended.
+fn nice(task: &std::path::Path) -> Option<i64> {
+    let stat = std::fs::read_to_string(task.join("stat")).ok()?;
+    // After the name in parentheses: state is the first field, nice the 17th.
+    let (_, fields) = stat.rsplit_once(')')?;
+    fields.split_whitespace().nth(16)?.parse().ok()
+}
+
 /// The nice value of each thread of this process whose name starts with `prefix`.
 fn nice_values(prefix: &str) -> Vec<i64> {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|task| {
-            let task = task.ok()?.path();
-            let name = std::fs::read_to_string(task.join("comm")).ok()?;
-            if !name.starts_with(prefix) {
-                return None;
-            }
-            // After the name in parentheses: state is the first field, nice the 17th.
-            let stat = std::fs::read_to_string(task.join("stat")).ok()?;
-            let (_, fields) = stat.rsplit_once(')')?;
-            fields.split_whitespace().nth(16)?.parse().ok()
-        })
+    threads_named(prefix)
+        .iter()
+        .filter_map(|task| nice(task))
         .collect()
 }
 
@@ -343,17 +349,11 @@ async fn checks_aside_run_at_the_lowest_priority_on_connection_threads() {
     );
     assert_eq!(hits.load(Ordering::SeqCst), 3);
 
-    let own = own_nice();
+    // This thread's nice value, which the process's threads start with.
+    let own = nice(std::path::Path::new("/proc/thread-self")).unwrap();
     assert_eq!(nice_values("proxy-check-0"), [19]);
     assert_eq!(nice_values("forward-proxy-0"), [own]);
     stop().await;
-}
-
-/// This thread's nice value, which the process's threads start with.
-fn own_nice() -> i64 {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-    let (_, fields) = stat.rsplit_once(')').unwrap();
-    fields.split_whitespace().nth(16).unwrap().parse().unwrap()
 }
 
 /// With two connection threads and `max_connections(1)`: while one client connection is

@@ -55,5 +55,6 @@ for entry in "${crates[@]}"; do
         cargo test "${patches[@]}" ${f:+--features "$f"} --quiet
     )
   done
+  bash "$root/.ci/prune-executables.sh"
 done
 echo "package-test: ${#crates[@]} passed, 0 failed"

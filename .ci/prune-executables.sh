@@ -5,9 +5,6 @@
 # later. Libraries, build scripts and proc macros stay.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-free_space() { df -Pk . | awk 'NR == 2 { printf "%d MiB free", $4 / 1024 }'; }
-before=$(free_space)
 for dir in target/debug target/debug/deps target/debug/examples; do
   [ -d "$dir" ] && find "$dir" -maxdepth 1 -type f -perm -u+x ! -name '*.so' -delete
 done
-echo "pruned the executables: $before before, $(free_space) after"

@@ -444,3 +444,174 @@ async fn start_up_errors_are_typed() {
     let err = Server::bind(no_audience).await.unwrap_err();
     assert!(matches!(err, forward_proxy::Error::NoAudience), "{err:?}");
 }
+
+/// An add-on answering `/wait?ms=N` after N milliseconds.
+async fn waiting_addon() -> SocketAddr {
+    async fn wait(uri: axum::http::Uri) -> &'static str {
+        let ms: u64 = uri
+            .query()
+            .and_then(|q| q.strip_prefix("ms="))
+            .and_then(|ms| ms.parse().ok())
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        "done"
+    }
+    let app = axum::Router::new().route("/wait", axum::routing::get(wait));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+/// One request on a kept connection, written and read by hand (so every request goes over
+/// the same connection): the status and the body.
+async fn exchange(stream: &mut tokio::net::TcpStream, path: &str, bearer: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let request = format!("GET {path} HTTP/1.1\r\nHost: addon\r\nAuthorization: {bearer}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    let head_end = loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end.checked_add(4).unwrap();
+        }
+        let mut chunk = [0; 1024];
+        let n = stream.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "the proxy closed the connection mid-response");
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8(buf[..head_end].to_vec()).unwrap();
+    let status = head[9..12].parse().unwrap();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length: ")
+                .map(str::to_owned)
+        })
+        .expect("a response with Content-Length")
+        .trim()
+        .parse()
+        .unwrap();
+    let mut body = buf[head_end..].to_vec();
+    while body.len() < length {
+        let mut chunk = [0; 1024];
+        let n = stream.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "the proxy closed the connection mid-body");
+        body.extend_from_slice(&chunk[..n]);
+    }
+    (status, String::from_utf8(body).unwrap())
+}
+
+/// How long until the proxy closes `stream` (what it sends before closing is returned too),
+/// writing `trickle` one byte a second meanwhile.
+async fn closed_after(mut stream: tokio::net::TcpStream, trickle: &[u8]) -> (Duration, Vec<u8>) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let started = tokio::time::Instant::now();
+    let (mut read, mut write) = stream.split();
+    let reading = async {
+        let mut got = Vec::new();
+        loop {
+            let mut chunk = [0; 256];
+            match read.read(&mut chunk).await {
+                Ok(0) | Err(_) => return got,
+                Ok(n) => got.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    let writing = async {
+        for byte in trickle {
+            if write.write_all(std::slice::from_ref(byte)).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        std::future::pending::<()>().await;
+    };
+    let got = tokio::time::timeout(Duration::from_secs(30), async {
+        tokio::select! {
+            got = reading => got,
+            () = writing => unreachable!(),
+        }
+    })
+    .await
+    .expect("the proxy closes the connection within 30 s");
+    (started.elapsed(), got)
+}
+
+/// Each request on a kept connection has its own deadline (`request_timeout` from its own
+/// start, however many came before on the connection), and the header-read timeout (10 s)
+/// closes a connection idle after its requests, one sending a request head that never ends,
+/// and one trickling its head a byte a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_request_has_its_own_deadline_and_heads_are_read_within_10_s() {
+    let _threaded = THREADED.lock().await;
+    let upstream = waiting_addon().await;
+    let (_dir, keys) = public_key_file();
+    let server = Server::bind(
+        config(upstream, &keys)
+            .request_timeout(Duration::from_secs(1))
+            .connection_threads(NonZeroUsize::new(1)),
+    )
+    .await
+    .unwrap();
+    let proxy = server.local_addr();
+    let stop = serve_until_stopped(server);
+    let bearer = format!("Bearer {}", token(KEY_A, "jane"));
+
+    let kept = async {
+        let mut stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
+        // 1.2 s of requests on one connection, each within its own second.
+        for _ in 0..2 {
+            assert_eq!(
+                exchange(&mut stream, "/wait?ms=600", &bearer).await,
+                (200, "done".to_owned())
+            );
+        }
+        // One that takes longer is cut a second after it started: 504.
+        let started = tokio::time::Instant::now();
+        assert_eq!(exchange(&mut stream, "/wait?ms=5000", &bearer).await.0, 504);
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(990) && took < Duration::from_secs(3),
+            "cut after {took:?}"
+        );
+        // The connection goes on, and its deadline is set anew.
+        assert_eq!(
+            exchange(&mut stream, "/wait?ms=600", &bearer).await,
+            (200, "done".to_owned())
+        );
+        closed_after(stream, b"").await
+    };
+    let unfinished = async {
+        let mut stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
+        tokio::io::AsyncWriteExt::write_all(&mut stream, b"GET /wait?ms=0 HTTP/1.1\r\nHost: a\r\n")
+            .await
+            .unwrap();
+        closed_after(stream, b"").await
+    };
+    let trickled = async {
+        let stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
+        closed_after(
+            stream,
+            b"GET /wait?ms=0 HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaa",
+        )
+        .await
+    };
+    let (kept, unfinished, trickled) = tokio::join!(kept, unfinished, trickled);
+    for (what, (after, got)) in [
+        ("idle", kept),
+        ("unfinished", unfinished),
+        ("trickled", trickled),
+    ] {
+        assert!(
+            after >= Duration::from_millis(9_500) && after < Duration::from_secs(15),
+            "{what}: closed after {after:?}"
+        );
+        assert!(
+            got.is_empty() || got.starts_with(b"HTTP/1.1 408"),
+            "{what}: {:?}",
+            String::from_utf8_lossy(&got)
+        );
+    }
+    stop().await;
+}

@@ -87,17 +87,23 @@ pub fn remove_hop_by_hop(headers: &mut http::HeaderMap) {
     {
         return;
     }
-    let named: Vec<http::HeaderName> = headers
-        .get_all(http::header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|name| http::HeaderName::from_bytes(name.trim().as_bytes()).ok())
+    // The names present that go, found in one pass (a response from nginx has `Connection:
+    // keep-alive` and nothing it names): each removed once, and no name looked up that is not
+    // there. A `Connection` value that is not visible ASCII names nothing.
+    let connection = headers.get_all(http::header::CONNECTION);
+    let named = |name: &str| {
+        connection
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|token| token.trim().eq_ignore_ascii_case(name))
+    };
+    let going: Vec<http::HeaderName> = headers
+        .keys()
+        .filter(|name| HOP_BY_HOP_HEADERS.contains(&name.as_str()) || named(name.as_str()))
+        .cloned()
         .collect();
-    for name in named {
-        headers.remove(name);
-    }
-    for name in HOP_BY_HOP_HEADERS {
+    for name in going {
         headers.remove(name);
     }
 }

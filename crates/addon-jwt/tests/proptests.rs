@@ -372,3 +372,99 @@ proptest! {
         prop_assert!(verify(&tampered, &f.keys, &validation(aud), at(now)).is_err());
     }
 }
+
+/// What `remove_hop_by_hop` is held to: each `Connection` token (of the values that are visible
+/// ASCII) made a header name and removed, then each [`addon_jwt::HOP_BY_HOP_HEADERS`] name
+/// removed, when any of those is present.
+#[cfg(feature = "http")]
+fn remove_hop_by_hop_reference(headers: &mut http::HeaderMap) {
+    if !headers
+        .keys()
+        .any(|name| addon_jwt::HOP_BY_HOP_HEADERS.contains(&name.as_str()))
+    {
+        return;
+    }
+    let named: Vec<http::HeaderName> = headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| http::HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for name in addon_jwt::HOP_BY_HOP_HEADERS {
+        headers.remove(name);
+    }
+}
+
+/// A header name: a hop-by-hop one, one a `Connection` value may name, or any.
+#[cfg(feature = "http")]
+fn response_header_name() -> impl Strategy<Value = String> {
+    prop_oneof![
+        prop::sample::select(addon_jwt::HOP_BY_HOP_HEADERS.to_vec()).prop_map(str::to_owned),
+        prop::sample::select(vec![
+            "content-type",
+            "x-per-hop",
+            "x_per_hop",
+            "date",
+            "server"
+        ])
+        .prop_map(str::to_owned),
+        "[a-z][a-z0-9_-]{0,6}",
+    ]
+}
+
+/// A `Connection` value: names in any case with blanks around them, empty tokens, and now and
+/// then a byte that is not visible ASCII.
+#[cfg(feature = "http")]
+fn connection_value() -> impl Strategy<Value = Vec<u8>> {
+    let token = (
+        response_header_name(),
+        any::<bool>(),
+        prop::sample::select(vec!["", " ", "\t", "  "]),
+        prop::sample::select(vec!["", " ", "\t"]),
+    )
+        .prop_map(|(name, upper, before, after)| {
+            let name = if upper {
+                name.to_ascii_uppercase()
+            } else {
+                name
+            };
+            format!("{before}{name}{after}")
+        });
+    (prop::collection::vec(token, 0..4), any::<bool>()).prop_map(|(tokens, obs_text)| {
+        let mut value = tokens.join(",").into_bytes();
+        if obs_text {
+            value.extend_from_slice(b", caf\xe9");
+        }
+        value
+    })
+}
+
+#[cfg(feature = "http")]
+proptest! {
+    /// Responses with any mix of hop-by-hop headers, `Connection` values and other headers come
+    /// out of `remove_hop_by_hop` as out of the reference, order of values included.
+    #[test]
+    fn proptest_remove_hop_by_hop_matches_the_reference(
+        headers in prop::collection::vec((response_header_name(), "[a-z0-9]{0,3}"), 0..8),
+        connections in prop::collection::vec(connection_value(), 0..3),
+    ) {
+        let mut map = http::HeaderMap::new();
+        for (name, value) in &headers {
+            map.append(
+                http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                http::HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        for value in &connections {
+            map.append(http::header::CONNECTION, http::HeaderValue::from_bytes(value).unwrap());
+        }
+        let mut expected = map.clone();
+        remove_hop_by_hop_reference(&mut expected);
+        addon_jwt::remove_hop_by_hop(&mut map);
+        prop_assert_eq!(map, expected);
+    }
+}

@@ -615,3 +615,58 @@ async fn each_request_has_its_own_deadline_and_heads_are_read_within_10_s() {
     }
     stop().await;
 }
+
+/// A connection ends once its `max_connection_duration` is over, after the request then in
+/// flight is answered, and a kept connection ends at once when the server is stopped (not at
+/// the 10 s header-read timeout); on the caller's runtime and on connection threads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_end_at_their_lifetime_and_at_shutdown() {
+    let _threaded = THREADED.lock().await;
+    let bearer = format!("Bearer {}", token(KEY_A, "jane"));
+    for threads in [None, NonZeroUsize::new(1)] {
+        let upstream = waiting_addon().await;
+        let (_dir, keys) = public_key_file();
+        let server = Server::bind(
+            config(upstream, &keys)
+                .max_connection_duration(Duration::from_secs(1))
+                .connection_threads(threads),
+        )
+        .await
+        .unwrap();
+        let proxy = server.local_addr();
+        let stop = serve_until_stopped(server);
+
+        let opened = tokio::time::Instant::now();
+        let mut stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
+        for _ in 0..2 {
+            assert_eq!(exchange(&mut stream, "/wait?ms=300", &bearer).await.0, 200);
+        }
+        // In flight when the lifetime ends (1 s): answered in full, then the connection closes.
+        assert_eq!(
+            exchange(&mut stream, "/wait?ms=800", &bearer).await,
+            (200, "done".to_owned()),
+            "{threads:?}"
+        );
+        let (_, got) = closed_after(stream, b"").await;
+        let lived = opened.elapsed();
+        assert!(got.is_empty(), "{threads:?}: {got:?}");
+        assert!(
+            lived >= Duration::from_millis(1_400) && lived < Duration::from_secs(4),
+            "{threads:?}: the connection lived {lived:?}"
+        );
+
+        // A kept, idle connection at shutdown.
+        let mut kept = tokio::net::TcpStream::connect(proxy).await.unwrap();
+        assert_eq!(exchange(&mut kept, "/wait?ms=0", &bearer).await.0, 200);
+        let stopping = tokio::time::Instant::now();
+        let closed = tokio::spawn(closed_after(kept, b""));
+        stop().await;
+        let (_, got) = closed.await.unwrap();
+        assert!(got.is_empty(), "{threads:?}: {got:?}");
+        assert!(
+            stopping.elapsed() < Duration::from_secs(4),
+            "{threads:?}: closed {:?} after the stop",
+            stopping.elapsed()
+        );
+    }
+}

@@ -87,22 +87,29 @@ pub fn remove_hop_by_hop(headers: &mut http::HeaderMap) {
     {
         return;
     }
-    // The names present that go, found in one pass (a response from nginx has `Connection:
-    // keep-alive` and nothing it names): each removed once, and no name looked up that is not
-    // there. A `Connection` value that is not visible ASCII names nothing.
-    let connection = headers.get_all(http::header::CONNECTION);
-    let named = |name: &str| {
-        connection
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .any(|token| token.trim().eq_ignore_ascii_case(name))
-    };
-    let going: Vec<http::HeaderName> = headers
+    // Only names present are removed, each found once: the listed ones in one pass over the
+    // names, then each `Connection` token by one look-up (linear in the tokens, without
+    // building a name for a token that names nothing: nginx sends `Connection: keep-alive`
+    // without a `Keep-Alive` header). A `Connection` value that is not visible ASCII names
+    // nothing.
+    let mut going: Vec<http::HeaderName> = headers
         .keys()
-        .filter(|name| HOP_BY_HOP_HEADERS.contains(&name.as_str()) || named(name.as_str()))
+        .filter(|name| HOP_BY_HOP_HEADERS.contains(&name.as_str()))
         .cloned()
         .collect();
+    for token in headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+    {
+        if headers.contains_key(token)
+            && let Ok(name) = http::HeaderName::from_bytes(token.as_bytes())
+        {
+            going.push(name);
+        }
+    }
     for name in going {
         headers.remove(name);
     }

@@ -80,18 +80,11 @@ pub const HOP_BY_HOP_HEADERS: [&str; 9] = [
 /// frames the body for the client itself. Requests get the same through [`Sidecar::decide`].
 #[cfg(feature = "http")]
 pub fn remove_hop_by_hop(headers: &mut http::HeaderMap) {
-    // Usually there is none: one pass over the few names, no removal.
-    if !headers
-        .keys()
-        .any(|name| HOP_BY_HOP_HEADERS.contains(&name.as_str()))
-    {
-        return;
-    }
     // Only names present are removed, each found once: the listed ones in one pass over the
-    // names, then each `Connection` token by one look-up (linear in the tokens, without
-    // building a name for a token that names nothing: nginx sends `Connection: keep-alive`
-    // without a `Keep-Alive` header). A `Connection` value that is not visible ASCII names
-    // nothing.
+    // names (usually there is none: no allocation, no removal, and no `Connection` either),
+    // then each `Connection` token by one look-up (linear in the tokens, without building a
+    // name for a token that names nothing: nginx sends `Connection: keep-alive` without a
+    // `Keep-Alive` header). A `Connection` value that is not visible ASCII names nothing.
     let mut going: Vec<http::HeaderName> = headers
         .keys()
         .filter(|name| HOP_BY_HOP_HEADERS.contains(&name.as_str()))

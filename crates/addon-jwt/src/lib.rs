@@ -8,6 +8,8 @@ mod b64;
 mod backend;
 mod claims;
 mod error;
+#[cfg(feature = "http")]
+pub mod http1;
 mod json;
 mod key;
 mod names;

@@ -355,3 +355,112 @@ fn go_unescape(s: &str) -> Option<Vec<u8>> {
     }
     Some(out)
 }
+
+/// The forward proxy's HTTP/1.1 response decoder (`addon_jwt::http1::ResponseDecoder`). Input:
+/// the first byte chooses the request method (`HEAD` when its low bit is set, else `GET`) and
+/// the size of the pieces the rest arrives in (its other bits, plus one); the rest is what the
+/// upstream sent, then the connection ends.
+///
+/// However the bytes arrive (in those pieces or at once), the decoder reads the same: the same
+/// head, body and trailers, or the same error. It consumes only what it reads, never more than
+/// the input; the head comes first, exactly once, and nothing follows the end; a `HEAD`, 204 or
+/// 304 response has no body, and a body of stated length has exactly that length.
+/// Accepted: a complete response.
+pub fn addon_jwt_http1_response(data: &[u8]) -> Outcome {
+    let Some((first, input)) = data.split_first() else {
+        return Outcome::Rejected;
+    };
+    let method = if first & 1 == 1 {
+        http::Method::HEAD
+    } else {
+        http::Method::GET
+    };
+    let piece = usize::from(first >> 1) + 1;
+    let pieces = decode_response(&method, input, piece);
+    let whole = decode_response(&method, input, input.len().max(1));
+    assert_eq!(
+        pieces, whole,
+        "the decoder reads alike however the bytes arrive"
+    );
+    let Ok((status, headers, body, _)) = pieces else {
+        return Outcome::Rejected;
+    };
+    assert!(body.len() <= input.len());
+    if method == http::Method::HEAD || status == 204 || status == 304 {
+        assert!(body.is_empty());
+    } else if let Some(length) = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| std::str::from_utf8(v).ok()?.trim().parse::<usize>().ok())
+    {
+        assert_eq!(body.len(), length);
+    }
+    Outcome::Accepted
+}
+
+/// Header or trailer lines, in order.
+type Lines = Vec<(String, Vec<u8>)>;
+/// A response's status, header lines, body and trailer lines.
+type Response = (u16, Lines, Vec<u8>, Lines);
+
+/// What a decoder reads from `input` fed in pieces of `piece` bytes, then the end of the
+/// connection.
+fn decode_response(
+    method: &http::Method,
+    input: &[u8],
+    piece: usize,
+) -> Result<Response, addon_jwt::http1::Http1Error> {
+    use addon_jwt::http1::{Decoded, ResponseDecoder};
+    let lines = |map: &http::HeaderMap| -> Lines {
+        map.iter()
+            .map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec()))
+            .collect()
+    };
+    let mut decoder = ResponseDecoder::new(method);
+    let mut buf = bytes::BytesMut::new();
+    let mut head: Option<(u16, Lines)> = None;
+    let (mut body, mut trailers, mut ended) = (Vec::new(), Vec::new(), false);
+    let mut take = |decoded: Decoded| {
+        assert!(!ended, "nothing after the end");
+        match decoded {
+            Decoded::Head(h) => {
+                assert!(head.is_none(), "one head");
+                head = Some((h.status().as_u16(), lines(h.headers())));
+            }
+            Decoded::Informational(s) => {
+                assert!(head.is_none() && s.is_informational() && s != 101);
+            }
+            Decoded::Data(d) => {
+                assert!(head.is_some() && !d.is_empty());
+                body.extend_from_slice(&d);
+            }
+            Decoded::Trailers(t) => {
+                assert!(head.is_some() && !t.is_empty());
+                trailers = lines(&t);
+            }
+            Decoded::End => {
+                assert!(head.is_some());
+                ended = true;
+            }
+            _ => panic!("an unknown part"),
+        }
+    };
+    let mut consumed = 0;
+    for chunk in input.chunks(piece) {
+        buf.extend_from_slice(chunk);
+        consumed += chunk.len();
+        while let Some(decoded) = decoder.decode(&mut buf)? {
+            take(decoded);
+        }
+        assert!(buf.len() <= consumed);
+        if decoder.is_done() {
+            break;
+        }
+    }
+    while let Some(decoded) = decoder.decode_eof(&mut buf)? {
+        take(decoded);
+    }
+    assert!(decoder.is_done() && ended);
+    let (status, headers) = head.expect("a complete response has a head");
+    Ok((status, headers, body, trailers))
+}

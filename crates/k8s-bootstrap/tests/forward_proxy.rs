@@ -670,3 +670,356 @@ async fn connections_end_at_their_lifetime_and_at_shutdown() {
         );
     }
 }
+
+/// A request as the scripted add-on read it off the wire.
+#[derive(Debug, Clone)]
+struct Seen {
+    head: String,
+    body: Vec<u8>,
+    /// Which add-on connection it came on (1 for the first accepted).
+    connection: usize,
+}
+
+/// Reads one request (head and body, by its own framing) off `stream`; `None` at the end.
+async fn read_request(
+    stream: &mut tokio::io::BufReader<tokio::net::TcpStream>,
+) -> Option<(String, Vec<u8>)> {
+    use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _};
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        if stream.read_line(&mut line).await.ok()? == 0 {
+            return None;
+        }
+        head.push_str(&line);
+        if line == "\r\n" {
+            break;
+        }
+    }
+    let lower = head.to_ascii_lowercase();
+    let mut body = Vec::new();
+    if let Some(length) = lower
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+    {
+        body.resize(length.trim().parse().unwrap(), 0);
+        if lower.contains("expect: 100-continue") && head.starts_with("PUT /continue ") {
+            stream
+                .get_mut()
+                .write_all_checked(b"HTTP/1.1 100 Continue\r\n\r\n")
+                .await;
+        }
+        if lower.contains("expect: 100-continue") && head.starts_with("PUT /refuse ") {
+            return Some((head, body));
+        }
+        stream.read_exact(&mut body).await.ok()?;
+    } else if lower.contains("transfer-encoding: chunked") {
+        loop {
+            let mut line = String::new();
+            stream.read_line(&mut line).await.ok()?;
+            let size = usize::from_str_radix(line.trim_end(), 16).unwrap();
+            if size == 0 {
+                // The trailer section, kept at the end of the head for the assertions.
+                loop {
+                    let mut line = String::new();
+                    stream.read_line(&mut line).await.ok()?;
+                    if line == "\r\n" {
+                        break;
+                    }
+                    head.push_str("trailer ");
+                    head.push_str(&line);
+                }
+                break;
+            }
+            let mut chunk = vec![0; size.checked_add(2).unwrap()];
+            stream.read_exact(&mut chunk).await.ok()?;
+            assert!(chunk.ends_with(b"\r\n"));
+            body.extend_from_slice(&chunk[..size]);
+        }
+    }
+    Some((head, body))
+}
+
+trait WriteChecked {
+    async fn write_all_checked(&mut self, bytes: &[u8]);
+}
+
+impl WriteChecked for tokio::net::TcpStream {
+    async fn write_all_checked(&mut self, bytes: &[u8]) {
+        use tokio::io::AsyncWriteExt as _;
+        let _ = self.write_all(bytes).await;
+    }
+}
+
+/// An add-on written by hand on raw connections, answering by the request's path with the
+/// framings a server may choose (and some no server may), and recording every request it
+/// reads.
+async fn scripted_addon() -> (SocketAddr, Arc<std::sync::Mutex<Vec<Seen>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    tokio::spawn(async move {
+        let mut accepted: usize = 0;
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            accepted = accepted.checked_add(1).unwrap();
+            let (record, connection) = (record.clone(), accepted);
+            tokio::spawn(async move {
+                let mut stream = tokio::io::BufReader::new(stream);
+                while let Some((head, body)) = read_request(&mut stream).await {
+                    let path = head.split(' ').nth(1).unwrap().to_owned();
+                    let length = body.len();
+                    record.lock().unwrap().push(Seen {
+                        head: head.clone(),
+                        body: body.clone(),
+                        connection,
+                    });
+                    let response: Vec<u8> = match path.as_str() {
+                        "/length" => b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello".to_vec(),
+                        "/chunked" => b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\
+                            x-kind: chunked\r\n\r\n6;ext=1\r\nchunks\r\n1\r\n!\r\n\
+                            0\r\nx-checksum: 42\r\n\r\n"
+                            .to_vec(),
+                        "/until-close" => b"HTTP/1.1 200 OK\r\n\r\nuntil the end".to_vec(),
+                        "/head" => b"HTTP/1.1 200 OK\r\ncontent-length: 42\r\n\r\n".to_vec(),
+                        "/no-content" => b"HTTP/1.1 204 No Content\r\n\r\n".to_vec(),
+                        "/not-modified" => {
+                            b"HTTP/1.1 304 Not Modified\r\ncontent-length: 7\r\n\r\n".to_vec()
+                        }
+                        "/hints" => b"HTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\n\
+                            HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+                            .to_vec(),
+                        "/close" => b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\n\
+                            connection: close\r\n\r\nbye"
+                            .to_vec(),
+                        "/idle-close" => {
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nidle".to_vec()
+                        }
+                        "/smuggle" => b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\
+                            transfer-encoding: chunked\r\n\r\n0\r\n\r\n"
+                            .to_vec(),
+                        "/garbage" => b"HTTP/1.1 2x0 OK\r\n\r\n".to_vec(),
+                        "/cut" => b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf".to_vec(),
+                        "/refuse" => b"HTTP/1.1 417 Expectation Failed\r\ncontent-length: 0\r\n\
+                            connection: close\r\n\r\n"
+                            .to_vec(),
+                        _ => format!("HTTP/1.1 200 OK\r\ncontent-length: {length}\r\n\r\n")
+                            .into_bytes()
+                            .into_iter()
+                            .chain(body)
+                            .collect(),
+                    };
+                    stream.get_mut().write_all_checked(&response).await;
+                    if matches!(
+                        path.as_str(),
+                        "/until-close" | "/close" | "/idle-close" | "/cut" | "/refuse"
+                    ) {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, seen)
+}
+
+/// A client connection to the proxy (hyper's, so kept between requests) and what its
+/// requests carry.
+async fn proxy_connection(
+    proxy: SocketAddr,
+) -> hyper::client::conn::http1::SendRequest<http_body_util::Full<Bytes>> {
+    let stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    sender
+}
+
+/// The status, the headers, the body and the trailers of one response over `sender`.
+async fn send(
+    sender: &mut hyper::client::conn::http1::SendRequest<http_body_util::Full<Bytes>>,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> (u16, http::HeaderMap, Vec<u8>, Option<http::HeaderMap>) {
+    sender.ready().await.unwrap();
+    let request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "addon")
+        .header("authorization", format!("Bearer {}", token(KEY_A, "jane")))
+        .header("te", "trailers")
+        .body(http_body_util::Full::new(Bytes::copy_from_slice(body)))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    let (parts, body) = response.into_parts();
+    let collected = body.collect().await.unwrap();
+    let trailers = collected.trailers().cloned();
+    (
+        parts.status.as_u16(),
+        parts.headers,
+        collected.to_bytes().to_vec(),
+        trailers,
+    )
+}
+
+/// Every framing an add-on may answer with reaches the client whole (length, chunks with
+/// trailers, until the add-on closes, none for `HEAD`, 204 and 304, after 1xx responses), the
+/// add-on connection is kept exactly as long as the add-on allows, and a response that could
+/// be read two ways, or is malformed or cut, is answered 502.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_of_every_framing_pass_and_broken_ones_are_502() {
+    let (addon, seen) = scripted_addon().await;
+    let (_dir, keys) = public_key_file();
+    let server = Server::bind(config(addon, &keys)).await.unwrap();
+    let proxy = server.local_addr();
+    let stop = serve_until_stopped(server);
+    let mut client = proxy_connection(proxy).await;
+
+    let (status, headers, body, _) = send(&mut client, "GET", "/length", b"").await;
+    assert_eq!((status, body.as_slice()), (200, &b"hello"[..]));
+    assert_eq!(headers["content-length"], "5");
+
+    let (status, headers, body, _) = send(&mut client, "GET", "/chunked", b"").await;
+    assert_eq!((status, body.as_slice()), (200, &b"chunks!"[..]));
+    assert_eq!(headers["x-kind"], "chunked");
+
+    let (status, headers, body, _) = send(&mut client, "HEAD", "/head", b"").await;
+    assert_eq!((status, body.len()), (200, 0));
+    assert_eq!(headers["content-length"], "42");
+    let (status, _, body, _) = send(&mut client, "GET", "/no-content", b"").await;
+    assert_eq!((status, body.len()), (204, 0));
+    let (status, _, body, _) = send(&mut client, "GET", "/not-modified", b"").await;
+    assert_eq!((status, body.len()), (304, 0));
+    let (status, _, body, _) = send(&mut client, "GET", "/hints", b"").await;
+    assert_eq!((status, body.as_slice()), (200, &b"ok"[..]));
+    // All of these on one add-on connection.
+    let connections: Vec<usize> = seen.lock().unwrap().iter().map(|s| s.connection).collect();
+    assert_eq!(connections, [1; 6]);
+
+    // Bodies until the add-on closes, and `Connection: close`: the add-on connection ends,
+    // the client's goes on over a new one.
+    let (status, _, body, _) = send(&mut client, "GET", "/until-close", b"").await;
+    assert_eq!((status, body.as_slice()), (200, &b"until the end"[..]));
+    let (status, headers, body, _) = send(&mut client, "GET", "/close", b"").await;
+    assert_eq!((status, body.as_slice()), (200, &b"bye"[..]));
+    assert!(!headers.contains_key("connection"), "{headers:?}");
+    // A kept connection the add-on closes while idle (its keep-alive timeout).
+    let (status, _, body, _) = send(&mut client, "GET", "/idle-close", b"").await;
+    assert_eq!((status, body.as_slice()), (200, &b"idle"[..]));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (status, _, body, _) = send(&mut client, "GET", "/length", b"").await;
+    assert_eq!((status, body.as_slice()), (200, &b"hello"[..]));
+    let connections: Vec<usize> = seen.lock().unwrap().iter().map(|s| s.connection).collect();
+    assert_eq!(connections, [1, 1, 1, 1, 1, 1, 1, 2, 3, 4]);
+
+    // Broken responses: 502, and the client's connection still serves.
+    for path in ["/smuggle", "/garbage"] {
+        let (status, _, _, _) = send(&mut client, "GET", path, b"").await;
+        assert_eq!(status, 502, "{path}");
+    }
+    let (status, _, body, _) = send(&mut client, "GET", "/length", b"").await;
+    assert_eq!((status, body.as_slice()), (200, &b"hello"[..]));
+    // Cut within the body: the head may have gone out, so the client's connection ends
+    // before a complete response (hyper then has the head and the first bytes buffered).
+    client.ready().await.unwrap();
+    let request = http::Request::get("/cut")
+        .header("host", "addon")
+        .header("authorization", format!("Bearer {}", token(KEY_A, "jane")))
+        .body(http_body_util::Full::new(Bytes::new()))
+        .unwrap();
+    let cut = match client.send_request(request).await {
+        Ok(response) => response.into_body().collect().await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    assert!(
+        cut.unwrap_err().is_incomplete_message(),
+        "a cut body is not passed off as complete"
+    );
+    stop().await;
+}
+
+/// Request bodies reach the add-on as the client framed them (`Content-Length` as it was,
+/// chunks re-framed, trailers kept), and `Expect: 100-continue` waits for the add-on's answer:
+/// its 100 lets the body through, a final status instead keeps it from ever being sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_bodies_and_expect_continue_reach_the_addon() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let (addon, seen) = scripted_addon().await;
+    let (_dir, keys) = public_key_file();
+    let server = Server::bind(config(addon, &keys)).await.unwrap();
+    let proxy = server.local_addr();
+    let stop = serve_until_stopped(server);
+    let bearer = format!("Bearer {}", token(KEY_A, "jane"));
+
+    let mut client = proxy_connection(proxy).await;
+    let large = vec![b'x'; 300_000];
+    let (status, _, body, _) = send(&mut client, "POST", "/echo", &large).await;
+    assert_eq!((status, body.len()), (200, large.len()));
+    assert!(body == large);
+    let seen_now = seen.lock().unwrap().last().cloned().unwrap();
+    assert!(
+        seen_now.head.contains("content-length: 300000\r\n"),
+        "{}",
+        seen_now.head
+    );
+
+    // Chunked from the client, with a trailer: chunked to the add-on, trailer included.
+    let mut raw = tokio::net::TcpStream::connect(proxy).await.unwrap();
+    let request = format!(
+        "POST /echo HTTP/1.1\r\nHost: addon\r\nAuthorization: {bearer}\r\n\
+         Transfer-Encoding: chunked\r\nTE: trailers\r\n\r\n\
+         4\r\nabcd\r\n3;x=y\r\nefg\r\n0\r\nx-sum: 7\r\n\r\n"
+    );
+    raw.write_all(request.as_bytes()).await.unwrap();
+    let mut response = vec![0; 1024];
+    let n = raw.read(&mut response).await.unwrap();
+    let response = String::from_utf8_lossy(&response[..n]).into_owned();
+    assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
+    assert!(response.ends_with("\r\n\r\nabcdefg"), "{response}");
+    let seen_now = seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(seen_now.body, b"abcdefg");
+    assert!(
+        seen_now.head.contains("transfer-encoding: chunked\r\n")
+            && seen_now.head.contains("trailer x-sum: 7\r\n"),
+        "{}",
+        seen_now.head
+    );
+
+    // `Expect: 100-continue`, and the add-on says 100: the client hears it, then the body
+    // goes through.
+    let mut raw = tokio::net::TcpStream::connect(proxy).await.unwrap();
+    let head = format!(
+        "PUT /continue HTTP/1.1\r\nHost: addon\r\nAuthorization: {bearer}\r\n\
+         Content-Length: 5\r\nExpect: 100-continue\r\n\r\n"
+    );
+    raw.write_all(head.as_bytes()).await.unwrap();
+    let mut got = vec![0; 1024];
+    let n = tokio::time::timeout(Duration::from_secs(5), raw.read(&mut got))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&got[..n], b"HTTP/1.1 100 Continue\r\n\r\n");
+    raw.write_all(b"12345").await.unwrap();
+    let n = raw.read(&mut got).await.unwrap();
+    let response = String::from_utf8_lossy(&got[..n]).into_owned();
+    assert!(response.ends_with("\r\n\r\n12345"), "{response}");
+
+    // And the add-on refuses at once: the client gets 417, the body is never asked for, and
+    // nothing of it reaches the add-on.
+    let mut raw = tokio::net::TcpStream::connect(proxy).await.unwrap();
+    let head = format!(
+        "PUT /refuse HTTP/1.1\r\nHost: addon\r\nAuthorization: {bearer}\r\n\
+         Content-Length: 5\r\nExpect: 100-continue\r\n\r\n"
+    );
+    raw.write_all(head.as_bytes()).await.unwrap();
+    let n = tokio::time::timeout(Duration::from_secs(5), raw.read(&mut got))
+        .await
+        .unwrap()
+        .unwrap();
+    let response = String::from_utf8_lossy(&got[..n]).into_owned();
+    assert!(response.starts_with("HTTP/1.1 417 "), "{response}");
+    stop().await;
+}

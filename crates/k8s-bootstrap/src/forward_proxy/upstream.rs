@@ -2,28 +2,40 @@
 //!
 //! Requests on an HTTP/1.1 connection come one at a time, so each client connection forwards
 //! over one add-on connection of its own (a [`Link`]): opened at its first request, opened
-//! again when the add-on closes it, closed with the client connection. The client
-//! connection's task drives both connections ([`Link::poll_beside`]), so a request crosses
-//! no other task, pool or lock shared with other connections.
+//! again when the add-on closes it, closed with the client connection. A request is written
+//! and its response read on the client connection's task (the response body as the client
+//! reads it), so it crosses no other task, pool or lock shared with other connections. The
+//! HTTP/1.1 framing is `addon_jwt::http1`'s: the request head written from the parsed request,
+//! the response read by its strict, bounded decoder.
 
+use std::collections::VecDeque;
 use std::future::Future;
+use std::io::IoSlice;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http::{HeaderValue, Request, Response, StatusCode, Uri};
+use bytes::{Buf, Bytes, BytesMut};
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, Uri};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
-use hyper::client::conn::http1::{Connection, SendRequest};
-use hyper_util::rt::TokioIo;
+use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
 use super::ProxyMetrics;
+use crate::addon_jwt::http1::{
+    Decoded, Http1Error, RequestBody, ResponseDecoder, encode_chunk, encode_last_chunk,
+    encode_request_head,
+};
 
 /// How long opening a connection to the add-on may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a request sent with `Expect: 100-continue` waits for the add-on's go-ahead before
+/// its body is sent anyway (as curl and Go's transport do).
+const EXPECT_CONTINUE_WAIT: Duration = Duration::from_secs(1);
+/// How much room a read from the add-on gets.
+const READ_SIZE: usize = 16 * 1024;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -66,7 +78,7 @@ impl Upstream {
     /// reached or fails, 504 when it does not answer within the lifetime.
     pub(crate) async fn forward(
         &self,
-        link: &Link,
+        link: &Arc<Link>,
         request: Request<Incoming>,
     ) -> Response<ProxyBody> {
         let mut deadline = Box::pin(tokio::time::sleep(self.lifetime));
@@ -80,13 +92,18 @@ impl Upstream {
             }
         };
         match answered {
-            Ok(mut response) => {
+            Ok((mut head, exchange)) => {
                 // What concerns only the add-on's connection stays there: the client's
                 // connection has its own (`Connection: close` from the add-on must not close
                 // it), and hyper frames the body for the client itself.
-                crate::addon_jwt::remove_hop_by_hop(response.headers_mut());
-                response.map(|body| ProxyBody {
-                    upstream: Some((body, deadline)),
+                crate::addon_jwt::remove_hop_by_hop(head.headers_mut());
+                // A 204 or 304 may carry the `Content-Length` of what it stands for: hyper
+                // sends no body for them, and checks (in debug builds) a body of known length
+                // against the header, so this one's length is left unknown.
+                let length_unknown = head.headers().contains_key(CONTENT_LENGTH);
+                head.map(|()| ProxyBody {
+                    upstream: exchange.map(|exchange| (exchange, deadline)),
+                    length_unknown,
                 })
             }
             Err(e) => {
@@ -118,43 +135,87 @@ impl Upstream {
         Request::from_parts(parts, body)
     }
 
-    /// One request and its response head. A request offered to a kept connection that the
-    /// add-on closed meanwhile comes back unsent, and goes once more over a new connection.
+    /// Sends one request and reads its response head; the exchange that reads the body, or
+    /// `None` when there is none (the connection is then back on `link`). A request without a
+    /// body and with an idempotent method, sent on a kept connection that the add-on closed
+    /// before answering, is sent once more on a new connection.
     async fn exchange(
         &self,
-        link: &Link,
-        mut request: Request<Incoming>,
-    ) -> Result<Response<Incoming>, BoxError> {
+        link: &Arc<Link>,
+        request: Request<Incoming>,
+    ) -> Result<(Response<()>, Option<Box<Exchange>>), BoxError> {
+        let (parts, body) = request.into_parts();
+        let framing = if body.is_end_stream() && !parts.headers.contains_key(CONTENT_LENGTH) {
+            RequestBody::None
+        } else {
+            match body.size_hint().exact() {
+                Some(n) if parts.headers.contains_key(CONTENT_LENGTH) => RequestBody::Length(n),
+                _ => RequestBody::Chunked,
+            }
+        };
+        let mut head = Vec::with_capacity(512);
+        encode_request_head(
+            &parts.method,
+            parts.uri.path_and_query(),
+            &parts.headers,
+            framing,
+            &mut head,
+        );
+        let head = Bytes::from(head);
+        let expects_continue = parts
+            .headers
+            .get(http::header::EXPECT)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+        let bodiless = framing == RequestBody::None || framing == RequestBody::Length(0);
+        let resendable = bodiless && parts.method.is_idempotent();
+        let mut sending = Some(Sending::new(
+            head.clone(),
+            (!bodiless).then_some(body),
+            framing == RequestBody::Chunked,
+            expects_continue,
+        ));
         loop {
-            let (mut sender, kept) = match link.take_ready().await {
-                Some(sender) => (sender, true),
-                None => (self.connect(link).await?, false),
+            let (connection, kept) = match link.take() {
+                Some(connection) => (connection, true),
+                None => (self.connect().await?, false),
             };
-            match sender.try_send_request(request).await {
+            let mut exchange = Exchange {
+                connection,
+                decoder: ResponseDecoder::new(&parts.method),
+                sending: sending
+                    .take()
+                    .unwrap_or_else(|| Sending::new(head.clone(), None, false, false)),
+                link: link.clone(),
+                eof: false,
+            };
+            match std::future::poll_fn(|cx| exchange.poll_head(cx)).await {
                 Ok(response) => {
-                    link.put_back(sender);
-                    return Ok(response);
+                    if exchange.decoder.remaining() == Some(0) {
+                        // No body (`HEAD`, 204, 304, `Content-Length: 0`): the connection is
+                        // done with at once.
+                        let _ = exchange.decoder.decode(&mut exchange.connection.read);
+                        exchange.finish();
+                        return Ok((response, None));
+                    }
+                    return Ok((response, Some(Box::new(exchange))));
                 }
-                Err(mut e) => match e.take_message() {
-                    Some(unsent) if kept => request = unsent,
-                    _ => return Err(e.into_error().into()),
-                },
+                Err(Failure::Closed) if kept && resendable => {}
+                Err(e) => return Err(e.into()),
             }
         }
     }
 
-    /// Opens a connection to the add-on and gives it to `link` to drive.
-    async fn connect(&self, link: &Link) -> Result<SendRequest<Incoming>, BoxError> {
+    /// Opens a connection to the add-on.
+    async fn connect(&self) -> Result<AddonConnection, BoxError> {
         let connecting = async { TcpStream::connect(&*self.resolve().await?).await };
         let stream = tokio::time::timeout(CONNECT_TIMEOUT, connecting)
             .await
             .map_err(|_| format!("connecting to {} timed out", self.address))??;
         let _ = stream.set_nodelay(true);
-        let (sender, connection) = hyper::client::conn::http1::Builder::new()
-            .handshake(TokioIo::new(stream))
-            .await?;
-        link.install(connection);
-        Ok(sender)
+        Ok(AddonConnection {
+            stream,
+            read: BytesMut::with_capacity(READ_SIZE),
+        })
     }
 
     /// The add-on's addresses: the address itself, or what the name resolves to (as
@@ -180,93 +241,306 @@ fn status(code: StatusCode) -> Response<ProxyBody> {
     response
 }
 
-/// One client connection's connection to the add-on.
-#[derive(Default)]
-pub(crate) struct Link {
-    state: Mutex<LinkState>,
+const CONTENT_LENGTH: http::header::HeaderName = http::header::CONTENT_LENGTH;
+
+/// A connection to the add-on and what was read from it and not yet decoded.
+struct AddonConnection {
+    stream: TcpStream,
+    read: BytesMut,
 }
 
-type AddonConnection = Connection<TokioIo<TcpStream>, Incoming>;
-
-#[derive(Default)]
-struct LinkState {
-    /// Taken by the request in flight, put back when its response head arrives.
-    sender: Option<SendRequest<Incoming>>,
-    connection: Option<Pin<Box<AddonConnection>>>,
-    /// The task that drives the link, woken when a new connection is installed.
-    waker: Option<Waker>,
-}
-
-impl Link {
-    /// Drives the add-on connection, if there is one, on the client connection's task.
-    fn poll_connection(&self, cx: &mut Context<'_>) {
-        let mut state = self.lock();
-        if !state
-            .waker
-            .as_ref()
-            .is_some_and(|w| w.will_wake(cx.waker()))
-        {
-            state.waker = Some(cx.waker().clone());
-        }
-        if let Some(connection) = state.connection.as_mut()
-            && let Poll::Ready(ended) = connection.as_mut().poll(cx)
-        {
-            if let Err(e) = ended {
-                tracing::debug!(error = %e, "forward-proxy: add-on connection ended");
+impl AddonConnection {
+    /// Reads what the add-on sent into the buffer; `Ok(0)` at the end of the connection.
+    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<usize>> {
+        loop {
+            ready!(self.stream.poll_read_ready(cx))?;
+            if self.read.capacity().saturating_sub(self.read.len()) < READ_SIZE / 4 {
+                self.read.reserve(READ_SIZE);
             }
-            state.connection = None;
-            state.sender = None;
+            match self.stream.try_read_buf(&mut self.read) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                read => return Poll::Ready(read),
+            }
+        }
+    }
+}
+
+/// Why an exchange failed.
+#[derive(Debug, thiserror::Error)]
+enum Failure {
+    /// The add-on closed the connection (or reset it) before any byte of a response.
+    #[error("the add-on closed the connection before answering")]
+    Closed,
+    #[error("reading the add-on's response: {0}")]
+    Read(#[source] std::io::Error),
+    #[error("the add-on's response: {0}")]
+    Response(#[source] Http1Error),
+    #[error("the client's request body: {0}")]
+    RequestBody(#[source] hyper::Error),
+}
+
+/// What is left to send of a request: bytes queued for the connection, then the body, pulled
+/// from the client as the connection takes it.
+struct Sending {
+    queue: VecDeque<Bytes>,
+    body: Option<Incoming>,
+    chunked: bool,
+    /// `Expect: 100-continue`: the body waits for the add-on's 100 or this timer.
+    waiting: Option<Pin<Box<Sleep>>>,
+    trailers: Option<HeaderMap>,
+    /// A write failed: nothing more is sent, what the add-on answered is still read.
+    failed: bool,
+}
+
+impl Sending {
+    fn new(head: Bytes, body: Option<Incoming>, chunked: bool, expects_continue: bool) -> Sending {
+        Sending {
+            queue: VecDeque::from([head]),
+            waiting: (expects_continue && body.is_some())
+                .then(|| Box::pin(tokio::time::sleep(EXPECT_CONTINUE_WAIT))),
+            body,
+            chunked,
+            trailers: None,
+            failed: false,
         }
     }
 
-    /// Polls `served` (the client connection) with the add-on connection driven before and
-    /// after it on the same task, so a request the client connection just queued is written
-    /// at once.
+    /// Whether the whole request went out.
+    fn is_sent(&self) -> bool {
+        !self.failed && self.queue.is_empty() && self.body.is_none()
+    }
+
+    /// Sends what can be sent now; ready when everything is sent or a write failed. An error
+    /// only when the client's body fails.
+    fn poll_send(
+        &mut self,
+        cx: &mut Context<'_>,
+        stream: &mut TcpStream,
+    ) -> Poll<Result<(), hyper::Error>> {
+        if self.failed {
+            return Poll::Ready(Ok(()));
+        }
+        loop {
+            while !self.queue.is_empty() {
+                let mut slices = [IoSlice::new(&[]); 8];
+                for (slice, bytes) in slices.iter_mut().zip(&self.queue) {
+                    *slice = IoSlice::new(bytes);
+                }
+                let slices = slices.get(..self.queue.len().min(8)).unwrap_or_default();
+                let written = match ready!(Pin::new(&mut *stream).poll_write_vectored(cx, slices)) {
+                    Ok(0) | Err(_) => {
+                        self.failed = true;
+                        return Poll::Ready(Ok(()));
+                    }
+                    Ok(written) => written,
+                };
+                let mut left = written;
+                while left > 0 {
+                    let Some(front) = self.queue.front_mut() else {
+                        break;
+                    };
+                    if front.len() > left {
+                        front.advance(left);
+                        left = 0;
+                    } else {
+                        left = left.saturating_sub(front.len());
+                        self.queue.pop_front();
+                    }
+                }
+            }
+            let Some(body) = self.body.as_mut() else {
+                return Poll::Ready(Ok(()));
+            };
+            if let Some(waiting) = self.waiting.as_mut() {
+                ready!(waiting.as_mut().poll(cx));
+                self.waiting = None;
+            }
+            match ready!(Pin::new(body).poll_frame(cx)) {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) if data.is_empty() => {}
+                    Ok(data) => {
+                        if self.chunked {
+                            let mut line = Vec::with_capacity(18);
+                            encode_chunk(data.len(), &mut line);
+                            self.queue.push_back(line.into());
+                            self.queue.push_back(data);
+                            self.queue.push_back(Bytes::from_static(b"\r\n"));
+                        } else {
+                            self.queue.push_back(data);
+                        }
+                    }
+                    Err(frame) => {
+                        if let Ok(trailers) = frame.into_trailers() {
+                            self.trailers = Some(trailers);
+                        }
+                    }
+                },
+                Some(Err(e)) => return Poll::Ready(Err(e)),
+                None => {
+                    self.body = None;
+                    if self.chunked {
+                        let mut end = Vec::new();
+                        encode_last_chunk(self.trailers.take().as_ref(), &mut end);
+                        self.queue.push_back(end.into());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One request on an add-on connection: sent as the connection takes it, its response read
+/// as the client reads it.
+pub(crate) struct Exchange {
+    connection: AddonConnection,
+    decoder: ResponseDecoder,
+    sending: Sending,
+    link: Arc<Link>,
+    /// The add-on ended the connection.
+    eof: bool,
+}
+
+impl Exchange {
+    /// Sends while the connection takes it; an error only when the client's body fails.
+    fn poll_send(&mut self, cx: &mut Context<'_>) -> Result<(), Failure> {
+        match self.sending.poll_send(cx, &mut self.connection.stream) {
+            Poll::Ready(Err(e)) => Err(Failure::RequestBody(e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// The next part of the response: what the buffer holds, else what the add-on sends.
+    fn poll_decoded(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Decoded>, Failure>> {
+        loop {
+            let decoded = if self.eof {
+                self.decoder.decode_eof(&mut self.connection.read)
+            } else {
+                self.decoder.decode(&mut self.connection.read)
+            };
+            match decoded {
+                Ok(None) if !self.eof => {}
+                Ok(decoded) => return Poll::Ready(Ok(decoded)),
+                Err(Http1Error::ClosedBeforeResponse) => return Poll::Ready(Err(Failure::Closed)),
+                Err(e) => return Poll::Ready(Err(Failure::Response(e))),
+            }
+            match ready!(self.connection.poll_fill(cx)) {
+                Ok(0) => self.eof = true,
+                Ok(_) => {}
+                // A reset before any byte of a response is read as a close before it (the
+                // decoder tells which); within one, it is the error.
+                Err(_) if self.connection.read.is_empty() && self.decoder.awaits_first_byte() => {
+                    self.eof = true;
+                }
+                Err(e) => return Poll::Ready(Err(Failure::Read(e))),
+            }
+        }
+    }
+
+    /// Sends the request and reads up to the final response's head.
+    fn poll_head(&mut self, cx: &mut Context<'_>) -> Poll<Result<Response<()>, Failure>> {
+        loop {
+            self.poll_send(cx)?;
+            match ready!(self.poll_decoded(cx))? {
+                Some(Decoded::Head(head)) => return Poll::Ready(Ok(head)),
+                Some(Decoded::Informational(code)) => {
+                    if code == StatusCode::CONTINUE {
+                        self.sending.waiting = None;
+                    }
+                }
+                Some(_) | None => {
+                    return Poll::Ready(Err(Failure::Response(Http1Error::ClosedWithinResponse)));
+                }
+            }
+        }
+    }
+
+    /// Gives the connection back to the link when the request went out whole, the response
+    /// ended and the add-on keeps the connection; otherwise closes it.
+    fn finish(self) {
+        if self.sending.is_sent()
+            && self.decoder.is_reusable()
+            && self.connection.read.is_empty()
+            && !self.eof
+        {
+            self.link.put_back(self.connection);
+        }
+    }
+}
+
+/// One client connection's connection to the add-on, kept between requests.
+#[derive(Default)]
+pub(crate) struct Link {
+    idle: Mutex<Option<AddonConnection>>,
+}
+
+impl Link {
+    /// Watches the kept connection, if there is one, on the client connection's task: one the
+    /// add-on closes (or sends anything on unasked) is dropped.
+    fn poll_idle(&self, cx: &mut Context<'_>) {
+        let mut idle = self.lock();
+        let Some(connection) = idle.as_mut() else {
+            return;
+        };
+        loop {
+            match connection.stream.poll_read_ready(cx) {
+                Poll::Pending => return,
+                Poll::Ready(Ok(())) => match connection.stream.try_read_buf(&mut connection.read) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    _ => break,
+                },
+                Poll::Ready(Err(_)) => break,
+            }
+        }
+        tracing::debug!("forward-proxy: the add-on closed a kept connection");
+        *idle = None;
+    }
+
+    /// Polls `served` (the client connection) with the kept add-on connection watched before
+    /// and after it on the same task.
     pub(crate) fn poll_beside<F: Future>(
         &self,
         served: Pin<&mut F>,
         cx: &mut Context<'_>,
     ) -> Poll<F::Output> {
-        self.poll_connection(cx);
+        self.poll_idle(cx);
         let polled = served.poll(cx);
-        self.poll_connection(cx);
+        self.poll_idle(cx);
         polled
     }
 
-    /// The kept connection's sender once it can take a request; `None` when there is none or
-    /// the add-on closed it.
-    async fn take_ready(&self) -> Option<SendRequest<Incoming>> {
-        let mut sender = self.lock().sender.take()?;
-        sender.ready().await.ok()?;
-        Some(sender)
+    /// The kept connection, if there is one.
+    fn take(&self) -> Option<AddonConnection> {
+        self.lock().take()
     }
 
-    fn put_back(&self, sender: SendRequest<Incoming>) {
-        self.lock().sender = Some(sender);
+    fn put_back(&self, connection: AddonConnection) {
+        *self.lock() = Some(connection);
     }
 
-    /// Replaces the connection (an old one is closed) and has the driving task poll the new
-    /// one.
-    fn install(&self, connection: AddonConnection) {
-        let mut state = self.lock();
-        state.connection = Some(Box::pin(connection));
-        if let Some(waker) = &state.waker {
-            waker.wake_by_ref();
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, LinkState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, Option<AddonConnection>> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-/// A forwarded response's body: the add-on's, cut with an error once the request's lifetime
-/// is over, so no response (a watch, a long download) outlives it. Empty for the proxy's own
-/// answers (403, 502, 504).
+/// A forwarded response's body: the add-on's, read as the client takes it (with the rest of
+/// the request sent meanwhile), cut with an error once the request's lifetime is over, so no
+/// response (a watch, a long download) outlives it. Empty for the proxy's own answers (403,
+/// 502, 504) and for responses without a body.
 #[derive(Default)]
 pub(crate) struct ProxyBody {
-    /// The add-on's body and the request's deadline; `None` when empty or ended.
-    upstream: Option<(Incoming, Pin<Box<Sleep>>)>,
+    /// The exchange and the request's deadline; `None` when empty or ended.
+    upstream: Option<(Box<Exchange>, Pin<Box<Sleep>>)>,
+    /// An empty body's length is not given as 0 (see [`Upstream::forward`]).
+    length_unknown: bool,
+}
+
+impl ProxyBody {
+    /// Ends the body: the connection goes back to the link if it can carry another request.
+    fn finish(&mut self) {
+        if let Some((exchange, _)) = self.upstream.take() {
+            exchange.finish();
+        }
+    }
 }
 
 impl Body for ProxyBody {
@@ -277,25 +551,60 @@ impl Body for ProxyBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let Some((inner, deadline)) = self.upstream.as_mut() else {
+        let Some((exchange, deadline)) = self.upstream.as_mut() else {
             return Poll::Ready(None);
         };
         if deadline.as_mut().poll(cx).is_ready() {
             self.upstream = None;
             return Poll::Ready(Some(Err("request lifetime exceeded".into())));
         }
-        Pin::new(inner).poll_frame(cx).map_err(BoxError::from)
+        let decoded = match exchange.poll_send(cx) {
+            Ok(()) => ready!(exchange.poll_decoded(cx)),
+            Err(e) => Err(e),
+        };
+        match decoded {
+            Ok(Some(Decoded::Data(data))) => {
+                if exchange.decoder.remaining() == Some(0) {
+                    // The last bytes of a body of known length: the connection goes back
+                    // before the client asks for the end.
+                    let _ = exchange.decoder.decode(&mut exchange.connection.read);
+                    self.finish();
+                }
+                Poll::Ready(Some(Ok(Frame::data(data))))
+            }
+            Ok(Some(Decoded::Trailers(trailers))) => {
+                // Trailers end the body (hyper asks for nothing after them).
+                let _ = exchange.decoder.decode(&mut exchange.connection.read);
+                self.finish();
+                Poll::Ready(Some(Ok(Frame::trailers(trailers))))
+            }
+            Ok(Some(Decoded::End) | None) => {
+                self.finish();
+                Poll::Ready(None)
+            }
+            Ok(Some(_)) => {
+                self.upstream = None;
+                Poll::Ready(Some(Err("unexpected response part".into())))
+            }
+            Err(e) => {
+                self.upstream = None;
+                Poll::Ready(Some(Err(e.into())))
+            }
+        }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.upstream
-            .as_ref()
-            .is_none_or(|(inner, _)| inner.is_end_stream())
+        self.upstream.is_none() && !self.length_unknown
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.upstream
-            .as_ref()
-            .map_or_else(|| SizeHint::with_exact(0), |(inner, _)| inner.size_hint())
+        match &self.upstream {
+            None if self.length_unknown => SizeHint::default(),
+            None => SizeHint::with_exact(0),
+            Some((exchange, _)) => exchange
+                .decoder
+                .remaining()
+                .map_or_else(SizeHint::default, SizeHint::with_exact),
+        }
     }
 }

@@ -239,6 +239,14 @@ impl ResponseDecoder {
         if let Some(decoded) = self.decode(buf)? {
             return Ok(Some(decoded));
         }
+        if self.state == State::Head && !buf.is_empty() {
+            // An unfinished head is parsed once more, so a malformed one is reported as such
+            // however it arrived.
+            self.scanned = 0;
+            if let Some(decoded) = self.head(buf)? {
+                return Ok(Some(decoded));
+            }
+        }
         match self.state {
             State::UntilClose => {
                 self.state = State::Done;
@@ -288,9 +296,10 @@ impl ResponseDecoder {
         if !buf.is_empty() {
             self.received = true;
         }
-        // Parse only once the end of the head is there, so a head that arrives in pieces is
+        // A head usually arrives whole and is parsed at once. After a partial parse, it is
+        // parsed again only once its end is there, so a head that arrives in pieces is
         // searched once, not parsed again for every piece.
-        if !head_ends(buf, &mut self.scanned) {
+        if self.scanned > 0 && !head_ends(buf, &mut self.scanned) {
             return if buf.len() > MAX_RESPONSE_HEAD_BYTES {
                 Err(Http1Error::HeadTooLarge)
             } else {
@@ -302,6 +311,9 @@ impl ResponseDecoder {
         let len = match parsed.parse(buf) {
             Ok(httparse::Status::Complete(len)) => len,
             Ok(httparse::Status::Partial) => {
+                // What is here has no blank line (else the parse would be complete or an
+                // error): the search for one starts after it.
+                self.scanned = buf.len().max(1);
                 return if buf.len() > MAX_RESPONSE_HEAD_BYTES {
                     Err(Http1Error::HeadTooLarge)
                 } else {

@@ -670,14 +670,15 @@ async fn forward_proxy_addon_connections() {
         (line.as_str(), host.as_str()),
         ("GET /keep?x=1 HTTP/1.1", "addon.example")
     );
-    // HTTP/1.0 without Host: the add-on's address.
+    // HTTP/1.0 without Host: the add-on's address; the request goes on in the proxy's own
+    // version (RFC 9110 §2.5), so the add-on connection stays kept.
     let mut old = connect().await;
     let request = format!("GET /keep HTTP/1.0\r\nauthorization: {bearer}\r\n\r\n");
     assert_eq!(exchange(&mut old, &request).await.0, 200);
     let (_, line, host) = seen.lock().unwrap().requests.last().unwrap().clone();
     assert_eq!(
         (line.as_str(), host),
-        ("GET /keep HTTP/1.0", upstream.to_string())
+        ("GET /keep HTTP/1.1", upstream.to_string())
     );
 
     // 101 header lines: 431, and the add-on never sees the request.

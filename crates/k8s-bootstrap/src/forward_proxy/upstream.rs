@@ -17,6 +17,7 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
+use http::header::CONTENT_LENGTH;
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, Uri};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use tokio::io::AsyncWrite;
@@ -97,10 +98,12 @@ impl Upstream {
                 // connection has its own (`Connection: close` from the add-on must not close
                 // it), and hyper frames the body for the client itself.
                 crate::addon_jwt::remove_hop_by_hop(head.headers_mut());
-                // A 204 or 304 may carry the `Content-Length` of what it stands for: hyper
-                // sends no body for them, and checks (in debug builds) a body of known length
-                // against the header, so this one's length is left unknown.
-                let length_unknown = head.headers().contains_key(CONTENT_LENGTH);
+                // A bodiless response (`HEAD`, 204, 304) may carry the `Content-Length` of
+                // what it stands for: hyper sends no body for it, and checks (in debug builds)
+                // a body of known length against the header, so its length is left unknown.
+                // A body still to come gives its length itself (`ProxyBody::size_hint`).
+                let length_unknown =
+                    exchange.is_none() && head.headers().contains_key(CONTENT_LENGTH);
                 head.map(|()| ProxyBody {
                     upstream: exchange.map(|exchange| (exchange, deadline)),
                     length_unknown,
@@ -190,14 +193,10 @@ impl Upstream {
             };
             match std::future::poll_fn(|cx| exchange.poll_head(cx)).await {
                 Ok(response) => {
-                    if exchange.decoder.remaining() == Some(0) {
-                        // No body (`HEAD`, 204, 304, `Content-Length: 0`): the connection is
-                        // done with at once.
-                        let _ = exchange.decoder.decode(&mut exchange.connection.read);
-                        exchange.finish();
-                        return Ok((response, None));
-                    }
-                    return Ok((response, Some(Box::new(exchange))));
+                    // No body (`HEAD`, 204, 304, `Content-Length: 0`): the connection is done
+                    // with at once.
+                    let exchange = Box::new(exchange).finish_if_complete();
+                    return Ok((response, exchange));
                 }
                 Err(Failure::Closed) if kept && resendable => {}
                 Err(e) => return Err(e.into()),
@@ -240,8 +239,6 @@ fn status(code: StatusCode) -> Response<ProxyBody> {
     *response.status_mut() = code;
     response
 }
-
-const CONTENT_LENGTH: http::header::HeaderName = http::header::CONTENT_LENGTH;
 
 /// A connection to the add-on and what was read from it and not yet decoded.
 struct AddonConnection {
@@ -454,6 +451,19 @@ impl Exchange {
         }
     }
 
+    /// Ends the exchange once nothing of the response is left to read (no body, or its last
+    /// byte or its trailers handed on), before the client asks for the end:
+    /// [`Exchange::finish`], and `None`; else the exchange, for the rest.
+    fn finish_if_complete(mut self: Box<Self>) -> Option<Box<Exchange>> {
+        if self.decoder.remaining() != Some(0) {
+            return Some(self);
+        }
+        // Takes the decoder's `End`, so it reads the connection as ready for the next response.
+        let _ = self.decoder.decode(&mut self.connection.read);
+        self.finish();
+        None
+    }
+
     /// Gives the connection back to the link when the request went out whole, the response
     /// ended and the add-on keeps the connection; otherwise closes it.
     fn finish(self) {
@@ -481,15 +491,9 @@ impl Link {
         let Some(connection) = idle.as_mut() else {
             return;
         };
-        loop {
-            match connection.stream.poll_read_ready(cx) {
-                Poll::Pending => return,
-                Poll::Ready(Ok(())) => match connection.stream.try_read_buf(&mut connection.read) {
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    _ => break,
-                },
-                Poll::Ready(Err(_)) => break,
-            }
+        // Anything but silence (bytes, the end, an error) makes the connection unusable.
+        if connection.poll_fill(cx).is_pending() {
+            return;
         }
         tracing::debug!("forward-proxy: the add-on closed a kept connection");
         *idle = None;
@@ -562,35 +566,31 @@ impl Body for ProxyBody {
             Ok(()) => ready!(exchange.poll_decoded(cx)),
             Err(e) => Err(e),
         };
-        match decoded {
-            Ok(Some(Decoded::Data(data))) => {
-                if exchange.decoder.remaining() == Some(0) {
-                    // The last bytes of a body of known length: the connection goes back
-                    // before the client asks for the end.
-                    let _ = exchange.decoder.decode(&mut exchange.connection.read);
-                    self.finish();
-                }
-                Poll::Ready(Some(Ok(Frame::data(data))))
-            }
-            Ok(Some(Decoded::Trailers(trailers))) => {
-                // Trailers end the body (hyper asks for nothing after them).
-                let _ = exchange.decoder.decode(&mut exchange.connection.read);
-                self.finish();
-                Poll::Ready(Some(Ok(Frame::trailers(trailers))))
-            }
+        let frame = match decoded {
+            Ok(Some(Decoded::Data(data))) => Frame::data(data),
+            // Trailers end the body (hyper asks for nothing after them).
+            Ok(Some(Decoded::Trailers(trailers))) => Frame::trailers(trailers),
             Ok(Some(Decoded::End) | None) => {
                 self.finish();
-                Poll::Ready(None)
+                return Poll::Ready(None);
             }
             Ok(Some(_)) => {
                 self.upstream = None;
-                Poll::Ready(Some(Err("unexpected response part".into())))
+                return Poll::Ready(Some(Err("unexpected response part".into())));
             }
             Err(e) => {
                 self.upstream = None;
-                Poll::Ready(Some(Err(e.into())))
+                return Poll::Ready(Some(Err(e.into())));
             }
+        };
+        // The last bytes of a body of known length, or the trailers: the connection goes back
+        // before the client asks for the end.
+        if let Some((exchange, deadline)) = self.upstream.take() {
+            self.upstream = exchange
+                .finish_if_complete()
+                .map(|exchange| (exchange, deadline));
         }
+        Poll::Ready(Some(Ok(frame)))
     }
 
     fn is_end_stream(&self) -> bool {

@@ -23,6 +23,8 @@
 //! # Ok::<(), addon_jwt::http1::Http1Error>(())
 //! ```
 
+use std::mem::MaybeUninit;
+
 use bytes::{Buf, Bytes, BytesMut};
 use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, Version};
@@ -306,9 +308,16 @@ impl ResponseDecoder {
                 Ok(None)
             };
         }
-        let mut lines = [httparse::EMPTY_HEADER; MAX_RESPONSE_HEADERS];
-        let mut parsed = httparse::Response::new(&mut lines);
-        let len = match parsed.parse(buf) {
+        // The lines are written as they are parsed, not cleared first (a 3.2 KiB store per
+        // response otherwise).
+        let mut lines =
+            [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_RESPONSE_HEADERS];
+        let mut parsed = httparse::Response::new(&mut []);
+        let len = match httparse::ParserConfig::default().parse_response_with_uninit_headers(
+            &mut parsed,
+            buf,
+            &mut lines,
+        ) {
             Ok(httparse::Status::Complete(len)) => len,
             Ok(httparse::Status::Partial) => {
                 // What is here has no blank line (else the parse would be complete or an

@@ -83,7 +83,6 @@ impl Upstream {
         request: Request<Incoming>,
     ) -> Response<ProxyBody> {
         let mut deadline = Box::pin(tokio::time::sleep(self.lifetime));
-        let request = self.origin_form(request);
         let answered = tokio::select! {
             biased;
             answered = self.exchange(link, request) => answered,
@@ -117,11 +116,10 @@ impl Upstream {
         }
     }
 
-    /// The request as the add-on gets it: the target in origin form (`/path?query`, also when
-    /// the client sent an absolute URI) and a `Host` (the client's, else the add-on's
-    /// address).
-    fn origin_form(&self, request: Request<Incoming>) -> Request<Incoming> {
-        let (mut parts, body) = request.into_parts();
+    /// The request's head as the add-on gets it: the target in origin form (`/path?query`,
+    /// also when the client sent an absolute URI) and a `Host` (the client's, else the
+    /// add-on's address).
+    fn origin_form(&self, parts: &mut http::request::Parts) {
         if parts.uri.scheme().is_some() || parts.uri.authority().is_some() {
             let path = parts
                 .uri
@@ -135,7 +133,6 @@ impl Upstream {
             .headers
             .entry(http::header::HOST)
             .or_insert_with(|| self.host.clone());
-        Request::from_parts(parts, body)
     }
 
     /// Sends one request and reads its response head; the exchange that reads the body, or
@@ -147,7 +144,8 @@ impl Upstream {
         link: &Arc<Link>,
         request: Request<Incoming>,
     ) -> Result<(Response<()>, Option<Box<Exchange>>), BoxError> {
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
+        self.origin_form(&mut parts);
         let framing = if body.is_end_stream() && !parts.headers.contains_key(CONTENT_LENGTH) {
             RequestBody::None
         } else {
@@ -156,15 +154,17 @@ impl Upstream {
                 _ => RequestBody::Chunked,
             }
         };
-        let mut head = Vec::with_capacity(512);
-        encode_request_head(
-            &parts.method,
-            parts.uri.path_and_query(),
-            &parts.headers,
-            framing,
-            &mut head,
-        );
-        let head = Bytes::from(head);
+        let head = || {
+            let mut head = Vec::with_capacity(512);
+            encode_request_head(
+                &parts.method,
+                parts.uri.path_and_query(),
+                &parts.headers,
+                framing,
+                &mut head,
+            );
+            Bytes::from(head)
+        };
         let expects_continue = parts
             .headers
             .get(http::header::EXPECT)
@@ -172,7 +172,7 @@ impl Upstream {
         let bodiless = framing == RequestBody::None || framing == RequestBody::Length(0);
         let resendable = bodiless && parts.method.is_idempotent();
         let mut sending = Some(Sending::new(
-            head.clone(),
+            head(),
             (!bodiless).then_some(body),
             framing == RequestBody::Chunked,
             expects_continue,
@@ -185,9 +185,10 @@ impl Upstream {
             let mut exchange = Exchange {
                 connection,
                 decoder: ResponseDecoder::new(&parts.method),
+                // A request sent again is encoded again (the first went with its bytes).
                 sending: sending
                     .take()
-                    .unwrap_or_else(|| Sending::new(head.clone(), None, false, false)),
+                    .unwrap_or_else(|| Sending::new(head(), None, false, false)),
                 link: link.clone(),
                 eof: false,
             };
@@ -276,9 +277,11 @@ enum Failure {
     RequestBody(#[source] hyper::Error),
 }
 
-/// What is left to send of a request: bytes queued for the connection, then the body, pulled
-/// from the client as the connection takes it.
+/// What is left to send of a request: its head, bytes of the body queued for the connection,
+/// then the rest of the body, pulled from the client as the connection takes it.
 struct Sending {
+    /// The head's bytes not yet written (a field of its own: a bodiless request queues nothing).
+    head: Bytes,
     queue: VecDeque<Bytes>,
     body: Option<Incoming>,
     chunked: bool,
@@ -292,7 +295,8 @@ struct Sending {
 impl Sending {
     fn new(head: Bytes, body: Option<Incoming>, chunked: bool, expects_continue: bool) -> Sending {
         Sending {
-            queue: VecDeque::from([head]),
+            head,
+            queue: VecDeque::new(),
             waiting: (expects_continue && body.is_some())
                 .then(|| Box::pin(tokio::time::sleep(EXPECT_CONTINUE_WAIT))),
             body,
@@ -304,7 +308,7 @@ impl Sending {
 
     /// Whether the whole request went out.
     fn is_sent(&self) -> bool {
-        !self.failed && self.queue.is_empty() && self.body.is_none()
+        !self.failed && self.head.is_empty() && self.queue.is_empty() && self.body.is_none()
     }
 
     /// Sends what can be sent now; ready when everything is sent or a write failed. An error
@@ -318,12 +322,17 @@ impl Sending {
             return Poll::Ready(Ok(()));
         }
         loop {
-            while !self.queue.is_empty() {
+            while !self.head.is_empty() || !self.queue.is_empty() {
                 let mut slices = [IoSlice::new(&[]); 8];
-                for (slice, bytes) in slices.iter_mut().zip(&self.queue) {
+                let pending = std::iter::once(&self.head)
+                    .filter(|head| !head.is_empty())
+                    .chain(&self.queue);
+                let mut filled = 0;
+                for (i, (slice, bytes)) in slices.iter_mut().zip(pending).enumerate() {
                     *slice = IoSlice::new(bytes);
+                    filled = i.saturating_add(1);
                 }
-                let slices = slices.get(..self.queue.len().min(8)).unwrap_or_default();
+                let slices = slices.get(..filled).unwrap_or_default();
                 let written = match ready!(Pin::new(&mut *stream).poll_write_vectored(cx, slices)) {
                     Ok(0) | Err(_) => {
                         self.failed = true;
@@ -331,7 +340,9 @@ impl Sending {
                     }
                     Ok(written) => written,
                 };
-                let mut left = written;
+                let from_head = written.min(self.head.len());
+                self.head.advance(from_head);
+                let mut left = written.saturating_sub(from_head);
                 while left > 0 {
                     let Some(front) = self.queue.front_mut() else {
                         break;

@@ -390,6 +390,8 @@ pub async fn serve(
 pub struct Server {
     args: Config,
     inputs: Arc<Inputs>,
+    /// The key file's stamp when its keys were loaded.
+    key_stamp: KeyStamp,
     metrics: Arc<ProxyMetrics>,
     services: Option<ServiceAudiences>,
     layer: SidecarLayer,
@@ -430,6 +432,9 @@ impl Server {
                 })?,
             None => Vec::new(),
         };
+        // The key file's stamp before its first load: a change from here on, even one made
+        // before `serve` starts watching, is a change the watch reloads.
+        let key_stamp = config.keys.stamp();
         let state = BuildState {
             keys: config.keys.load()?,
             discovered,
@@ -507,6 +512,7 @@ impl Server {
             services: config.services.clone(),
             args: config,
             inputs,
+            key_stamp,
             metrics,
             layer,
             upstream,
@@ -543,6 +549,7 @@ impl Server {
         let Server {
             args,
             inputs,
+            key_stamp,
             metrics,
             services,
             layer,
@@ -578,7 +585,7 @@ impl Server {
             let inputs = inputs.clone();
             let interval = args.reload_interval;
             tokio::spawn(async move {
-                let mut stamp = inputs.config.source.stamp();
+                let mut stamp = key_stamp;
                 let mut ticker = tokio::time::interval(interval);
                 loop {
                     ticker.tick().await;
@@ -925,6 +932,10 @@ async fn stopped(mut stop: watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
+/// What identifies one version of the key file: device, inode, modification time and size;
+/// `None` while it cannot be read.
+type KeyStamp = Option<(u64, u64, SystemTime, u64)>;
+
 impl KeySource {
     fn path(&self) -> &Path {
         match self {
@@ -950,7 +961,7 @@ impl KeySource {
 
     /// What changes when Kubernetes swaps a mounted ConfigMap or Secret (a new target behind
     /// the `..data` symlink) or someone rewrites the file.
-    fn stamp(&self) -> Option<(u64, u64, SystemTime, u64)> {
+    fn stamp(&self) -> KeyStamp {
         use std::os::unix::fs::MetadataExt as _;
         let m = std::fs::metadata(self.path()).ok()?;
         Some((m.dev(), m.ino(), m.modified().ok()?, m.len()))

@@ -1037,3 +1037,46 @@ async fn request_bodies_and_expect_continue_reach_the_addon() {
     assert!(response.starts_with("HTTP/1.1 417 "), "{response}");
     stop().await;
 }
+
+/// A key file replaced after `Server::bind` loaded it but before `serve` started is reloaded:
+/// the watch starts from the file as it was loaded, not as it is when serving begins (a key
+/// rotated during start-up was otherwise missed until the next rotation).
+#[tokio::test]
+async fn a_key_file_replaced_between_bind_and_serve_is_reloaded() {
+    let upstream = addon(Arc::new(AtomicUsize::new(0))).await;
+    let (dir, keys) = public_key_file();
+    let server = Server::bind(config(upstream, &keys).reload_interval(Duration::from_millis(20)))
+        .await
+        .unwrap();
+    let proxy = server.local_addr();
+    // Key B replaces key A, by a new file renamed over the old one (a new inode).
+    let next = dir.path().join("next.pem");
+    let public_b = SigningKey::from_pkcs8_pem(KEY_B)
+        .unwrap()
+        .public_key_pem()
+        .unwrap();
+    std::fs::write(&next, public_b).unwrap();
+    std::fs::rename(&next, &keys).unwrap();
+    let stop = serve_until_stopped(server);
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let echo = format!("http://{proxy}/echo");
+    let bearer_b = format!("Bearer {}", token(KEY_B, "joe"));
+    let started = std::time::Instant::now();
+    loop {
+        let (status, _) = get(&client, &echo, &[("authorization", &bearer_b)]).await;
+        if status == 200 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "key B is never loaded: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let bearer_a = format!("Bearer {}", token(KEY_A, "jane"));
+    assert_eq!(
+        get(&client, &echo, &[("authorization", &bearer_a)]).await.0,
+        403
+    );
+    stop().await;
+}

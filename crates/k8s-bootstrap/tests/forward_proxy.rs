@@ -794,6 +794,12 @@ async fn scripted_addon() -> (SocketAddr, Arc<std::sync::Mutex<Vec<Seen>>>) {
                             x-kind: chunked\r\n\r\n6;ext=1\r\nchunks\r\n1\r\n!\r\n\
                             0\r\nx-checksum: 42\r\n\r\n"
                             .to_vec(),
+                        "/declared-trailers" => {
+                            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\
+                            trailer: x-checksum, x-count\r\n\r\n5\r\nhello\r\n\
+                            0\r\nx-checksum: 42\r\nx-count: 1\r\nx-undeclared: no\r\n\r\n"
+                                .to_vec()
+                        }
                         "/until-close" => b"HTTP/1.1 200 OK\r\n\r\nuntil the end".to_vec(),
                         "/head" => b"HTTP/1.1 200 OK\r\ncontent-length: 42\r\n\r\n".to_vec(),
                         "/no-content" => b"HTTP/1.1 204 No Content\r\n\r\n".to_vec(),
@@ -952,6 +958,27 @@ async fn responses_of_every_framing_pass_and_broken_ones_are_502() {
         cut.unwrap_err().is_incomplete_message(),
         "a cut body is not passed off as complete"
     );
+    stop().await;
+}
+
+/// The trailer fields an add-on declares (`Trailer`) reach a client that accepts trailers
+/// (`TE: trailers`), with the declaration; fields it did not declare do not.
+#[tokio::test]
+async fn declared_trailers_reach_the_client() {
+    let (addon, _) = scripted_addon().await;
+    let (_dir, keys) = public_key_file();
+    let server = Server::bind(config(addon, &keys)).await.unwrap();
+    let proxy = server.local_addr();
+    let stop = serve_until_stopped(server);
+    let mut client = proxy_connection(proxy).await;
+    let (status, headers, body, trailers) =
+        send(&mut client, "GET", "/declared-trailers", b"").await;
+    assert_eq!((status, body.as_slice()), (200, &b"hello"[..]));
+    assert_eq!(headers["trailer"], "x-checksum, x-count");
+    let trailers = trailers.expect("the declared trailers");
+    assert_eq!(trailers["x-checksum"], "42");
+    assert_eq!(trailers["x-count"], "1");
+    assert!(!trailers.contains_key("x-undeclared"), "{trailers:?}");
     stop().await;
 }
 

@@ -17,7 +17,7 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
-use http::header::CONTENT_LENGTH;
+use http::header::{CONTENT_LENGTH, TRAILER};
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, Uri};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use tokio::io::AsyncWrite;
@@ -93,10 +93,23 @@ impl Upstream {
         };
         match answered {
             Ok((mut head, exchange)) => {
+                // The trailer fields the add-on declares for a body of unknown length (chunked):
+                // `Trailer` goes with the hop-by-hop headers below, but hyper sends a client
+                // (one that asked with `TE: trailers`) only the trailer fields its response
+                // declares, so the add-on's declaration is declared again.
+                let declared: Vec<HeaderValue> = match &exchange {
+                    Some(exchange) if exchange.decoder.remaining().is_none() => {
+                        head.headers().get_all(TRAILER).iter().cloned().collect()
+                    }
+                    _ => Vec::new(),
+                };
                 // What concerns only the add-on's connection stays there: the client's
                 // connection has its own (`Connection: close` from the add-on must not close
                 // it), and hyper frames the body for the client itself.
                 crate::addon_jwt::remove_hop_by_hop(head.headers_mut());
+                for value in declared {
+                    head.headers_mut().append(TRAILER, value);
+                }
                 // A bodiless response (`HEAD`, 204, 304) may carry the `Content-Length` of
                 // what it stands for: hyper sends no body for it, and checks (in debug builds)
                 // a body of known length against the header, so its length is left unknown.

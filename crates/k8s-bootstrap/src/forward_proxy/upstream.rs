@@ -209,8 +209,11 @@ impl Upstream {
                 Ok(response) => {
                     // No body (`HEAD`, 204, 304, `Content-Length: 0`): the connection is done
                     // with at once.
-                    let exchange = Box::new(exchange).finish_if_complete();
-                    return Ok((response, exchange));
+                    if exchange.is_complete() {
+                        exchange.finish();
+                        return Ok((response, None));
+                    }
+                    return Ok((response, Some(Box::new(exchange))));
                 }
                 Err(Failure::Closed) if kept && resendable => {}
                 Err(e) => return Err(e.into()),
@@ -475,22 +478,19 @@ impl Exchange {
         }
     }
 
-    /// Ends the exchange once nothing of the response is left to read (no body, or its last
-    /// byte or its trailers handed on), before the client asks for the end:
-    /// [`Exchange::finish`], and `None`; else the exchange, for the rest.
-    fn finish_if_complete(mut self: Box<Self>) -> Option<Box<Exchange>> {
-        if self.decoder.remaining() != Some(0) {
-            return Some(self);
-        }
-        // Takes the decoder's `End`, so it reads the connection as ready for the next response.
-        let _ = self.decoder.decode(&mut self.connection.read);
-        self.finish();
-        None
+    /// Whether nothing of the response is left to read (no body, or its last byte or its
+    /// trailers handed on): the exchange can be finished before the client asks for the end.
+    fn is_complete(&self) -> bool {
+        self.decoder.remaining() == Some(0)
     }
 
     /// Gives the connection back to the link when the request went out whole, the response
-    /// ended and the add-on keeps the connection; otherwise closes it.
-    fn finish(self) {
+    /// ended and the add-on keeps the connection; otherwise closes it. Called once the
+    /// response is complete ([`Exchange::is_complete`]) or has ended.
+    fn finish(mut self) {
+        // Takes the decoder's `End` if it is still to come, so the decoder reads the
+        // connection as ready for the next response.
+        let _ = self.decoder.decode(&mut self.connection.read);
         if self.sending.is_sent()
             && self.decoder.is_reusable()
             && self.connection.read.is_empty()
@@ -609,10 +609,8 @@ impl Body for ProxyBody {
         };
         // The last bytes of a body of known length, or the trailers: the connection goes back
         // before the client asks for the end.
-        if let Some((exchange, deadline)) = self.upstream.take() {
-            self.upstream = exchange
-                .finish_if_complete()
-                .map(|exchange| (exchange, deadline));
+        if exchange.is_complete() {
+            self.finish();
         }
         Poll::Ready(Some(Ok(frame)))
     }

@@ -11,7 +11,8 @@
     clippy::panic,
     clippy::indexing_slicing,
     clippy::arithmetic_side_effects,
-    reason = "test code fails loudly"
+    clippy::disallowed_methods,
+    reason = "test code reads the wall clock and fails loudly"
 )]
 
 use std::net::SocketAddr;
@@ -384,22 +385,21 @@ const KEY: &str = "-----BEGIN PRIVATE KEY-----\n\
 MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
 -----END PRIVATE KEY-----\n";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn forward_proxy_logs_its_addresses_configuration_and_shutdown_not_each_refusal() {
-    let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("key.pem");
+/// `forward-proxy` on `listen` with `KEY`'s public half in `dir`, without `RUST_LOG`, in front
+/// of a port where nothing listens.
+fn forward_proxy(dir: &Path, listen: SocketAddr, extra: &[&str]) -> Command {
+    let key = dir.join("key.pem");
     let public = k8s_bootstrap::addon_jwt::SigningKey::from_pkcs8_pem(KEY)
         .unwrap()
         .public_key_pem()
         .unwrap();
     std::fs::write(&key, public).unwrap();
-    let (listen, http) = (free_addr(), free_addr());
     let mut command = Command::new(BIN);
     command
         .args([
             "forward-proxy",
             &format!("--listen={listen}"),
-            &format!("--http-address={http}"),
+            &format!("--http-address={}", free_addr()),
             "--forward=127.0.0.1:9",
             "--issuer=https://kubernetes.default.svc",
             "--audience=kube-system/dashboard",
@@ -407,8 +407,45 @@ async fn forward_proxy_logs_its_addresses_configuration_and_shutdown_not_each_re
             key.to_str().unwrap(),
             "--algorithm=EdDSA",
         ])
+        .args(extra)
         .env_remove("RUST_LOG");
-    let process = Logged::spawn(command);
+    command
+}
+
+/// Sends `GET /` with `token` on a connection of its own; the response's status line.
+async fn request(listen: SocketAddr, token: &str) -> String {
+    let mut stream = tokio::net::TcpStream::connect(listen).await.unwrap();
+    stream
+        .write_all(
+            format!(
+                "GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\
+                 Connection: close\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut response = Vec::new();
+    tokio::time::timeout(
+        WITHIN,
+        tokio::io::AsyncReadExt::read_to_end(&mut stream, &mut response),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    String::from_utf8_lossy(&response)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forward_proxy_logs_its_addresses_configuration_and_shutdown_not_each_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key.pem");
+    let listen = free_addr();
+    let process = Logged::spawn(forward_proxy(dir.path(), listen, &[]));
     let config = process
         .line_with(&["INFO", "forward-proxy: starting"])
         .await;
@@ -426,26 +463,8 @@ async fn forward_proxy_logs_its_addresses_configuration_and_shutdown_not_each_re
     // Refused requests: a 403 each, and no log line each at info (a flood would flood it).
     let forged = "eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJtYWxsb3J5In0.c2lnbmF0dXJl";
     for _ in 0..20 {
-        let mut stream = tokio::net::TcpStream::connect(listen).await.unwrap();
-        stream
-            .write_all(
-                format!(
-                    "GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {forged}\r\n\
-                     Connection: close\r\n\r\n"
-                )
-                .as_bytes(),
-            )
-            .await
-            .unwrap();
-        let mut response = Vec::new();
-        tokio::time::timeout(
-            WITHIN,
-            tokio::io::AsyncReadExt::read_to_end(&mut stream, &mut response),
-        )
-        .await
-        .unwrap()
-        .unwrap();
-        assert!(response.starts_with(b"HTTP/1.1 403"), "{response:?}");
+        let status = request(listen, forged).await;
+        assert!(status.starts_with("HTTP/1.1 403"), "{status}");
     }
     let log = process.terminate().await;
     assert!(log.contains("forward-proxy: stopped"), "{log}");
@@ -454,4 +473,45 @@ async fn forward_proxy_logs_its_addresses_configuration_and_shutdown_not_each_re
         log.lines().count() < 20,
         "a line per refused request:\n{log}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_token_in_the_forward_proxy_log_even_at_trace() {
+    use k8s_bootstrap::addon_jwt::{Audience, Issuer, Minter, SigningKey};
+    let dir = tempfile::tempdir().unwrap();
+    let listen = free_addr();
+    let process = Logged::spawn(forward_proxy(dir.path(), listen, &["-vvv"]));
+    process.line_with(&["listening", &listen.to_string()]).await;
+    let mut minter = Minter::new(
+        SigningKey::from_pkcs8_pem(KEY).unwrap(),
+        Issuer::new("https://kubernetes.default.svc"),
+    );
+    let mut mint = |sub: &str, audience: &str| {
+        minter
+            .mint(sub, &Audience::new(audience), std::time::SystemTime::now())
+            .unwrap()
+            .expose_secret()
+            .to_owned()
+    };
+    let valid = mint("alice", "kube-system/dashboard");
+    let wrong_audience = mint("mallory", "kube-system/other");
+    // Verified (the add-on is unreachable, so 502), and refused.
+    let status = request(listen, &valid).await;
+    assert!(status.starts_with("HTTP/1.1 502"), "{status}");
+    let status = request(listen, &wrong_audience).await;
+    assert!(status.starts_with("HTTP/1.1 403"), "{status}");
+    let log = process.terminate().await;
+    // Debug level was on: the refusal is logged, with its reason.
+    assert!(
+        log.lines()
+            .any(|l| l.contains("DEBUG") && l.contains("rejected") && l.contains("audience")),
+        "{log}"
+    );
+    for token in [&valid, &wrong_audience] {
+        // The whole token, and its signature alone (what makes it usable).
+        let signature = token.rsplit('.').next().unwrap();
+        assert!(!log.contains(token.as_str()), "a token in the log");
+        assert!(!log.contains(signature), "a token's signature in the log");
+    }
+    assert!(!log.contains("PRIVATE KEY"));
 }

@@ -23,11 +23,26 @@ pub(crate) struct Cli {
     /// command.
     #[command(flatten)]
     pub(crate) cluster: HiddenClusterArgs,
-    /// Log to stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
+    /// Log more to stderr (-v info, -vv debug, -vvv trace, for every crate); RUST_LOG
+    /// overrides. Without it, controllers, forward-proxy and serve-loopback log at info (their
+    /// own events; other crates' warnings), the other commands nothing.
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
+    /// The log lines' format on stderr: text, or json (one JSON object per line, with
+    /// timestamp, level, target and fields).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true, value_name = "FORMAT")]
+    pub(crate) log_format: LogFormat,
     #[command(subcommand)]
     pub(crate) command: Command,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LogFormat {
+    /// A line of text per event (colored on a terminal).
+    Text,
+    /// A JSON object per line.
+    Json,
 }
 
 /// `--kubeconfig` and `--context`, offered by the commands that talk to an existing cluster
@@ -170,6 +185,20 @@ impl Command {
             Command::Demo(_) => "demo",
             Command::Completion(_) => "completion",
             Command::Manpage => "manpage",
+        }
+    }
+
+    /// Whether the command runs as a service (until a signal), and so logs at info by
+    /// default.
+    pub(crate) fn is_service(&self) -> bool {
+        match self {
+            #[cfg(feature = "controllers")]
+            Command::Controllers(_) => true,
+            #[cfg(feature = "sidecar")]
+            Command::ForwardProxy(_) => true,
+            #[cfg(feature = "loopback-server")]
+            Command::ServeLoopback(_) => true,
+            _ => false,
         }
     }
 

@@ -32,12 +32,18 @@ pub(crate) async fn run(args: &ControllersArgs) -> Result<(), CliError> {
         None
     };
     // In a pod: the service account (in-cluster config) unless a kubeconfig or context is named.
-    let client = if args.cluster.is_set() || std::env::var_os("KUBECONFIG").is_some() {
-        kubeconfig::client(&args.cluster).await?.0
+    let (client, server) = if args.cluster.is_set() || std::env::var_os("KUBECONFIG").is_some() {
+        let (client, config) = kubeconfig::client(&args.cluster).await?;
+        (client, server(&config))
     } else {
         let config = kube::Config::infer().await.map_err(CliError::InferConfig)?;
-        kube::Client::try_from(config).map_err(CliError::Client)?
+        let server = server(&config);
+        (
+            kube::Client::try_from(config).map_err(CliError::Client)?,
+            server,
+        )
     };
+    log_configuration(args, enabled, election.as_ref(), &server);
     let metrics = Arc::new(Metrics::new());
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let wait = move || {
@@ -54,7 +60,7 @@ pub(crate) async fn run(args: &ControllersArgs) -> Result<(), CliError> {
     let terminated = crate::signals::terminated();
     let signals = tokio::spawn(async move {
         terminated.await;
-        tracing::info!("controllers: shutting down");
+        tracing::info!("controllers: termination signal received, shutting down");
         let _ = stop.send(true);
     });
     let result = controllers::run(
@@ -75,7 +81,69 @@ pub(crate) async fn run(args: &ControllersArgs) -> Result<(), CliError> {
         Err(_) => Ok(()),
     };
     result.map_err(CliError::Controllers)?;
-    http_result.map_err(CliError::Controllers)
+    http_result.map_err(CliError::Controllers)?;
+    tracing::info!("controllers: stopped");
+    Ok(())
+}
+
+/// The configuration at info, once at start: what runs, where, against which API server and
+/// under which Lease. Nothing secret: the kubeconfig is named by its path, never read out.
+fn log_configuration(
+    args: &ControllersArgs,
+    enabled: Enabled,
+    election: Option<&LeaderElection>,
+    server: &str,
+) {
+    let controllers = [
+        (enabled.bootstrap_signer, "bootstrapsigner"),
+        (enabled.token_cleaner, "tokencleaner"),
+    ]
+    .into_iter()
+    .filter_map(|(on, name)| on.then_some(name))
+    .collect::<Vec<_>>()
+    .join(",");
+    let kubeconfig = match (&args.cluster.kubeconfig, std::env::var_os("KUBECONFIG")) {
+        (Some(path), _) => path.display().to_string(),
+        (None, Some(env)) => format!("$KUBECONFIG ({})", env.to_string_lossy()),
+        (None, None) if args.cluster.context.is_some() => "~/.kube/config".to_owned(),
+        (None, None) => "in-cluster (service account)".to_owned(),
+    };
+    let context = args.cluster.context.as_deref().unwrap_or("(current)");
+    match election {
+        Some(e) => tracing::info!(
+            controllers,
+            http_address = %args.http_address,
+            server,
+            kubeconfig,
+            context,
+            lease = %format_args!("{}/{}", e.namespace, e.lease_name),
+            identity = e.identity,
+            lease_duration = ?e.lease_duration,
+            renew_deadline = ?e.renew_deadline,
+            retry_period = ?e.retry_period,
+            "controllers: starting with leader election"
+        ),
+        None => tracing::info!(
+            controllers,
+            http_address = %args.http_address,
+            server,
+            kubeconfig,
+            context,
+            "controllers: starting without leader election"
+        ),
+    }
+}
+
+/// The API server as `scheme://host:port`: a URL's user information (which could hold a
+/// password) and path are left out.
+fn server(config: &kube::Config) -> String {
+    let url = &config.cluster_url;
+    let scheme = url.scheme_str().unwrap_or("https");
+    let host = url.host().unwrap_or("?");
+    match url.port_u16() {
+        Some(port) => format!("{scheme}://{host}:{port}"),
+        None => format!("{scheme}://{host}"),
+    }
 }
 
 /// `--leader-elect-identity` or `$POD_NAME`, else `<hostname>_<pid>`.

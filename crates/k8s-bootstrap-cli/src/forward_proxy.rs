@@ -86,9 +86,64 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
     if args.audience_from_services {
         config = config.services(services(args).await?);
     }
+    log_configuration(args);
     forward_proxy::serve(config, crate::signals::terminated())
         .await
-        .map_err(|e| proxy_error(&e, args))
+        .map_err(|e| proxy_error(&e, args))?;
+    tracing::info!("forward-proxy: stopped");
+    Ok(())
+}
+
+/// The configuration at info, once at start (the addresses as bound follow in the library's
+/// `listening` line). Nothing secret: keys are named by their file, never read out.
+fn log_configuration(args: &ForwardProxyArgs) {
+    let keys = match (&args.jwks_file, &args.public_key_file) {
+        (Some(path), _) => format!("JWKS {}", path.display()),
+        (None, Some(path)) => format!("PEM {} ({})", path.display(), args.algorithm),
+        (None, None) => String::new(),
+    };
+    let or_auto = |n: usize| {
+        if n == 0 {
+            "auto".to_owned()
+        } else {
+            n.to_string()
+        }
+    };
+    let audiences_from = if args.audience_from_services {
+        format!(
+            "Services of namespace {} selecting the labels in {} (every {:?})",
+            args.pod_namespace.as_deref().unwrap_or("?"),
+            args.pod_labels_file.display(),
+            args.audience_refresh_interval
+        )
+    } else {
+        "flags only".to_owned()
+    };
+    tracing::info!(
+        listen = %args.listen,
+        http_address = %args.http_address,
+        forward = args.forward,
+        issuer = args.issuer,
+        audiences = args.audience.join(","),
+        audiences_from,
+        keys,
+        reload_interval = ?args.reload_interval,
+        key_reload_failure = match args.key_reload_failure {
+            KeyReloadFailure::Keep => "keep",
+            KeyReloadFailure::FailClosed => "fail-closed",
+        },
+        request_timeout = ?args.request_timeout,
+        max_connection_duration = ?args.max_connection_duration,
+        verified_cache_size = args.verified_cache_size,
+        max_concurrent_verifications = or_auto(args.max_concurrent_verifications),
+        max_concurrent_verifications_without_known_callers =
+            or_auto(args.max_concurrent_verifications_without_known_callers),
+        max_connections = or_auto(args.max_connections),
+        connection_threads = or_auto(args.connection_threads),
+        strip_headers = args.strip_header.join(","),
+        explain_rejections = args.explain_rejections,
+        "forward-proxy: starting"
+    );
 }
 
 /// The library's error in the flags' terms.

@@ -257,6 +257,7 @@ pub async fn run(
         }
     };
     let Some(election) = leader_election else {
+        tracing::info!("controllers: running without leader election");
         metrics.leader.set(1);
         // Without election, leadership is never lost.
         let (result, _) = lead(
@@ -269,6 +270,13 @@ pub async fn run(
         .await;
         return result;
     };
+    let lease = format!("{}/{}", election.namespace, election.lease_name);
+    let identity = election.identity.clone();
+    tracing::info!(
+        %lease,
+        identity,
+        "leader election: standing by until this replica holds the lease"
+    );
     let mut elector = election::Elector::new(client, election);
     metrics.standby.store(true, Ordering::Release);
     tokio::pin!(shutdown);
@@ -277,7 +285,11 @@ pub async fn run(
         at = elector.acquire() => at,
         () = &mut shutdown => return Ok(()),
     };
-    tracing::info!("leader election: acquired the lease, starting the controllers");
+    tracing::info!(
+        %lease,
+        identity,
+        "leader election: became the leader, starting the controllers"
+    );
     metrics.standby.store(false, Ordering::Release);
     metrics.leader.set(1);
     // Returning drops (cancels) the controllers and the renewal loop.
@@ -291,9 +303,20 @@ pub async fn run(
     .await;
     metrics.leader.set(0);
     if lost {
-        tracing::error!("leader election: lost the lease, the controllers are stopped");
+        tracing::error!(
+            %lease,
+            identity,
+            "leader election: lost the leadership, the controllers are stopped"
+        );
     } else if elector.release().await {
-        tracing::info!("leader election: released the lease");
+        tracing::info!(%lease, identity, "leader election: released the lease");
+    } else {
+        tracing::warn!(
+            %lease,
+            identity,
+            "leader election: the lease could not be released; a standby takes over once it \
+             runs out"
+        );
     }
     result
 }
@@ -338,6 +361,7 @@ async fn lead(
         result = &mut controllers => (result, false),
         () = &mut renewing => (Err(Error::LeadershipLost), true),
         () = shutdown => {
+            tracing::info!(?grace, "controllers: stopping");
             let _ = stop.send(true);
             tokio::select! {
                 result = within_grace(&mut controllers, grace) => (result, false),

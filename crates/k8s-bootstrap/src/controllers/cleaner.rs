@@ -8,7 +8,7 @@ use bootstrap_token::{CleanerAction, SecretObject};
 use futures_util::{FutureExt as _, StreamExt as _};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Preconditions};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::watcher;
 
 use super::metrics::CLEANER;
@@ -83,6 +83,10 @@ pub async fn token_cleaner(
                         metrics
                             .cleaner_synced
                             .store(true, std::sync::atomic::Ordering::Release);
+                        tracing::info!(
+                            namespace = bootstrap_token::NAMESPACE,
+                            "tokencleaner: watch cache synced, deleting expired bootstrap tokens"
+                        );
                     }
                 }
                 // Stopped before the first list: no reconcile can have started. kube-runtime's
@@ -96,8 +100,18 @@ pub async fn token_cleaner(
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, context)
         .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "tokencleaner: reconcile error");
+            match result {
+                // error_policy has logged it.
+                Err(e @ controller::Error::ReconcilerFailed(..)) => {
+                    tracing::debug!(error = %e, "tokencleaner: reconcile error");
+                }
+                // A requeued Secret deleted meanwhile: expected.
+                Err(e @ controller::Error::ObjectNotFound(..)) => {
+                    tracing::debug!(error = %e, "tokencleaner: reconcile error");
+                }
+                // The watch failed (kube-runtime retries it with a back-off).
+                Err(e) => tracing::warn!(error = %e, "tokencleaner: watch failed, retrying"),
+                Ok(_) => {}
             }
         });
     tokio::select! {
@@ -126,12 +140,17 @@ async fn reconcile(secret: Arc<Secret>, context: Arc<Context>) -> Result<Action,
                 Ok(_) => {
                     context.metrics.deleted_tokens.inc();
                     tracing::info!(
-                        secret = object.name(),
-                        "tokencleaner: deleted expired bootstrap token"
+                        secret = %format_args!("{}/{}", bootstrap_token::NAMESPACE, object.name()),
+                        "tokencleaner: deleted the expired bootstrap token's Secret"
                     );
                     Ok(Action::await_change())
                 }
                 Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {
+                    tracing::debug!(
+                        secret = object.name(),
+                        code = status.code,
+                        "tokencleaner: already deleted, or recreated under the same name"
+                    );
                     Ok(Action::await_change())
                 }
                 Err(e) => Err(DeleteFailed(e)),
@@ -145,8 +164,13 @@ async fn reconcile(secret: Arc<Secret>, context: Arc<Context>) -> Result<Action,
     }
 }
 
-fn error_policy(_secret: Arc<Secret>, error: &DeleteFailed, context: Arc<Context>) -> Action {
+fn error_policy(secret: Arc<Secret>, error: &DeleteFailed, context: Arc<Context>) -> Action {
     context.metrics.errors.get_or_create(&CLEANER).inc();
-    tracing::warn!(error = %error, "tokencleaner: will retry");
+    tracing::warn!(
+        secret = secret.metadata.name.as_deref().unwrap_or_default(),
+        error = %error,
+        retry_in = ?context.options.retry_delay,
+        "tokencleaner: will retry"
+    );
     Action::requeue(context.options.retry_delay)
 }

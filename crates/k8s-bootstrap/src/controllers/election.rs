@@ -49,6 +49,9 @@ pub(crate) struct Elector {
     /// When (monotonic) the observed spec was first seen; a standby measures the holder's
     /// lease from here.
     observed_at: Option<Instant>,
+    /// The other holder last logged, so a standby says who leads once per change of leader,
+    /// not once per retry period.
+    reported_holder: Option<String>,
 }
 
 /// Whether a Lease held by another replica, whose spec was first seen at `observed_at`, has
@@ -106,6 +109,7 @@ impl Elector {
             config,
             observed: None,
             observed_at: None,
+            reported_holder: None,
         }
     }
 
@@ -237,6 +241,13 @@ impl Elector {
                 .map_or(self.config.lease_duration, Duration::from_secs);
             let observed_at = self.observed_at.unwrap_or_else(clock::instant);
             if !expired(observed_at, duration, clock::instant()) {
+                if self.reported_holder.as_deref() != Some(other) {
+                    tracing::info!(
+                        holder = other,
+                        "leader election: another replica holds the lease"
+                    );
+                    self.reported_holder = Some(other.to_owned());
+                }
                 return Attempt::HeldByOther;
             }
             tracing::info!(

@@ -118,6 +118,10 @@ pub async fn bootstrap_signer(
         metrics
             .signer_synced
             .store(true, std::sync::atomic::Ordering::Release);
+        tracing::info!(
+            configmap = %format_args!("{CLUSTER_INFO_NAMESPACE}/{CLUSTER_INFO_NAME}"),
+            "bootstrapsigner: watch caches synced, keeping cluster-info signed"
+        );
         let mut retry = options.retry_delay;
         // What the last update wrote, until the watch cache has caught up with it.
         let mut written: Option<Written> = None;
@@ -245,10 +249,11 @@ async fn sync(
         let reconciled = clusterinfo::reconcile(&data, tokens.iter(), now);
         // The next time a token expires, its signature must go.
         let wake = bootstrap_token::cleanup_plan(tokens.iter(), now).wake_after;
-        (reconciled, wake)
+        let changes = Changes::between(&data, reconciled.data());
+        (reconciled, wake, changes)
     })
     .await;
-    let Ok((reconciled, wake)) = computed else {
+    let Ok((reconciled, wake, changes)) = computed else {
         // The blocking pool is shutting down with the runtime.
         return Outcome::Done(None);
     };
@@ -267,6 +272,13 @@ async fn sync(
     {
         Ok(configmap) => {
             metrics.cluster_info_writes.inc();
+            tracing::info!(
+                configmap = %format_args!("{CLUSTER_INFO_NAMESPACE}/{CLUSTER_INFO_NAME}"),
+                signed = %Ids(&changes.added),
+                signed_again = %Ids(&changes.replaced),
+                unsigned = %Ids(&changes.removed),
+                "bootstrapsigner: cluster-info updated"
+            );
             *written = Some(Written {
                 replaced,
                 configmap,
@@ -277,5 +289,125 @@ async fn sync(
         // Deleted meanwhile: its deletion is an event; nothing to sign until it returns.
         Err(kube::Error::Api(status)) if status.code == 404 => Outcome::Done(None),
         Err(e) => Outcome::Failed(e),
+    }
+}
+
+/// The token IDs whose `jws-kubeconfig-<id>` signature an update adds, replaces (the
+/// kubeconfig changed, or the token's secret) and removes (the token expired, was deleted or
+/// no longer signs). IDs only: they are public, while a signature is better left to the
+/// ConfigMap itself.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Changes {
+    added: Vec<String>,
+    replaced: Vec<String>,
+    removed: Vec<String>,
+}
+
+impl Changes {
+    fn between(old: &BTreeMap<String, String>, new: &BTreeMap<String, String>) -> Changes {
+        let signature = |data: &BTreeMap<String, String>, key: &str| {
+            key.strip_prefix(clusterinfo::JWS_KEY_PREFIX)
+                .map(|id| (id.to_owned(), data.get(key).cloned()))
+        };
+        let mut changes = Changes::default();
+        for key in new.keys() {
+            let Some((id, value)) = signature(new, key) else {
+                continue;
+            };
+            // cluster-info is public (anyone may read it), so its signatures are compared
+            // plainly: this comparison decides nothing but a log line.
+            match old.get(key) {
+                None => changes.added.push(id),
+                Some(before) if Some(before) != value.as_ref() => changes.replaced.push(id),
+                Some(_) => {}
+            }
+        }
+        for key in old.keys() {
+            if let Some((id, _)) = signature(old, key)
+                && !new.contains_key(key)
+            {
+                changes.removed.push(id);
+            }
+        }
+        changes
+    }
+}
+
+/// Token IDs for a log line: comma-separated, at most [`Ids::MAX`] of them (and how many more),
+/// each cut at 64 characters (a key someone else wrote into cluster-info may be any length).
+struct Ids<'a>(&'a [String]);
+
+impl Ids<'_> {
+    const MAX: usize = 32;
+}
+
+impl std::fmt::Display for Ids<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("-");
+        }
+        for (i, id) in self.0.iter().take(Self::MAX).enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            f.write_str(id.get(..64).unwrap_or(id))?;
+        }
+        if let Some(more) = self.0.len().checked_sub(Self::MAX).filter(|m| *m > 0) {
+            write!(f, " and {more} more")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    fn data(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
+        entries
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn changes_name_the_token_ids_added_replaced_and_removed() {
+        let old = data(&[
+            ("kubeconfig", "a"),
+            ("jws-kubeconfig-keep01", "s1"),
+            ("jws-kubeconfig-resign", "s2"),
+            ("jws-kubeconfig-gone01", "s3"),
+        ]);
+        let new = data(&[
+            ("kubeconfig", "b"),
+            ("jws-kubeconfig-keep01", "s1"),
+            ("jws-kubeconfig-resign", "s2b"),
+            ("jws-kubeconfig-new001", "s4"),
+        ]);
+        assert_eq!(
+            Changes::between(&old, &new),
+            Changes {
+                added: vec!["new001".to_owned()],
+                replaced: vec!["resign".to_owned()],
+                removed: vec!["gone01".to_owned()],
+            }
+        );
+    }
+
+    #[test]
+    fn ids_are_bounded_for_the_log() {
+        assert_eq!(Ids(&[]).to_string(), "-");
+        assert_eq!(
+            Ids(&["abcdef".to_owned(), "ghijkl".to_owned()]).to_string(),
+            "abcdef,ghijkl"
+        );
+        let many: Vec<String> = (0..40).map(|i| format!("id{i:04}")).collect();
+        let shown = Ids(&many).to_string();
+        assert!(shown.ends_with(" and 8 more"), "{shown}");
+        assert_eq!(shown.matches(',').count(), 31);
+        let long = Ids(&["x".repeat(1000)]).to_string();
+        assert_eq!(long.len(), 64);
     }
 }

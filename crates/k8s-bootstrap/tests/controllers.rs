@@ -515,6 +515,65 @@ async fn cleaner_deletes_expired_tokens_when_they_expire_and_keeps_the_rest() {
     running.stop().await;
 }
 
+#[tokio::test]
+async fn cleaner_backs_off_a_delete_that_keeps_failing() {
+    let server = server(true).await;
+    let admin = client(&server).await;
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), "kube-system");
+    let past = rfc3339(SystemTime::now() - Duration::from_secs(60));
+    secrets
+        .create(
+            &PostParams::default(),
+            &token("ffffff", "0123456789abcdef", &[("expiration", &past)]),
+        )
+        .await
+        .unwrap();
+    // Every DELETE answered 500 (say, a webhook or etcd failing), everything else served.
+    let attempts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = attempts.clone();
+    let failing = tower::service_fn(move |request: axum::http::Request<kube::client::Body>| {
+        let (inner, counted) = (admin.clone(), counted.clone());
+        async move {
+            if request.method() == axum::http::Method::DELETE {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let status = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"injected failure","reason":"InternalError","code":500}"#;
+                return Ok::<_, kube::Error>(
+                    axum::http::Response::builder()
+                        .status(500)
+                        .header("content-type", "application/json")
+                        .body(kube::client::Body::from(status.to_vec()))
+                        .unwrap(),
+                );
+            }
+            inner.send(request).await
+        }
+    });
+    let mut options = options();
+    options.max_retry_delay = Duration::from_secs(1);
+    let metrics = Arc::new(Metrics::new());
+    let client = Client::new(failing, "default");
+    let running = start(move |rx| {
+        controllers::token_cleaner(client, metrics, options, async move {
+            let _ = rx.await;
+        })
+    });
+    eventually("the first delete is tried", || {
+        attempts.load(std::sync::atomic::Ordering::SeqCst) > 0
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    running.stop().await;
+    // 20 ms doubled per failure up to 1 s: about 8 attempts in 3 s; every 20 ms would be
+    // about 150.
+    let n = attempts.load(std::sync::atomic::Ordering::SeqCst);
+    assert!((2..=12).contains(&n), "{n} delete attempts in 3 s");
+    assert!(
+        server
+            .object("kube-system", "secrets", "bootstrap-token-ffffff")
+            .is_some()
+    );
+}
+
 /// Leader election for a test replica: `lease` duration, `renew` deadline, `retry` period and
 /// per-request `timeout`.
 fn election(

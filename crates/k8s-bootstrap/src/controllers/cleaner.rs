@@ -1,7 +1,8 @@
 //! kube-controller-manager's token cleaner on kube-runtime's `Controller`.
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bootstrap_token::{CleanerAction, SecretObject};
@@ -23,6 +24,38 @@ struct Context {
     secrets: Api<Secret>,
     metrics: Arc<Metrics>,
     options: Options,
+    /// Failed deletes in a row, by Secret name (only Secrets whose last delete failed).
+    failures: Mutex<HashMap<String, u32>>,
+}
+
+impl Context {
+    /// The delay before the next attempt for `name`, after one more failure: `retry_delay`
+    /// doubled per failure in a row, at most `max_retry_delay`.
+    fn next_retry(&self, name: &str) -> Duration {
+        let mut failures = self
+            .failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = failures.entry(name.to_owned()).or_insert(0);
+        let delay = self
+            .options
+            .retry_delay
+            .saturating_mul(1_u32.checked_shl(*n).unwrap_or(u32::MAX))
+            .min(self.options.max_retry_delay);
+        *n = n.saturating_add(1);
+        delay
+    }
+
+    /// Forgets the failures of `name` (its delete succeeded, or is no longer needed).
+    fn succeeded(&self, name: &str) {
+        let mut failures = self
+            .failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !failures.is_empty() {
+            failures.remove(name);
+        }
+    }
 }
 
 /// A delete that failed for a reason other than NotFound or Conflict.
@@ -42,8 +75,9 @@ struct DeleteFailed(#[source] kube::Error);
 /// * not expired: look again exactly when it expires;
 /// * no expiration: nothing until the Secret changes.
 ///
-/// Where it differs from Kubernetes: a delete that fails otherwise is retried every
-/// `options.retry_delay` instead of waiting for the informer's next resync.
+/// Where it differs from Kubernetes: a delete that fails otherwise is retried after
+/// `options.retry_delay`, doubled per failure in a row of that Secret up to
+/// `options.max_retry_delay`, instead of waiting for the informer's next resync.
 ///
 /// Needs `get`, `list`, `watch`, `delete` on Secrets in `kube-system`.
 ///
@@ -62,6 +96,7 @@ pub async fn token_cleaner(
         secrets: secrets.clone(),
         metrics,
         options,
+        failures: Mutex::new(HashMap::new()),
     });
     // At most a few deletions in flight, as Kubernetes' token cleaner (one worker) is gentle
     // with the API server when many tokens expire together.
@@ -127,7 +162,11 @@ async fn reconcile(secret: Arc<Secret>, context: Arc<Context>) -> Result<Action,
         // Over the core's size limits: not a token the authenticator would accept either.
         return Ok(Action::await_change());
     };
-    match bootstrap_token::cleaner_action(&object, clock::now()) {
+    let action = bootstrap_token::cleaner_action(&object, clock::now());
+    if !matches!(action, CleanerAction::Delete { .. }) {
+        context.succeeded(object.name());
+    }
+    match action {
         CleanerAction::Delete { uid_precondition } => {
             let params = DeleteParams {
                 preconditions: uid_precondition.map(|uid| Preconditions {
@@ -138,6 +177,7 @@ async fn reconcile(secret: Arc<Secret>, context: Arc<Context>) -> Result<Action,
             };
             match context.secrets.delete(object.name(), &params).await {
                 Ok(_) => {
+                    context.succeeded(object.name());
                     context.metrics.deleted_tokens.inc();
                     tracing::info!(
                         secret = %format_args!("{}/{}", bootstrap_token::NAMESPACE, object.name()),
@@ -146,6 +186,7 @@ async fn reconcile(secret: Arc<Secret>, context: Arc<Context>) -> Result<Action,
                     Ok(Action::await_change())
                 }
                 Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {
+                    context.succeeded(object.name());
                     tracing::debug!(
                         secret = object.name(),
                         code = status.code,
@@ -166,11 +207,13 @@ async fn reconcile(secret: Arc<Secret>, context: Arc<Context>) -> Result<Action,
 
 fn error_policy(secret: Arc<Secret>, error: &DeleteFailed, context: Arc<Context>) -> Action {
     context.metrics.errors.get_or_create(&CLEANER).inc();
+    let name = secret.metadata.name.as_deref().unwrap_or_default();
+    let retry_in = context.next_retry(name);
     tracing::warn!(
-        secret = secret.metadata.name.as_deref().unwrap_or_default(),
+        secret = %format_args!("{}/{name}", bootstrap_token::NAMESPACE),
         error = %error,
-        retry_in = ?context.options.retry_delay,
-        "tokencleaner: will retry"
+        ?retry_in,
+        "tokencleaner: deleting the expired bootstrap token's Secret failed; will retry"
     );
-    Action::requeue(context.options.retry_delay)
+    Action::requeue(retry_in)
 }

@@ -144,8 +144,9 @@ pub(crate) enum Command {
     /// Print the shell completion script (bash, zsh, fish, elvish, powershell), e.g.
     /// `k8s-bootstrap completion bash > /etc/bash_completion.d/k8s-bootstrap`.
     Completion(CompletionArgs),
-    /// Print the man page (roff), e.g. `k8s-bootstrap manpage > k8s-bootstrap.1`.
-    Manpage,
+    /// Print a command's man page (roff), e.g. `k8s-bootstrap manpage join`, or write every
+    /// command's page with `--dir`, e.g. `k8s-bootstrap manpage --dir ~/.local/share/man/man1`.
+    Manpage(ManpageArgs),
 }
 
 impl Command {
@@ -169,7 +170,7 @@ impl Command {
             #[cfg(feature = "loopback-server")]
             Command::Demo(_) => "demo",
             Command::Completion(_) => "completion",
-            Command::Manpage => "manpage",
+            Command::Manpage(_) => "manpage",
         }
     }
 
@@ -353,6 +354,22 @@ pub(crate) struct CompletionArgs {
     /// The shell.
     #[arg(value_enum)]
     pub(crate) shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ManpageArgs {
+    /// The command whose page to print, as typed (`join`, `token create`); none for the
+    /// top-level page.
+    #[arg(value_name = "COMMAND", conflicts_with = "dir")]
+    pub(crate) command: Vec<String>,
+    /// Write the page of every command into this directory (created if missing):
+    /// k8s-bootstrap.1, k8s-bootstrap-join.1, k8s-bootstrap-token-create.1, ...; each path
+    /// written is printed.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+    /// Replace pages already in --dir (else an existing page is refused).
+    #[arg(long, requires = "dir")]
+    pub(crate) force: bool,
 }
 
 #[cfg(feature = "loopback-server")]

@@ -228,7 +228,7 @@ pub(crate) struct ControllersArgs {
     #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = go_duration)]
     pub(crate) leader_elect_retry_period: Duration,
     /// Where to serve /healthz, /readyz and /metrics (plain HTTP).
-    #[arg(long, default_value = "0.0.0.0:10258", value_name = "ADDR:PORT")]
+    #[arg(long, default_value = "0.0.0.0:10266", value_name = "ADDR:PORT")]
     pub(crate) http_address: std::net::SocketAddr,
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
@@ -330,7 +330,7 @@ pub(crate) struct ForwardProxyArgs {
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub(crate) connection_threads: usize,
     /// Where to serve /healthz, /readyz and /metrics (plain HTTP).
-    #[arg(long, default_value = "0.0.0.0:10259", value_name = "ADDR:PORT")]
+    #[arg(long, default_value = "0.0.0.0:10267", value_name = "ADDR:PORT")]
     pub(crate) http_address: std::net::SocketAddr,
     /// Tell a refused caller why: each 403 carries WWW-Authenticate: Bearer error="...",
     /// error_description="<reason>" (token has expired, audience does not match, ...). The

@@ -2,8 +2,8 @@
 //! base renders the released image of this crate's version, an overlay's `images:` entry
 //! replaces it (and nothing else), and the Containerfile's user is the one the manifests run
 //! as. Runs the real `kubectl kustomize` (skipped where kubectl is not installed; CI has it).
-//! The services' HTTP ports are no control-plane component's, in the command's defaults and
-//! the manifests alike.
+//! The documents name the features the image is built with, and the services' HTTP ports are
+//! no control-plane component's, in the command's defaults and the manifests alike.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -169,6 +169,50 @@ fn the_containerfile_runs_as_the_manifests_user_from_scratch() {
         .unwrap();
         assert!(file.contains("runAsUser: 65532\n"), "{dir}");
         assert!(file.contains("runAsNonRoot: true\n"), "{dir}");
+    }
+}
+
+/// The comma-separated feature lists in `text` that name both `controllers` and `sidecar`
+/// (how the documents spell the image's build).
+fn image_feature_lists(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == ','))
+        .map(|word| word.trim_matches(|c| c == ',' || c == '-'))
+        .filter(|word| {
+            let features: Vec<&str> = word.split(',').collect();
+            features.contains(&"controllers") && features.contains(&"sidecar")
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The image's features are chosen once, by `.ci/image.sh` (its `FEATURES` default), and every
+/// document that says what the image is built with says the same: the README said
+/// `ring,controllers,sidecar` and deploy/forward-proxy's README `ring,sidecar,controllers`
+/// while the image was built with aws-lc-rs.
+#[test]
+fn every_document_names_the_features_the_image_is_built_with() {
+    let read = |file: &str| std::fs::read_to_string(repository().join(file)).unwrap();
+    let script = read(".ci/image.sh");
+    let built = script
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("features=\"${FEATURES:-")?
+                .strip_suffix("}\"")
+        })
+        .expect(".ci/image.sh sets features from FEATURES");
+    for file in [
+        ".ci/image.sh",
+        "Containerfile",
+        "README.md",
+        "deploy/forward-proxy/README.md",
+        "crates/k8s-bootstrap-cli/README.md",
+    ] {
+        let lists = image_feature_lists(&read(file));
+        assert!(!lists.is_empty(), "{file} names no image features");
+        for list in lists {
+            assert_eq!(list, built, "{file}");
+        }
     }
 }
 

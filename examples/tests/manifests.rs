@@ -1,7 +1,8 @@
 //! The Kubernetes manifests in `deploy/controllers/` that run the bootstrap signer and the
 //! token cleaner: every object round-trips through its typed k8s-openapi object (no field
 //! misspelt or misplaced), `kubectl kustomize` renders exactly the files' objects, the
-//! Deployment passes the documented flags, and the RBAC grants exactly the listed rules.
+//! Deployment passes the documented flags, its two replicas prefer different nodes and a
+//! PodDisruptionBudget evicts one at a time, and the RBAC grants exactly the listed rules.
 
 #![allow(
     clippy::unwrap_used,
@@ -17,6 +18,7 @@ use std::process::Command;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Service, ServiceAccount};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::serde::Serialize;
@@ -34,6 +36,7 @@ const EXPECTED_OBJECTS: &[(&str, &str, &str)] = &[
     ("ServiceAccount", "kube-system", NAME),
     ("Deployment", "kube-system", NAME),
     ("Service", "kube-system", NAME),
+    ("PodDisruptionBudget", "kube-system", NAME),
     ("Role", "kube-system", NAME),
     ("RoleBinding", "kube-system", NAME),
     (
@@ -55,7 +58,7 @@ const EXPECTED_ARGS: &[&str] = &[
     "--leader-elect=true",
     "--leader-elect-resource-namespace=kube-system",
     "--leader-elect-resource-name=k8s-bootstrap-controllers",
-    "--http-address=0.0.0.0:10258",
+    "--http-address=0.0.0.0:10266",
 ];
 
 /// One granted rule: (namespace, apiGroup, resource, resourceNames, verbs).
@@ -189,6 +192,7 @@ fn typed_round_trip(object: &Value) -> Value {
         "Deployment" => round_trip::<Deployment>(object),
         "ServiceAccount" => round_trip::<ServiceAccount>(object),
         "Service" => round_trip::<Service>(object),
+        "PodDisruptionBudget" => round_trip::<PodDisruptionBudget>(object),
         "Role" => round_trip::<Role>(object),
         "RoleBinding" => round_trip::<RoleBinding>(object),
         other => panic!("unexpected kind {other}: {object}"),
@@ -329,7 +333,7 @@ fn deployment_args_are_the_documented_flags() {
         panic!("expected one container port, found {ports:?}");
     };
     assert_eq!(port.name.as_deref(), Some("http"));
-    assert_eq!(port.container_port, 10258);
+    assert_eq!(port.container_port, 10266);
 
     let http = IntOrString::String("http".to_owned());
     for (probe, path) in [
@@ -350,8 +354,58 @@ fn deployment_args_are_the_documented_flags() {
     let [service_port] = service_ports else {
         panic!("expected one Service port, found {service_ports:?}");
     };
-    assert_eq!(service_port.port, 10258);
+    assert_eq!(service_port.port, 10266);
     assert_eq!(service_port.target_port.as_ref(), Some(&http));
+}
+
+/// The two replicas prefer different nodes (a node lost takes one replica, not both), and a
+/// voluntary disruption evicts one at a time, so the standby keeps or takes over the Lease.
+#[test]
+fn two_replicas_prefer_different_nodes_and_a_drain_evicts_one_at_a_time() {
+    let deployments: Vec<Deployment> = typed_objects();
+    let [deployment] = deployments.as_slice() else {
+        panic!("expected one Deployment, found {}", deployments.len());
+    };
+    let spec = &deployment.spec;
+    assert_eq!(spec.replicas, Some(2));
+    let selector = spec.selector.match_labels.clone().unwrap();
+    let pod = spec.template.spec.as_ref().unwrap();
+    let anti = pod
+        .affinity
+        .as_ref()
+        .and_then(|a| a.pod_anti_affinity.as_ref())
+        .expect("a pod anti-affinity");
+    // Preferred, not required: a one-node cluster still runs both replicas.
+    assert_eq!(
+        anti.required_during_scheduling_ignored_during_execution,
+        None
+    );
+    let preferred = anti
+        .preferred_during_scheduling_ignored_during_execution
+        .as_deref()
+        .unwrap();
+    let [term] = preferred else {
+        panic!("expected one preferred term, found {preferred:?}");
+    };
+    assert_eq!(term.weight, 100);
+    assert_eq!(
+        term.pod_affinity_term.topology_key,
+        "kubernetes.io/hostname"
+    );
+    let terms_selector = term.pod_affinity_term.label_selector.as_ref().unwrap();
+    assert_eq!(terms_selector.match_labels.as_ref(), Some(&selector));
+
+    let budgets: Vec<PodDisruptionBudget> = typed_objects();
+    let [budget] = budgets.as_slice() else {
+        panic!("expected one PodDisruptionBudget, found {}", budgets.len());
+    };
+    let budget = budget.spec.as_ref().unwrap();
+    assert_eq!(budget.max_unavailable, Some(IntOrString::Int(1)));
+    assert_eq!(budget.min_available, None);
+    assert_eq!(
+        budget.selector.as_ref().unwrap().match_labels.as_ref(),
+        Some(&selector)
+    );
 }
 
 #[test]

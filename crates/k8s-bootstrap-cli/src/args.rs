@@ -159,8 +159,9 @@ pub(crate) enum Command {
     /// Print the shell completion script (bash, zsh, fish, elvish, powershell), e.g.
     /// `k8s-bootstrap completion bash > /etc/bash_completion.d/k8s-bootstrap`.
     Completion(CompletionArgs),
-    /// Print the man page (roff), e.g. `k8s-bootstrap manpage > k8s-bootstrap.1`.
-    Manpage,
+    /// Print a command's man page (roff), e.g. `k8s-bootstrap manpage join`, or write every
+    /// command's page with `--dir`, e.g. `k8s-bootstrap manpage --dir ~/.local/share/man/man1`.
+    Manpage(ManpageArgs),
 }
 
 impl Command {
@@ -184,7 +185,7 @@ impl Command {
             #[cfg(feature = "loopback-server")]
             Command::Demo(_) => "demo",
             Command::Completion(_) => "completion",
-            Command::Manpage => "manpage",
+            Command::Manpage(_) => "manpage",
         }
     }
 
@@ -256,7 +257,7 @@ pub(crate) struct ControllersArgs {
     #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = go_duration)]
     pub(crate) leader_elect_retry_period: Duration,
     /// Where to serve /healthz, /readyz and /metrics (plain HTTP).
-    #[arg(long, default_value = "0.0.0.0:10258", value_name = "ADDR:PORT")]
+    #[arg(long, default_value = "0.0.0.0:10266", value_name = "ADDR:PORT")]
     pub(crate) http_address: std::net::SocketAddr,
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
@@ -358,7 +359,7 @@ pub(crate) struct ForwardProxyArgs {
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub(crate) connection_threads: usize,
     /// Where to serve /healthz, /readyz and /metrics (plain HTTP).
-    #[arg(long, default_value = "0.0.0.0:10259", value_name = "ADDR:PORT")]
+    #[arg(long, default_value = "0.0.0.0:10267", value_name = "ADDR:PORT")]
     pub(crate) http_address: std::net::SocketAddr,
     /// Tell a refused caller why: each 403 carries WWW-Authenticate: Bearer error="...",
     /// error_description="<reason>" (token has expired, audience does not match, ...). The
@@ -382,6 +383,22 @@ pub(crate) struct CompletionArgs {
     /// The shell.
     #[arg(value_enum)]
     pub(crate) shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ManpageArgs {
+    /// The command whose page to print, as typed (`join`, `token create`); none for the
+    /// top-level page.
+    #[arg(value_name = "COMMAND", conflicts_with = "dir")]
+    pub(crate) command: Vec<String>,
+    /// Write the page of every command into this directory (created if missing):
+    /// k8s-bootstrap.1, k8s-bootstrap-join.1, k8s-bootstrap-token-create.1, ...; each path
+    /// written is printed.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+    /// Replace pages already in --dir (else an existing page is refused).
+    #[arg(long, requires = "dir")]
+    pub(crate) force: bool,
 }
 
 #[cfg(feature = "loopback-server")]

@@ -85,6 +85,14 @@ pub(crate) enum CliError {
     AddAuth(String),
     #[error("writing output: {0}")]
     Output(String),
+    #[error("--dir {}: {source}", .path.display())]
+    ManpageDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--dir: {} already exists (--force replaces it)", .path.display())]
+    ManpageExists { path: PathBuf },
     #[cfg(feature = "sidecar")]
     #[error("forward-proxy: {0}")]
     Proxy(String),

@@ -92,7 +92,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         #[cfg(feature = "loopback-server")]
         Command::Demo(args) => demo::run(&args).await,
         Command::Completion(args) => completion::completion(&args),
-        Command::Manpage => completion::manpage(),
+        Command::Manpage(args) => completion::manpage(&args),
     }
 }
 

@@ -2,6 +2,8 @@
 //! base renders the released image of this crate's version, an overlay's `images:` entry
 //! replaces it (and nothing else), and the Containerfile's user is the one the manifests run
 //! as. Runs the real `kubectl kustomize` (skipped where kubectl is not installed; CI has it).
+//! The documents name the features the image is built with, and the services' HTTP ports are
+//! no control-plane component's, in the command's defaults and the manifests alike.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -167,5 +169,117 @@ fn the_containerfile_runs_as_the_manifests_user_from_scratch() {
         .unwrap();
         assert!(file.contains("runAsUser: 65532\n"), "{dir}");
         assert!(file.contains("runAsNonRoot: true\n"), "{dir}");
+    }
+}
+
+/// The comma-separated feature lists in `text` that name both `controllers` and `sidecar`
+/// (how the documents spell the image's build).
+fn image_feature_lists(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == ','))
+        .map(|word| word.trim_matches(|c| c == ',' || c == '-'))
+        .filter(|word| {
+            let features: Vec<&str> = word.split(',').collect();
+            features.contains(&"controllers") && features.contains(&"sidecar")
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The image's features are chosen once, by `.ci/image.sh` (its `FEATURES` default), and every
+/// document that says what the image is built with says the same: the README said
+/// `ring,controllers,sidecar` and deploy/forward-proxy's README `ring,sidecar,controllers`
+/// while the image was built with aws-lc-rs.
+#[test]
+fn every_document_names_the_features_the_image_is_built_with() {
+    let read = |file: &str| std::fs::read_to_string(repository().join(file)).unwrap();
+    let script = read(".ci/image.sh");
+    let built = script
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("features=\"${FEATURES:-")?
+                .strip_suffix("}\"")
+        })
+        .expect(".ci/image.sh sets features from FEATURES");
+    for file in [
+        ".ci/image.sh",
+        "Containerfile",
+        "README.md",
+        "deploy/forward-proxy/README.md",
+        "crates/k8s-bootstrap-cli/README.md",
+    ] {
+        let lists = image_feature_lists(&read(file));
+        assert!(!lists.is_empty(), "{file} names no image features");
+        for list in lists {
+            assert_eq!(list, built, "{file}");
+        }
+    }
+}
+
+/// Ports a control-plane node's own components listen on: kube-apiserver, etcd (clients,
+/// peers, metrics), kube-controller-manager, cloud-controller-manager, kube-scheduler, the
+/// kubelet (API, read-only, healthz), kube-proxy (metrics, healthz), and the insecure ports
+/// kube-scheduler and kube-controller-manager had before 1.23.
+const CONTROL_PLANE_PORTS: &[u16] = &[
+    6443, 2379, 2380, 2381, 10257, 10258, 10259, 10250, 10255, 10248, 10249, 10256, 10251, 10252,
+];
+
+/// The default of `--http-address` in `<command> --help`.
+fn default_http_port(command: &str) -> u16 {
+    let out = Command::new(env!("CARGO_BIN_EXE_k8s-bootstrap"))
+        .args([command, "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let after = help
+        .split_once("--http-address <ADDR:PORT>")
+        .unwrap_or_else(|| panic!("{command} --help: {help}"))
+        .1;
+    let default = after
+        .split_once("[default: ")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .unwrap()
+        .0;
+    default.rsplit_once(':').unwrap().1.parse().unwrap()
+}
+
+/// `controllers` and `forward-proxy` serve /healthz, /readyz and /metrics on ports no
+/// control-plane component uses (they were 10258, cloud-controller-manager's, and 10259,
+/// kube-scheduler's), different from each other, and the manifests use the same ports.
+#[test]
+fn the_http_ports_are_no_control_plane_component_s() {
+    let mut ports = Vec::new();
+    for (command, dir) in [
+        ("controllers", "controllers"),
+        ("forward-proxy", "forward-proxy"),
+    ] {
+        if (command == "controllers" && !cfg!(feature = "controllers"))
+            || (command == "forward-proxy" && !cfg!(feature = "sidecar"))
+        {
+            continue;
+        }
+        let port = default_http_port(command);
+        assert!(
+            !CONTROL_PLANE_PORTS.contains(&port),
+            "{command}: {port} is a control-plane component's port"
+        );
+        ports.push(port);
+        let deployment = std::fs::read_to_string(
+            repository()
+                .join("deploy")
+                .join(dir)
+                .join("deployment.yaml"),
+        )
+        .unwrap();
+        for expected in [
+            format!("- --http-address=0.0.0.0:{port}\n"),
+            format!("prometheus.io/port: \"{port}\"\n"),
+            format!("containerPort: {port}\n"),
+        ] {
+            assert!(deployment.contains(&expected), "{dir}: no {expected:?}");
+        }
+    }
+    if let [controllers, forward_proxy] = ports.as_slice() {
+        assert_ne!(controllers, forward_proxy);
     }
 }

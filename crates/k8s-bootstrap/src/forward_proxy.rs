@@ -155,7 +155,7 @@ pub struct Config {
     /// (limit − 64) / 2, at most 16384).
     pub max_connections: Option<NonZeroUsize>,
     /// Where to serve `/healthz`, `/readyz` and `/metrics` (plain HTTP; default
-    /// `0.0.0.0:10259`).
+    /// `0.0.0.0:10267`).
     pub http_address: SocketAddr,
     /// Whether a 403 tells the caller why (`WWW-Authenticate` with an `error_description`, as
     /// [`SidecarLayer::explain_rejections`]; default off).
@@ -193,7 +193,7 @@ impl Config {
             key_reload_failure: KeyReloadFailure::Keep,
             strip_headers: Vec::new(),
             max_connections: None,
-            http_address: SocketAddr::from(([0, 0, 0, 0], 10259)),
+            http_address: SocketAddr::from(([0, 0, 0, 0], 10267)),
             explain_rejections: false,
             connection_threads: None,
         }

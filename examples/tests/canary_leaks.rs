@@ -52,7 +52,7 @@
 //!   stdout holding the token (`UnsupportedApiVersion`, `WrongKind`, `MissingApiVersion`,
 //!   `ApiVersionMismatch`, `Decode` (JSON and YAML: status as a string, token of the wrong type,
 //!   non-UTF-8, trailing garbage, duplicate fields), `MissingStatus`, `NoCredential`,
-//!   `PartialKeyPair`, `InvalidExpiration`, `ExpiredOnArrival`, `OutputTooLarge`), client keys
+//!   `PartialKeyPair`, `InvalidExpiration`, `OutputTooLarge`), client keys
 //!   (`InvalidKeyPair` for mismatched, garbled, truncated, encrypted keys;
 //!   `InvalidLeafCertificate`), stderr holding the token (`PluginFailed`, `PluginKilled`), the
 //!   state machine (`UnknownRun`, `PluginTimedOut`, `PluginNotFound`, `SpawnFailed`,

@@ -140,8 +140,6 @@ mod runner;
 
 pub use credentials::{ExecCredentials, TlsIdentity};
 pub use error::Error;
-#[allow(deprecated)]
-pub use kubeconfig::kube_client_from_kubeconfig;
 pub use kubeconfig::{
     ExecClient, KubeconfigOptions, MAX_CERTIFICATE_AUTHORITY_BYTES, MAX_KUBECONFIG_BYTES,
     MAX_KUBERC_BYTES, infer_kube_client, kube_client, kube_client_with_exec,

@@ -8,7 +8,7 @@
     clippy::arithmetic_side_effects,
     clippy::type_complexity
 )]
-#![cfg(all(feature = "exec", feature = "loopback-server"))]
+#![cfg(feature = "exec")]
 
 #[path = "support/executable.rs"]
 mod executable;

@@ -16,7 +16,7 @@ crates=(
   "addon-jwt:${ADDON_JWT_FEATURES:-http}"
   "tls-bootstrap:k8s-openapi,yaml"
   "loopback-apiserver:kube"
-  "k8s-bootstrap:discovery,token,exec,tls-bootstrap,accept,loopback-server,sidecar,forward-proxy,controllers"
+  "k8s-bootstrap:discovery,token,exec,tls-bootstrap,accept,sidecar,forward-proxy,controllers"
   "k8s-bootstrap-cli:"
 )
 

@@ -52,7 +52,7 @@
 //!   stdout holding the token (`UnsupportedApiVersion`, `WrongKind`, `MissingApiVersion`,
 //!   `ApiVersionMismatch`, `Decode` (JSON and YAML: status as a string, token of the wrong type,
 //!   non-UTF-8, trailing garbage, duplicate fields), `MissingStatus`, `NoCredential`,
-//!   `PartialKeyPair`, `InvalidExpiration`, `ExpiredOnArrival`, `OutputTooLarge`), client keys
+//!   `PartialKeyPair`, `InvalidExpiration`, `OutputTooLarge`), client keys
 //!   (`InvalidKeyPair` for mismatched, garbled, truncated, encrypted keys;
 //!   `InvalidLeafCertificate`), stderr holding the token (`PluginFailed`, `PluginKilled`), the
 //!   state machine (`UnknownRun`, `PluginTimedOut`, `PluginNotFound`, `SpawnFailed`,
@@ -1367,11 +1367,10 @@ mod exec {
         );
     }
 
-    /// A credential that has already expired when it arrives is used once, as client-go uses
-    /// it (it is not an error any more): neither it nor the authenticator holding it prints the
-    /// token.
+    /// A credential that has already expired when it arrives is used as client-go uses it
+    /// (it is not an error): neither it nor the authenticator holding it prints the token.
     #[test]
-    fn a_credential_expired_on_arrival_is_used_once_and_never_printed() {
+    fn a_credential_expired_on_arrival_is_used_and_never_printed() {
         let extra = extra();
         let t = json_str(EXEC_TOKEN);
         let stdout: Vec<u8> = format!(

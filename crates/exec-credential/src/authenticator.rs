@@ -31,6 +31,11 @@ pub const DEFAULT_FAILURE_BACKOFF: Duration = Duration::from_secs(1);
 /// Default cap of the wait between failed plugin runs.
 pub const DEFAULT_FAILURE_BACKOFF_MAX: Duration = Duration::from_secs(60);
 
+/// Default time a credential that was already due for a refresh when it arrived (expired by
+/// our clock, or inside the refresh skew) is handed out before the plugin runs again: while
+/// the plugin's answers keep arriving that way, it runs at most once per this interval.
+pub const DEFAULT_STALE_CREDENTIAL_REUSE: Duration = Duration::from_secs(1);
+
 /// Something the caller must do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -84,9 +89,13 @@ pub enum CredentialState<'a> {
 /// failure.
 ///
 /// A credential that has already expired when it arrives (the plugin's clock and ours may
-/// disagree) is returned by [`handle_run_result`](Self::handle_run_result) and cached, as
-/// client-go does: the caller uses it for the requests that waited on that run (once), and the
-/// next [`credential`](Self::credential) call runs the plugin again.
+/// disagree) is returned by [`handle_run_result`](Self::handle_run_result) and cached, and it
+/// is sent as client-go sends it (the server decides whether it is still good). client-go runs
+/// the plugin again on the next request, so a plugin whose clock runs behind is run once per
+/// request; here such a credential (or one that arrives inside the refresh skew) is handed out
+/// for 1 s after it arrived ([`set_stale_credential_reuse`](Self::set_stale_credential_reuse)),
+/// and the first call after that runs the plugin again: at most one run a second while the
+/// answers keep arriving expired. A 401 inside that second schedules nothing either.
 ///
 /// The caller owns all I/O: it spawns the plugin described by [`Action::RunPlugin`] and
 /// enforces its timeout and stdout limit (client-go has neither), and it decides which
@@ -114,7 +123,18 @@ pub struct ExecAuthenticator {
     failures: u32,
     /// When the last run failed, and when the next one may start.
     backoff: Option<(SystemTime, SystemTime)>,
+    stale_reuse: Duration,
+    /// The cached credential arrived already due for a refresh: it is handed out until then.
+    stale: Option<StaleReuse>,
     resolver: Option<PathResolver>,
+}
+
+/// A credential that was due for a refresh when it arrived, handed out for a while.
+#[derive(Debug, Clone, Copy)]
+struct StaleReuse {
+    credential: CredentialId,
+    arrived: SystemTime,
+    until: SystemTime,
 }
 
 /// A `PATH` lookup: the name in, the executable's path out.
@@ -165,6 +185,8 @@ impl ExecAuthenticator {
             backoff_max: DEFAULT_FAILURE_BACKOFF_MAX,
             failures: 0,
             backoff: None,
+            stale_reuse: DEFAULT_STALE_CREDENTIAL_REUSE,
+            stale: None,
             resolver: None,
         })
     }
@@ -209,7 +231,9 @@ impl ExecAuthenticator {
     /// requests in flight (or servers with a fast clock) see it expire. The default is zero,
     /// client-go's behaviour (valid up to and including the expiry instant). Credentials
     /// without an expiry are unaffected. Keep the skew well below the plugin's credential
-    /// lifetime: a skew longer than the lifetime makes every call run the plugin.
+    /// lifetime: a skew longer than the lifetime makes every credential arrive due for a
+    /// refresh, so the plugin runs once per
+    /// [`set_stale_credential_reuse`](Self::set_stale_credential_reuse) interval.
     pub fn set_refresh_skew(&mut self, skew: Duration) {
         self.refresh_skew = skew;
     }
@@ -221,6 +245,17 @@ impl ExecAuthenticator {
     pub fn set_failure_backoff(&mut self, initial: Duration, max: Duration) {
         self.backoff_initial = initial;
         self.backoff_max = max;
+    }
+
+    /// Sets how long a credential that was already due for a refresh when it arrived (expired
+    /// at `now`, or inside the refresh skew) is handed out before a call runs the plugin again;
+    /// the default is [`DEFAULT_STALE_CREDENTIAL_REUSE`]. While the plugin's answers keep
+    /// arriving that way it runs at most once per `reuse`, and an HTTP 401 inside the interval
+    /// schedules nothing ([`handle_unauthorized`](Self::handle_unauthorized)). `Duration::ZERO`
+    /// is client-go's behaviour: such a credential serves the callers of its run only, and
+    /// every later call runs the plugin again. A credential already being reused keeps its end.
+    pub fn set_stale_credential_reuse(&mut self, reuse: Duration) {
+        self.stale_reuse = reuse;
     }
 
     /// When the next plugin run may start, if a failed run made it wait; a driver can sleep
@@ -251,8 +286,8 @@ impl ExecAuthenticator {
         if let Some((id, _)) = self.in_flight {
             return Ok(CredentialState::Pending(id));
         }
-        let fresh = self.cached.as_ref().is_some_and(|c| self.is_fresh(c, now));
-        if !fresh {
+        let usable = self.cached.as_ref().is_some_and(|c| self.is_usable(c, now));
+        if !usable {
             let id = self.schedule_run(now)?;
             return Ok(CredentialState::Pending(id));
         }
@@ -262,11 +297,13 @@ impl ExecAuthenticator {
         }
     }
 
-    /// The cached credential if it is still valid at `now` (see
-    /// [`set_refresh_skew`](Self::set_refresh_skew)), without scheduling anything.
+    /// The cached credential if [`credential`](Self::credential) would hand it out at `now`
+    /// (valid with the [refresh skew](Self::set_refresh_skew) applied, or arrived due for a
+    /// refresh and still [reused](Self::set_stale_credential_reuse)), without scheduling
+    /// anything.
     #[must_use]
     pub fn cached(&self, now: SystemTime) -> Option<&Credential> {
-        self.cached.as_ref().filter(|c| self.is_fresh(c, now))
+        self.cached.as_ref().filter(|c| self.is_usable(c, now))
     }
 
     /// The next thing to do, if any.
@@ -281,7 +318,9 @@ impl ExecAuthenticator {
     /// is in flight, a run is scheduled (the old credential stays cached until a new one
     /// arrives, and is kept if the run fails); otherwise someone already refreshed and nothing
     /// happens. The failed request itself is not retried. Nothing is scheduled while a failed
-    /// run's backoff lasts. Returns the scheduled run, if any.
+    /// run's backoff lasts, nor while a credential that arrived due for a refresh is reused
+    /// ([`set_stale_credential_reuse`](Self::set_stale_credential_reuse)). Returns the
+    /// scheduled run, if any.
     ///
     /// # Errors
     ///
@@ -294,7 +333,7 @@ impl ExecAuthenticator {
         if self.in_flight.is_some() {
             return Ok(None);
         }
-        if self.backoff_until(now).is_some() {
+        if self.backoff_until(now).is_some() || self.stale_reuse_until(now).is_some() {
             return Ok(None);
         }
         match &self.cached {
@@ -309,7 +348,10 @@ impl ExecAuthenticator {
     ///
     /// A credential whose expiry is already past at `now` is returned and cached too, as
     /// client-go does ([`Credential::is_expired`] says so): use it for the callers that waited
-    /// on this run; the next [`credential`](Self::credential) call schedules a new run.
+    /// on this run. Such a credential (or one inside the refresh skew) is handed out by
+    /// [`credential`](Self::credential) for the
+    /// [reuse interval](Self::set_stale_credential_reuse) after `now`; the first call after
+    /// that schedules a new run.
     ///
     /// # Errors
     ///
@@ -334,7 +376,7 @@ impl ExecAuthenticator {
             Ok(credential) => {
                 self.failures = 0;
                 self.backoff = None;
-                Ok(self.store(credential))
+                Ok(self.store(now, credential))
             }
             Err(e) => {
                 self.record_failure(now);
@@ -417,11 +459,21 @@ impl ExecAuthenticator {
             .into_credential(self.api_version, now)
     }
 
-    /// Caches a new credential, queueing a TLS rotation when the client certificate changed.
-    fn store(&mut self, credential: Credential) -> &Credential {
+    /// Caches a new credential that arrived at `now`, queueing a TLS rotation when the client
+    /// certificate changed, and starting its reuse when it arrived due for a refresh.
+    fn store(&mut self, now: SystemTime, credential: Credential) -> &Credential {
         let id = CredentialId(self.next_credential);
         self.next_credential = self.next_credential.saturating_add(1);
         let credential = credential.with_id(id);
+        self.stale = if self.is_fresh(&credential, now) {
+            None
+        } else {
+            now.checked_add(self.stale_reuse).map(|until| StaleReuse {
+                credential: id,
+                arrived: now,
+                until,
+            })
+        };
         if let Some(old) = &self.cached
             && old.client_identity() != credential.client_identity()
         {
@@ -458,6 +510,23 @@ impl ExecAuthenticator {
             Some((failed, until)) if failed <= now && now < until => Some(until),
             _ => None,
         }
+    }
+
+    /// The end of the reuse of the cached credential that arrived due for a refresh, if `now`
+    /// is inside it. A clock that went back before the arrival ends it, as it ends a backoff.
+    fn stale_reuse_until(&self, now: SystemTime) -> Option<SystemTime> {
+        match (self.stale, &self.cached) {
+            (Some(s), Some(c)) if s.credential == c.id() && s.arrived <= now && now < s.until => {
+                Some(s.until)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether [`credential`](Self::credential) hands out `c` at `now`: fresh, or reused after
+    /// it arrived due for a refresh.
+    fn is_usable(&self, c: &Credential, now: SystemTime) -> bool {
+        self.is_fresh(c, now) || self.stale_reuse_until(now).is_some()
     }
 
     /// Valid at `now` with the refresh skew applied (a skew reaching past the end of time

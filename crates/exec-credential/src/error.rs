@@ -165,14 +165,6 @@ pub enum Error {
         reason: String,
     },
 
-    /// The credential had already expired when it arrived.
-    ///
-    /// No longer returned: such a credential is used once, as client-go uses it (see
-    /// [`ExecAuthenticator::handle_run_result`](crate::ExecAuthenticator::handle_run_result)).
-    /// Kept so that existing `match`es still compile.
-    #[error("exec plugin returned a credential that expired before it arrived")]
-    ExpiredOnArrival,
-
     /// The client certificate or key is unusable.
     #[error("failed parsing client key/certificate: {reason}")]
     InvalidKeyPair {

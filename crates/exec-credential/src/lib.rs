@@ -22,7 +22,8 @@ mod wire;
 pub use api_version::{ApiVersion, GROUP, KIND};
 pub use authenticator::{
     Action, CredentialState, DEFAULT_FAILURE_BACKOFF, DEFAULT_FAILURE_BACKOFF_MAX,
-    DEFAULT_INTERACTIVE_TIMEOUT, DEFAULT_TIMEOUT, ExecAuthenticator, INSTALL_HINT_PER_HOUR,
+    DEFAULT_INTERACTIVE_TIMEOUT, DEFAULT_STALE_CREDENTIAL_REUSE, DEFAULT_TIMEOUT,
+    ExecAuthenticator, INSTALL_HINT_PER_HOUR,
 };
 pub use cache::{CacheEntry, CacheKey, CacheKeyBuilder};
 pub use cluster::{CLUSTER_EXTENSION_KEY, Cluster};

@@ -203,9 +203,10 @@ fn expiry_exactly_now_is_still_valid_then_one_run() {
 }
 
 #[test]
-fn expiry_in_the_past_on_arrival_is_used_once_as_client_go_does() {
-    // client-go caches what the plugin returned and hands it to the request that ran the
-    // plugin; only the next use sees it expired and runs the plugin again.
+fn expiry_in_the_past_on_arrival_is_used_as_client_go_does() {
+    // client-go caches what the plugin returned and sends it with the request that ran the
+    // plugin (the server decides). It is handed out for the reuse interval, then the plugin
+    // runs again.
     let mut a = auth();
     let _ = a.credential(t(100)).unwrap();
     let run = take_run(&mut a);
@@ -216,15 +217,130 @@ fn expiry_in_the_past_on_arrival_is_used_once_as_client_go_does() {
     assert!(c.is_expired(t(100)));
     // Nothing is scheduled behind the caller's back, and it is not a failure (no backoff).
     assert_eq!(a.poll_action(), None);
-    assert!(a.cached(t(100)).is_none());
+    assert_eq!(a.next_run_allowed_at(t(100)), None);
+    assert_eq!(ready_token(&mut a, t(100)).as_deref(), Some("old"));
+    assert!(a.cached(t(100)).is_some());
+    let almost = t(101) - Duration::from_nanos(1);
+    assert_eq!(ready_token(&mut a, almost).as_deref(), Some("old"));
+    assert_eq!(a.poll_action(), None);
+    assert!(a.cached(t(101)).is_none());
     assert!(matches!(
-        a.credential(t(100)).unwrap(),
+        a.credential(t(101)).unwrap(),
         CredentialState::Pending(_)
     ));
     let run = take_run(&mut a);
-    a.handle_run_result(t(100), run.id(), ok(&token_output("new", Some(200))))
+    a.handle_run_result(t(101), run.id(), ok(&token_output("new", Some(200))))
         .unwrap();
-    assert_eq!(ready_token(&mut a, t(100)).as_deref(), Some("new"));
+    assert_eq!(ready_token(&mut a, t(101)).as_deref(), Some("new"));
+    // A fresh credential ends the reuse: it expires as any other.
+    let later = t(200) + Duration::from_nanos(1);
+    assert_eq!(ready_token(&mut a, later), None);
+}
+
+/// 1,000 calls spread evenly over the second after `start`, each run answered at once with
+/// a credential that expired before it arrived. Returns the runs and the calls answered with
+/// a credential.
+fn runs_over_a_second_answered_expired(
+    a: &mut ExecAuthenticator,
+    start: SystemTime,
+) -> (usize, usize) {
+    let (mut runs, mut ready) = (0, 0);
+    for i in 0..1000 {
+        let now = start + Duration::from_millis(i);
+        match a.credential(now).unwrap() {
+            CredentialState::Pending(_) => {
+                let run = take_run(a);
+                runs += 1;
+                let c = a
+                    .handle_run_result(
+                        now,
+                        run.id(),
+                        ok(&token_output(&format!("old-{runs}"), Some(50))),
+                    )
+                    .unwrap();
+                assert!(c.is_expired(now));
+            }
+            CredentialState::Ready(c) => {
+                assert_eq!(c.token().unwrap().expose_secret(), format!("old-{runs}"));
+                ready += 1;
+            }
+            _ => unreachable!(),
+        }
+        assert_eq!(a.poll_action(), None);
+    }
+    (runs, ready)
+}
+
+#[test]
+fn answers_that_keep_arriving_expired_run_the_plugin_at_most_once_a_second() {
+    // A plugin whose clock runs behind: every answer has expired by our clock. client-go runs
+    // it for every request; here 1,000 calls over one second run it once, and every other
+    // call gets the latest answer.
+    let mut a = auth();
+    assert_eq!(
+        runs_over_a_second_answered_expired(&mut a, t(100)),
+        (1, 999)
+    );
+    // Once the clock moved on, the plugin runs again (once for the next second).
+    assert_eq!(
+        runs_over_a_second_answered_expired(&mut a, t(101)),
+        (1, 999)
+    );
+    // A 401 for the credential being reused schedules nothing either.
+    let id = a.cached(t(101) + Duration::from_millis(999)).unwrap().id();
+    assert_eq!(
+        a.handle_unauthorized(t(101) + Duration::from_millis(999), id)
+            .unwrap(),
+        None
+    );
+    assert_eq!(a.poll_action(), None);
+    // After the interval a 401 refreshes it as client-go does.
+    assert!(a.handle_unauthorized(t(102), id).unwrap().is_some());
+    assert!(matches!(a.poll_action(), Some(Action::RunPlugin(_))));
+}
+
+#[test]
+fn stale_credential_reuse_is_configurable_and_zero_is_client_gos_run_per_call() {
+    let mut a = auth();
+    a.set_stale_credential_reuse(Duration::from_millis(250));
+    assert_eq!(
+        runs_over_a_second_answered_expired(&mut a, t(100)),
+        (4, 996)
+    );
+    let mut a = auth();
+    a.set_stale_credential_reuse(Duration::ZERO);
+    assert_eq!(
+        runs_over_a_second_answered_expired(&mut a, t(100)),
+        (1000, 0)
+    );
+}
+
+#[test]
+fn a_credential_arriving_inside_the_refresh_skew_is_bounded_too() {
+    // A skew longer than the plugin's credential lifetime: every answer is due for a refresh
+    // when it arrives (valid, but inside the skew).
+    let mut a = auth();
+    a.set_refresh_skew(Duration::from_secs(600));
+    let mut runs = 0;
+    for i in 0..1000 {
+        let now = t(100) + Duration::from_millis(i);
+        if let CredentialState::Pending(_) = a.credential(now).unwrap() {
+            let run = take_run(&mut a);
+            runs += 1;
+            a.handle_run_result(now, run.id(), ok(&token_output("short", Some(160))))
+                .unwrap();
+        }
+    }
+    assert_eq!(runs, 1);
+    assert_eq!(ready_token(&mut a, t(101)), None, "a run after the second");
+}
+
+#[test]
+fn a_clock_gone_back_before_the_arrival_ends_the_reuse() {
+    let mut a = auth();
+    run_with(&mut a, t(100), &token_output("old", Some(50)));
+    assert_eq!(ready_token(&mut a, t(100)).as_deref(), Some("old"));
+    assert_eq!(ready_token(&mut a, t(99)), None);
 }
 
 #[test]
@@ -716,9 +832,10 @@ fn expired_on_arrival_is_not_a_failure() {
     let run = take_run(&mut a);
     a.handle_run_result(t(10), run.id(), ok(&token_output("x", Some(5))))
         .unwrap();
-    // The next use runs the plugin again at once (client-go), without a backoff.
+    // No backoff: once the reuse interval is over, the next use runs the plugin at once.
+    assert_eq!(a.next_run_allowed_at(t(10)), None);
     assert!(matches!(
-        a.credential(t(10)).unwrap(),
+        a.credential(t(11)).unwrap(),
         CredentialState::Pending(_)
     ));
 }

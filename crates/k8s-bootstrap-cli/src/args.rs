@@ -441,6 +441,11 @@ pub(crate) struct ServeLoopbackArgs {
     /// The longest a Service proxy request may take (then 504, or the stream is cut).
     #[arg(long, default_value = "1m0s", value_name = "DURATION", value_parser = positive_duration)]
     pub(crate) service_proxy_max_duration: Duration,
+    /// Accept EndpointSlices that name loopback addresses (127.0.0.0/8, ::1), which
+    /// kube-apiserver refuses, so that the Service proxy reaches an add-on on this machine's
+    /// loopback. Anyone who may write EndpointSlices can then reach every loopback port here.
+    #[arg(long)]
+    pub(crate) dangerous_allow_loopback_endpoints: bool,
 }
 
 #[cfg(feature = "loopback-server")]

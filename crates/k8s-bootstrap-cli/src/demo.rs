@@ -22,6 +22,7 @@ pub(crate) async fn serve(args: &ServeLoopbackArgs) -> Result<(), CliError> {
     let server = LoopbackApiServer::builder()
         .port(args.port)
         .service_proxy_max_duration(args.service_proxy_max_duration)
+        .dangerous_allow_loopback_endpoints(args.dangerous_allow_loopback_endpoints)
         .start()
         .await?;
     if args.add_auth {
@@ -118,7 +119,11 @@ pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
     };
 
     heading("1. the control plane: a loopback API server (a test double for kube-apiserver)");
-    let server = LoopbackApiServer::builder().start().await?;
+    // The add-on runs on 127.0.0.1, which kube-apiserver refuses in an EndpointSlice.
+    let server = LoopbackApiServer::builder()
+        .dangerous_allow_loopback_endpoints(true)
+        .start()
+        .await?;
     // The Service proxy's add-auth layer signs with the serving certificate's key (step 9).
     addon_auth::install_layer(&server, &addon_auth::Settings::demo())
         .map_err(|e| CliError::Demo(format!("the add-auth layer: {e}")))?;

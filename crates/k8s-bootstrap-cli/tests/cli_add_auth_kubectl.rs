@@ -236,6 +236,7 @@ async fn kubectl_proxy_add_auth_reaches_the_addon_as_the_user() {
     LAYER_CLOCK_BEHIND.store(TTL.as_secs() * 5 / 6, Ordering::SeqCst);
     let server = LoopbackApiServer::builder()
         .service_proxy_max_duration(MAX_PROXY_DURATION)
+        .dangerous_allow_loopback_endpoints(true)
         .start()
         .await
         .unwrap();
@@ -525,6 +526,7 @@ async fn serve_loopback_add_auth_serves_a_forward_proxy_through_kubectl_proxy() 
             "--add-auth-rate=1/1h",
             "--add-auth-burst=2",
             "--service-proxy-max-duration=30s",
+            "--dangerous-allow-loopback-endpoints",
         ])
         .env_remove("RUST_LOG")
         .stdout(std::process::Stdio::null())

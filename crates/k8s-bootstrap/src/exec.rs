@@ -118,8 +118,11 @@
 //! Each plugin run is a task of its own: a request that is dropped or times out stops waiting
 //! for it, and the run goes on for the other requests (a run nobody waits for any more
 //! finishes and fills the cache). A cancelled request never counts as a failed run. A
-//! credential that has already expired when it arrives is used once (client-go does the
-//! same: the clocks of plugin and client may disagree), with a warning in the log.
+//! credential that has already expired when it arrives is sent as client-go sends it (the
+//! clocks of plugin and client may disagree; the server decides), with a warning in the log;
+//! the core hands it out for a second before the plugin runs again, so a plugin whose clock
+//! runs behind runs at most about once a second, however many requests a second the program
+//! makes ([`ExecAuthenticator::set_stale_credential_reuse`](exec_credential::ExecAuthenticator::set_stale_credential_reuse)).
 //!
 //! # Secrets
 //!
@@ -137,8 +140,6 @@ mod runner;
 
 pub use credentials::{ExecCredentials, TlsIdentity};
 pub use error::Error;
-#[allow(deprecated)]
-pub use kubeconfig::kube_client_from_kubeconfig;
 pub use kubeconfig::{
     ExecClient, KubeconfigOptions, MAX_CERTIFICATE_AUTHORITY_BYTES, MAX_KUBECONFIG_BYTES,
     MAX_KUBERC_BYTES, infer_kube_client, kube_client, kube_client_with_exec,

@@ -6,7 +6,6 @@
         doctest,
         feature = "discovery",
         feature = "token",
-        feature = "loopback-server",
         feature = "exec",
         feature = "sidecar"
     ),
@@ -64,16 +63,6 @@ mod files;
 pub mod forward_proxy;
 #[cfg(any(feature = "controllers", feature = "forward-proxy"))]
 mod health;
-/// The kube-apiserver double, now the [`loopback_apiserver`] crate (the `loopback-server`
-/// feature keeps this path for one release).
-#[cfg(feature = "loopback-server")]
-#[deprecated(
-    since = "0.1.0",
-    note = "the API-server double is its own crate: depend on `loopback-apiserver` and use `loopback_apiserver`"
-)]
-pub mod loopback {
-    pub use loopback_apiserver::*;
-}
 #[cfg(feature = "sidecar")]
 pub mod sidecar;
 #[cfg(feature = "discovery")]

@@ -1,7 +1,7 @@
 //! The discovery driver against the loopback API server (a test double) and a small HTTPS file
 //! server: token discovery with pins, every failure it must catch, file and HTTPS-URL discovery,
 //! and the kubeconfig it writes.
-#![cfg(all(feature = "discovery", feature = "loopback-server"))]
+#![cfg(feature = "discovery")]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -8,7 +8,7 @@
     clippy::arithmetic_side_effects,
     clippy::type_complexity
 )]
-#![cfg(all(feature = "exec", feature = "loopback-server"))]
+#![cfg(feature = "exec")]
 
 #[path = "support/executable.rs"]
 mod executable;
@@ -310,13 +310,19 @@ async fn certificates_follow_rotation_at_expiry() {
     let (cert2, key2) = server
         .issue_client_certificate("exec-cert-2", &["system:masters"])
         .unwrap();
-    // The first credential expires at once (used once, then the plugin runs again).
+    // The first credential has expired when it arrives: it is used for the request that ran
+    // the plugin and reused for a second after it arrived, then the plugin runs again.
     let mut first = certificate_credential(&cert1, &key1);
     first["status"]["expirationTimestamp"] = "2020-01-01T00:00:00Z".into();
     sequence_plugin(&s, &[first, certificate_credential(&cert2, &key2)]);
     let client = client_of(&s.kubeconfig).await.into_client();
     let api = kube::Api::<ConfigMap>::namespaced(client, "default");
     api.list(&Default::default()).await.unwrap();
+    tokio::time::sleep(
+        k8s_bootstrap::exec_credential::DEFAULT_STALE_CREDENTIAL_REUSE
+            + std::time::Duration::from_millis(200),
+    )
+    .await;
     api.list(&Default::default()).await.unwrap();
     assert_eq!(
         configmap_requests(&server),

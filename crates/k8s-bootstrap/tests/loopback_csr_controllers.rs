@@ -1,7 +1,7 @@
 //! The loopback API server's CSR approver and signer, which follow the `tls-bootstrap` core's
 //! rules: what a bootstrap token, another group, a node and an invalid request get.
 
-#![cfg(feature = "loopback-server")]
+#![cfg(feature = "tls-bootstrap")]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -147,6 +147,7 @@ pub struct Builder {
     watch_history: usize,
     proxy_layer: Option<service_proxy::LayerFn>,
     proxy_max_duration: Duration,
+    loopback_endpoints: bool,
 }
 
 impl fmt::Debug for Builder {
@@ -165,6 +166,10 @@ impl fmt::Debug for Builder {
                 &self.proxy_layer.as_ref().map(|_| "<layer>"),
             )
             .field("service_proxy_max_duration", &self.proxy_max_duration)
+            .field(
+                "dangerous_allow_loopback_endpoints",
+                &self.loopback_endpoints,
+            )
             .finish()
     }
 }
@@ -253,7 +258,9 @@ impl Builder {
     ///   the inner service gets is the one forwarded (a layer may remove parameters), the path
     ///   forwarded is fixed by the route;
     /// * the client's `Authorization` header is already removed (as kube-apiserver's
-    ///   authentication filter removes it), as are `X-Remote-*` and `Impersonate-*`; a header
+    ///   authentication filter removes it), as are the front-proxy identity headers
+    ///   (`X-Remote-User`, `X-Remote-Uid`, `X-Remote-Group`, `X-Remote-Extra-*`) and
+    ///   `Impersonate-*`; a header
     ///   the layer adds (an `Authorization` with a minted token, say) is forwarded, hop-by-hop
     ///   headers excepted;
     /// * the extensions hold [`addon_jwt::RequestUser`] (the authenticated user's name)
@@ -294,6 +301,23 @@ impl Builder {
         self
     }
 
+    /// Accept EndpointSlice addresses in the loopback range (`127.0.0.0/8`, `::1`), which
+    /// kube-apiserver refuses (default `false`: refused as kube-apiserver refuses them, with 422
+    /// `endpoints[i].addresses[j]: Invalid value: "127.0.0.1": may not be in the loopback range
+    /// (127.0.0.0/8, ::1/128)`).
+    ///
+    /// kube-apiserver refuses them so that its Service proxy never reaches a port on its own
+    /// host that only local programs should reach; the double listens on `127.0.0.1` only, and a
+    /// test or demo that proxies to an upstream on the same machine needs this. With it on, the
+    /// Service proxy reaches any loopback port an EndpointSlice names, so turn it on only where
+    /// every client that may write EndpointSlices is trusted with the machine's loopback
+    /// services. Unspecified, link-local and link-local multicast addresses stay refused.
+    #[must_use]
+    pub fn dangerous_allow_loopback_endpoints(mut self, on: bool) -> Builder {
+        self.loopback_endpoints = on;
+        self
+    }
+
     /// Generate the certificates, bind, seed the namespaces (and cluster-info), and serve.
     /// Must be called within a tokio runtime; the server runs on it until dropped.
     ///
@@ -323,6 +347,7 @@ impl Builder {
         let now = crate::clock::now();
         let mut store = Store::with_history(self.bootstrap_signer, self.watch_history);
         store.max_objects = self.max_objects;
+        store.loopback_endpoints = self.loopback_endpoints;
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             store.create(
                 Resource::Namespaces,
@@ -455,6 +480,7 @@ impl LoopbackApiServer {
             watch_history: store::EVENT_HISTORY,
             proxy_layer: None,
             proxy_max_duration: DEFAULT_SERVICE_PROXY_MAX_DURATION,
+            loopback_endpoints: false,
         }
     }
 

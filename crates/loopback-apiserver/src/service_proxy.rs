@@ -330,7 +330,9 @@ fn escape_into(segment: &str, out: &mut String) {
 
 /// The headers kube-apiserver's authentication filter removes once a request is authenticated:
 /// `Authorization` (the client's credential never reaches the Service) and the front-proxy
-/// identity headers (`X-Remote-User`, `X-Remote-Group`, `X-Remote-Extra-*`); and the
+/// identity headers, as its `--requestheader-username-headers`, `--requestheader-uid-headers`,
+/// `--requestheader-group-headers` and `--requestheader-extra-headers-prefix` are usually set
+/// (`X-Remote-User`, `X-Remote-Uid`, `X-Remote-Group`, `X-Remote-Extra-*`); and the
 /// `Impersonate-*` headers its impersonation filter consumes (the double does not impersonate).
 pub(crate) fn remove_credentials(headers: &mut HeaderMap) {
     headers.remove(header::AUTHORIZATION);
@@ -339,6 +341,7 @@ pub(crate) fn remove_credentials(headers: &mut HeaderMap) {
         .filter(|name| {
             let n = name.as_str();
             n == "x-remote-user"
+                || n == "x-remote-uid"
                 || n == "x-remote-group"
                 || n.starts_with("x-remote-extra-")
                 || n.starts_with("impersonate-")

@@ -2,6 +2,7 @@
 //! revision), a bounded event history for watches, and the bootstrap signer's pass.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -227,6 +228,9 @@ pub(crate) struct Store {
     pub(crate) max_objects: usize,
     /// Events retained for watches that resume.
     history_limit: usize,
+    /// Whether EndpointSlices may name loopback addresses
+    /// ([`crate::Builder::dangerous_allow_loopback_endpoints`]).
+    pub(crate) loopback_endpoints: bool,
     /// Server-side apply's field ownership: per object, each leaf field's JSON pointer and the
     /// field managers that own it (several when they applied the same value).
     owners: BTreeMap<Key, BTreeMap<String, BTreeSet<String>>>,
@@ -250,6 +254,7 @@ impl Store {
             owners: BTreeMap::new(),
             max_objects: MAX_OBJECTS,
             history_limit: history,
+            loopback_endpoints: false,
             tx,
             signer,
         }
@@ -330,7 +335,7 @@ impl Store {
             csr::validate_create(&object, &name)?;
         }
         if resource == Resource::EndpointSlices {
-            validate_endpoint_slice(&object, &name)?;
+            validate_endpoint_slice(&object, &name, self.loopback_endpoints)?;
         }
         let meta = meta_mut(&mut object)?;
         if resource.namespaced() && self.get(Resource::Namespaces, "", namespace).is_none() {
@@ -408,7 +413,7 @@ impl Store {
             csr::validate_update(&object, old, part, name)?;
         }
         if resource == Resource::EndpointSlices {
-            validate_endpoint_slice(&object, name)?;
+            validate_endpoint_slice(&object, name, self.loopback_endpoints)?;
         }
         if &object == old || dry_run {
             return Ok(object);
@@ -971,26 +976,112 @@ fn validate_name(resource: Resource, name: &str) -> Result<(), ApiError> {
 }
 
 /// The part of kube-apiserver's EndpointSlice validation the double does: `addressType` is
-/// required and one of `IPv4`, `IPv6`, `FQDN`. Endpoints and ports are stored as given; the
-/// Service proxy skips what it cannot use.
-fn validate_endpoint_slice(object: &Value, name: &str) -> Result<(), ApiError> {
+/// required and one of `IPv4`, `IPv6`, `FQDN`; in an `IPv4` or `IPv6` slice every endpoint
+/// address is an address of that family and none is unspecified, loopback (unless
+/// `loopback_allowed`), link-local or link-local multicast (kube-apiserver's
+/// `ValidateEndpointIP`, which keeps the Service proxy from reaching the API server's own host).
+/// Ports, conditions and the rest are stored as given; the Service proxy skips what it cannot
+/// use.
+fn validate_endpoint_slice(
+    object: &Value,
+    name: &str,
+    loopback_allowed: bool,
+) -> Result<(), ApiError> {
     const SUPPORTED: [&str; 3] = ["FQDN", "IPv4", "IPv6"];
-    let error = match object.get("addressType") {
-        None | Some(Value::Null) => FieldError::required("addressType"),
+    let errors = match object.get("addressType") {
+        None | Some(Value::Null) => vec![FieldError::required("addressType")],
+        Some(Value::String(t)) if t == "IPv4" || t == "IPv6" => {
+            endpoint_address_errors(object, t == "IPv6", loopback_allowed)
+        }
         Some(Value::String(t)) if SUPPORTED.contains(&t.as_str()) => return Ok(()),
-        Some(Value::String(t)) => FieldError::not_supported(
+        Some(Value::String(t)) => vec![FieldError::not_supported(
             "addressType",
             &t.chars().take(64).collect::<String>(),
             &SUPPORTED,
-        ),
-        Some(_) => FieldError::invalid("addressType", "<non-string>", "must be a string"),
+        )],
+        Some(_) => vec![FieldError::invalid(
+            "addressType",
+            "<non-string>",
+            "must be a string",
+        )],
     };
+    if errors.is_empty() {
+        return Ok(());
+    }
     Err(ApiError::invalid_fields(
         Resource::EndpointSlices.kind(),
         Resource::EndpointSlices.group(),
         name,
-        &[error],
+        &errors,
     ))
+}
+
+/// At most this many address errors are reported for one EndpointSlice.
+const MAX_ADDRESS_ERRORS: usize = 16;
+
+/// The errors of the addresses of an `IPv4` (`v6` false) or `IPv6` slice's endpoints.
+fn endpoint_address_errors(object: &Value, v6: bool, loopback_allowed: bool) -> Vec<FieldError> {
+    let endpoints = object
+        .get("endpoints")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut errors = Vec::new();
+    for (i, endpoint) in endpoints.iter().enumerate() {
+        let addresses = endpoint
+            .get("addresses")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for (j, address) in addresses.iter().enumerate() {
+            let field = || format!("endpoints[{i}].addresses[{j}]");
+            let text = address.as_str().unwrap_or_default();
+            if let Some(detail) = endpoint_address_problem(text, v6, loopback_allowed) {
+                let shown: String = text.chars().take(64).collect();
+                errors.push(FieldError::invalid(field(), &format!("{shown:?}"), &detail));
+                if errors.len() >= MAX_ADDRESS_ERRORS {
+                    return errors;
+                }
+            }
+        }
+    }
+    errors
+}
+
+/// Why kube-apiserver refuses `text` as an address of an `IPv4` (`v6` false) or `IPv6`
+/// EndpointSlice, in its words: not an address of that family (Go's `To4` reads an IPv4-mapped
+/// IPv6 address as IPv4), or `ValidateEndpointIP`'s rules.
+fn endpoint_address_problem(text: &str, v6: bool, loopback_allowed: bool) -> Option<String> {
+    let parsed = text.parse::<IpAddr>().ok();
+    let ip = match (parsed.map(|ip| ip.to_canonical()), v6) {
+        (Some(ip @ IpAddr::V4(_)), false) | (Some(ip @ IpAddr::V6(_)), true) => ip,
+        (_, false) => return Some("must be a valid IPv4 address".to_owned()),
+        (_, true) => return Some("must be a valid IPv6 address".to_owned()),
+    };
+    let (link_local, link_local_multicast) = match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, c, _] = v4.octets();
+            (v4.is_link_local(), a == 224 && b == 0 && c == 0)
+        }
+        IpAddr::V6(v6) => {
+            let [first, second, ..] = v6.octets();
+            (
+                v6.is_unicast_link_local(),
+                first == 0xff && second & 0x0f == 0x02,
+            )
+        }
+    };
+    if ip.is_unspecified() {
+        Some(format!("may not be unspecified ({text})"))
+    } else if ip.is_loopback() && !loopback_allowed {
+        Some("may not be in the loopback range (127.0.0.0/8, ::1/128)".to_owned())
+    } else if link_local {
+        Some("may not be in the link-local range (169.254.0.0/16, fe80::/10)".to_owned())
+    } else if link_local_multicast {
+        Some("may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)".to_owned())
+    } else {
+        None
+    }
 }
 
 /// RFC 7386 merge patch, depth-bounded.

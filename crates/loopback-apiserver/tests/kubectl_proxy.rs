@@ -94,7 +94,11 @@ async fn get_with(proxy: &KubectlProxy, path: &str, headers: &[(&str, &str)]) ->
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_proxy_reaches_a_service_through_the_double() {
     let (addr, seen) = upstream().await;
-    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let server = LoopbackApiServer::builder()
+        .dangerous_allow_loopback_endpoints(true)
+        .start()
+        .await
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let kc = write(dir.path(), "admin.yaml", &server.admin_kubeconfig_yaml());
 

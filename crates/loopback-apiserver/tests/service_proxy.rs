@@ -27,6 +27,12 @@ use serde_json::{Value, json};
 mod upstream;
 use upstream::upstream;
 
+/// The double as these tests run it: the upstreams listen on loopback, which kube-apiserver
+/// refuses in an EndpointSlice.
+fn loopback_builder() -> loopback_apiserver::Builder {
+    LoopbackApiServer::builder().dangerous_allow_loopback_endpoints(true)
+}
+
 /// A client for `yaml`, without kube's retries of 503 and 504 (each answer is asserted as
 /// the server gives it).
 async fn client_from(yaml: &str) -> Client {
@@ -138,7 +144,7 @@ const ECHO: &str = "/api/v1/namespaces/default/services/echo:http/proxy";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forwards_path_query_headers_and_bodies_without_the_credential() {
     let (addr, seen) = upstream().await;
-    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let server = loopback_builder().start().await.unwrap();
     service(&server, "default", "echo", Some("http"), addr, true);
     let admin = admin(&server).await;
 
@@ -152,6 +158,9 @@ async fn forwards_path_query_headers_and_bodies_without_the_credential() {
             ("connection", "x-hop"),
             ("x-hop", "dropped"),
             ("x-remote-user", "mallory"),
+            ("x-remote-uid", "mallory-uid"),
+            ("x-remote-group", "system:masters"),
+            ("x-remote-extra-scopes", "all"),
             ("impersonate-user", "mallory"),
         ],
         "",
@@ -168,7 +177,15 @@ async fn forwards_path_query_headers_and_bodies_without_the_credential() {
     // The client's bearer token never reaches the Service (kube-apiserver removes
     // `Authorization` once it has authenticated the request).
     assert!(h.get("authorization").is_none(), "{h}");
-    for gone in ["x-hop", "connection", "x-remote-user", "impersonate-user"] {
+    for gone in [
+        "x-hop",
+        "connection",
+        "x-remote-user",
+        "x-remote-uid",
+        "x-remote-group",
+        "x-remote-extra-scopes",
+        "impersonate-user",
+    ] {
         assert!(h.get(gone).is_none(), "{gone} forwarded: {h}");
     }
     assert_eq!(h["x-forwarded-for"], json!(["192.0.2.7, 127.0.0.1"]));
@@ -214,7 +231,7 @@ async fn forwards_path_query_headers_and_bodies_without_the_credential() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_without_a_path_redirects_reads_and_forwards_writes_to_the_root() {
     let (addr, seen) = upstream().await;
-    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let server = loopback_builder().start().await.unwrap();
     service(&server, "default", "echo", Some("http"), addr, true);
     let admin = admin(&server).await;
 
@@ -231,7 +248,7 @@ async fn proxy_without_a_path_redirects_reads_and_forwards_writes_to_the_root() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn responses_lose_hop_by_hop_and_cors_headers_and_redirects_stay_in_the_proxy() {
     let (addr, _seen) = upstream().await;
-    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let server = loopback_builder().start().await.unwrap();
     service(&server, "default", "echo", Some("http"), addr, true);
     let admin = admin(&server).await;
     let (status, headers, _) = send(&admin, "GET", &format!("{ECHO}/redirect"), &[], "").await;
@@ -244,7 +261,7 @@ async fn responses_lose_hop_by_hop_and_cors_headers_and_redirects_stay_in_the_pr
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resolution_errors_are_kube_apiserver_s() {
     let (addr, seen) = upstream().await;
-    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let server = loopback_builder().start().await.unwrap();
     service(&server, "default", "echo", Some("http"), addr, true);
     service(&server, "default", "unnamed", None, addr, true);
     service(&server, "default", "sleepy", Some("http"), addr, false);
@@ -378,7 +395,7 @@ async fn resolution_errors_are_kube_apiserver_s() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_users_allowed_the_proxy_subresource_get_through() {
     let (addr, seen) = upstream().await;
-    let server = LoopbackApiServer::builder()
+    let server = loopback_builder()
         .static_token("jane-token", "jane", &["developers"])
         .start()
         .await
@@ -514,7 +531,7 @@ fn tag(mut req: ProxyRequest) -> ProxyRequest {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_layer_sees_the_user_and_the_service_and_its_headers_are_forwarded() {
     let (addr, seen) = upstream().await;
-    let server = LoopbackApiServer::builder()
+    let server = loopback_builder()
         .service_proxy_layer(Tagging)
         .start()
         .await
@@ -574,7 +591,7 @@ impl tower::Layer<ProxyService> for Failing {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_layer_may_answer_itself_and_its_errors_are_500() {
     let (addr, seen) = upstream().await;
-    let server = LoopbackApiServer::builder()
+    let server = loopback_builder()
         .service_proxy_layer(Teapot)
         .start()
         .await
@@ -593,7 +610,7 @@ async fn a_layer_may_answer_itself_and_its_errors_are_500() {
     .await;
     assert_eq!(status, 404);
 
-    let failing = LoopbackApiServer::builder()
+    let failing = loopback_builder()
         .service_proxy_layer(Failing)
         .start()
         .await
@@ -615,7 +632,7 @@ async fn a_layer_may_answer_itself_and_its_errors_are_500() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_layer_set_on_the_running_server_applies_from_the_next_request() {
     let (addr, seen) = upstream().await;
-    let server = LoopbackApiServer::builder()
+    let server = loopback_builder()
         .service_proxy_layer(Teapot)
         .start()
         .await
@@ -632,7 +649,7 @@ async fn a_layer_set_on_the_running_server_applies_from_the_next_request() {
         json!(["loopback-admin default/echo"])
     );
     // Without one before: the same.
-    let plain = LoopbackApiServer::builder().start().await.unwrap();
+    let plain = loopback_builder().start().await.unwrap();
     service(&plain, "default", "echo", Some("http"), addr, true);
     let plain_admin = admin(&plain).await;
     plain.set_service_proxy_layer(Teapot);
@@ -645,7 +662,7 @@ async fn requests_are_cut_at_the_maximum_duration() {
     let (addr, _seen) = upstream().await;
     // No response head in time: 504 Timeout (the upstream never answers, so any duration
     // shows it).
-    let server = LoopbackApiServer::builder()
+    let server = loopback_builder()
         .service_proxy_max_duration(Duration::from_millis(200))
         .start()
         .await
@@ -664,7 +681,7 @@ async fn requests_are_cut_at_the_maximum_duration() {
 
     // A response still streaming is cut: the head and the first chunk arrive, then the body
     // ends in an error. (The duration leaves a loaded machine ample time for the head.)
-    let server = LoopbackApiServer::builder()
+    let server = loopback_builder()
         .service_proxy_max_duration(Duration::from_secs(5))
         .start()
         .await
@@ -683,9 +700,9 @@ async fn requests_are_cut_at_the_maximum_duration() {
 async fn https_endpoints_are_reached_without_verification() {
     // The upstream is another double: HTTPS with a certificate no one here trusts, `/version`
     // public.
-    let upstream = LoopbackApiServer::builder().start().await.unwrap();
+    let upstream = loopback_builder().start().await.unwrap();
     let addr: SocketAddr = upstream.endpoint().parse().unwrap();
-    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let server = loopback_builder().start().await.unwrap();
     service(&server, "default", "kapi", Some("https"), addr, true);
     let admin = admin(&server).await;
     let (status, got) = get(
@@ -716,7 +733,7 @@ async fn https_endpoints_are_reached_without_verification() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_headers_are_refused_and_not_forwarded() {
     let (addr, seen) = upstream().await;
-    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let server = loopback_builder().start().await.unwrap();
     service(&server, "default", "echo", Some("http"), addr, true);
     let admin = admin(&server).await;
     let big = "a".repeat(2 << 20);
@@ -780,7 +797,7 @@ async fn tls_connection(
 async fn anonymous_requests_are_forbidden_as_with_kubeadm_s_anonymous_auth() {
     use http_body_util::BodyExt as _;
     let (addr, seen) = upstream().await;
-    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let server = loopback_builder().start().await.unwrap();
     service(&server, "default", "echo", Some("http"), addr, true);
     // No credential at all: kube-apiserver (anonymous auth on, as kubeadm leaves it) serves
     // the request as system:anonymous, whom the proxy subresource is not granted: 403.
@@ -804,7 +821,7 @@ async fn anonymous_requests_are_forbidden_as_with_kubeadm_s_anonymous_auth() {
 async fn upgrades_join_the_client_and_the_upstream() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let (addr, seen) = upstream().await;
-    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let server = loopback_builder().start().await.unwrap();
     service(&server, "default", "echo", Some("http"), addr, true);
 
     let mut sender = tls_connection(&server).await;
@@ -839,13 +856,13 @@ async fn endpoint_slices_are_served_like_other_resources() {
         "metadata": {"name": "echo-abc", "labels": {"kubernetes.io/service-name": "echo"}},
         "addressType": "IPv4",
         "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-        "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}],
+        "endpoints": [{"addresses": ["192.0.2.10"], "conditions": {"ready": true}}],
     }))
     .unwrap();
     let created = slices.create(&PostParams::default(), &slice).await.unwrap();
     assert!(created.metadata.uid.is_some());
     let got = slices.get("echo-abc").await.unwrap();
-    assert_eq!(got.endpoints.unwrap()[0].addresses, ["127.0.0.1"]);
+    assert_eq!(got.endpoints.unwrap()[0].addresses, ["192.0.2.10"]);
     let listed = slices
         .list(&ListParams::default().labels("kubernetes.io/service-name=echo"))
         .await
@@ -860,12 +877,12 @@ async fn endpoint_slices_are_served_like_other_resources() {
                 "kind": "EndpointSlice",
                 "metadata": {"name": "echo-abc"},
                 "addressType": "IPv4",
-                "endpoints": [{"addresses": ["127.0.0.2"]}],
+                "endpoints": [{"addresses": ["192.0.2.11"]}],
             })),
         )
         .await
         .unwrap();
-    assert_eq!(applied.endpoints.unwrap()[0].addresses, ["127.0.0.2"]);
+    assert_eq!(applied.endpoints.unwrap()[0].addresses, ["192.0.2.11"]);
     slices
         .delete("echo-abc", &DeleteParams::default())
         .await
@@ -920,7 +937,7 @@ async fn endpoint_slices_are_served_like_other_resources() {
 
 #[tokio::test]
 async fn the_serving_key_is_ecdsa_p256_and_matches_the_certificate() {
-    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let server = loopback_builder().start().await.unwrap();
     let key = addon_jwt::SigningKey::from_pkcs8_pem(server.serving_key_pem()).unwrap();
     assert_eq!(key.algorithm(), addon_jwt::Algorithm::Es256);
     assert_eq!(
@@ -940,4 +957,233 @@ async fn the_serving_key_is_ecdsa_p256_and_matches_the_certificate() {
     // The key is a secret: the server's Debug does not show it.
     let shown = format!("{server:?}");
     assert!(!shown.contains("PRIVATE KEY"));
+}
+
+/// POSTs `slice` as an EndpointSlice in `default`: the status and the body.
+async fn post_slice(client: &Client, slice: &Value) -> (u16, Value) {
+    let req = http::Request::post("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices")
+        .header("content-type", "application/json")
+        .body(kube::client::Body::from(slice.to_string().into_bytes()))
+        .unwrap();
+    let resp = client.send(req).await.unwrap();
+    let status = resp.status().as_u16();
+    let bytes = axum::body::to_bytes(Body::new(resp.into_body()), 1 << 20)
+        .await
+        .unwrap();
+    (status, serde_json::from_slice(&bytes).unwrap())
+}
+
+/// A documentation address of the family `address_type` names.
+fn good(address_type: &str) -> &'static str {
+    if address_type == "IPv6" {
+        "2001:db8::1"
+    } else {
+        "192.0.2.1"
+    }
+}
+
+fn slice_at(name: &str, address_type: &str, addresses: &[&str]) -> Value {
+    json!({
+        "metadata": {"name": name, "labels": {"kubernetes.io/service-name": "echo"}},
+        "addressType": address_type,
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+        "endpoints": addresses
+            .iter()
+            .map(|a| json!({"addresses": [a], "conditions": {"ready": true}}))
+            .collect::<Vec<_>>(),
+    })
+}
+
+/// kube-apiserver's `ValidateEndpointIP`: an EndpointSlice may not name an unspecified,
+/// loopback, link-local or link-local multicast address (nor one of the other family), so its
+/// Service proxy never reaches the API server's own host or a node-local service (a cloud
+/// metadata endpoint on 169.254.169.254). The double refuses them the same way, on every write.
+#[tokio::test]
+async fn endpoint_slices_naming_special_addresses_are_refused_as_kube_apiserver_refuses_them() {
+    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let client = admin(&server).await;
+    let loopback = "may not be in the loopback range (127.0.0.0/8, ::1/128)";
+    let link_local = "may not be in the link-local range (169.254.0.0/16, fe80::/10)";
+    let multicast = "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)";
+    for (address_type, address, detail) in [
+        ("IPv4", "127.0.0.1", loopback.to_owned()),
+        ("IPv4", "127.1.2.3", loopback.to_owned()),
+        ("IPv4", "::ffff:127.0.0.1", loopback.to_owned()),
+        ("IPv6", "::1", loopback.to_owned()),
+        ("IPv4", "169.254.169.254", link_local.to_owned()),
+        ("IPv6", "fe80::1", link_local.to_owned()),
+        ("IPv4", "224.0.0.251", multicast.to_owned()),
+        ("IPv6", "ff02::fb", multicast.to_owned()),
+        (
+            "IPv4",
+            "0.0.0.0",
+            "may not be unspecified (0.0.0.0)".to_owned(),
+        ),
+        ("IPv6", "::", "may not be unspecified (::)".to_owned()),
+        ("IPv4", "::1", "must be a valid IPv4 address".to_owned()),
+        (
+            "IPv6",
+            "127.0.0.1",
+            "must be a valid IPv6 address".to_owned(),
+        ),
+        (
+            "IPv6",
+            "::ffff:127.0.0.1",
+            "must be a valid IPv6 address".to_owned(),
+        ),
+        (
+            "IPv4",
+            "localhost",
+            "must be a valid IPv4 address".to_owned(),
+        ),
+    ] {
+        let (status, body) = post_slice(
+            &client,
+            &slice_at("bad", address_type, &[good(address_type), address]),
+        )
+        .await;
+        assert_eq!(status, 422, "{address}: {body}");
+        assert_eq!(
+            status_of(&body),
+            (
+                422,
+                "Invalid",
+                format!(
+                    "EndpointSlice.discovery.k8s.io \"bad\" is invalid: endpoints[1].addresses[0]: \
+                     Invalid value: {address:?}: {detail}"
+                )
+                .as_str()
+            ),
+            "{address}"
+        );
+    }
+    assert!(server.object("default", "endpointslices", "bad").is_none());
+    // Several at once are all named.
+    let (status, body) = post_slice(
+        &client,
+        &slice_at("bad", "IPv4", &["127.0.0.1", "169.254.0.1"]),
+    )
+    .await;
+    assert_eq!(status, 422);
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains("endpoints[0].addresses[0]")
+            && message.contains("endpoints[1].addresses[0]"),
+        "{message}"
+    );
+
+    // An update, a merge patch and an apply are checked as a create is.
+    let (status, _) = post_slice(&client, &slice_at("good", "IPv4", &["192.0.2.1"])).await;
+    assert_eq!(status, 201);
+    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), "default");
+    let mut current = slices.get("good").await.unwrap();
+    current.endpoints.as_mut().unwrap()[0].addresses = vec!["127.0.0.1".to_owned()];
+    let err = slices
+        .replace("good", &PostParams::default(), &current)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(e) if e.code == 422),
+        "{err}"
+    );
+    let err = slices
+        .patch(
+            "good",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"endpoints": [{"addresses": ["169.254.169.254"]}]})),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(e) if e.code == 422),
+        "{err}"
+    );
+    let err = slices
+        .patch(
+            "good",
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(json!({
+                "apiVersion": "discovery.k8s.io/v1",
+                "kind": "EndpointSlice",
+                "metadata": {"name": "good"},
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": ["127.0.0.1"]}],
+            })),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(e) if e.code == 422),
+        "{err}"
+    );
+    assert_eq!(
+        server.object("default", "endpointslices", "good").unwrap()["endpoints"][0]["addresses"],
+        json!(["192.0.2.1"])
+    );
+    // A test helper's write is refused alike; FQDN slices name no IP and are not checked.
+    let err = server
+        .insert(
+            "default",
+            "endpointslices",
+            slice_at("helper", "IPv4", &["127.0.0.1"]),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, loopback_apiserver::Error::Insert { code: 422, .. }),
+        "{err}"
+    );
+    let (status, _) = post_slice(&client, &slice_at("names", "FQDN", &["localhost"])).await;
+    assert_eq!(status, 201);
+}
+
+/// So a Service proxy request can never reach a loopback port by default: with the only
+/// EndpointSlice it could use refused, the Service has no endpoints (503) and the upstream on
+/// loopback hears nothing. With `dangerous_allow_loopback_endpoints` it is reached, and
+/// link-local and unspecified addresses stay refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loopback_upstreams_need_the_dangerous_option() {
+    let (addr, seen) = upstream().await;
+    let server = LoopbackApiServer::builder().start().await.unwrap();
+    server
+        .insert(
+            "default",
+            "services",
+            json!({"metadata": {"name": "echo"}, "spec": {"ports": [{"name": "http", "port": 80}]}}),
+        )
+        .unwrap();
+    let mut slice = slice_at("echo-1", "IPv4", &[&addr.ip().to_string()]);
+    slice["ports"][0]["port"] = json!(addr.port());
+    assert!(
+        server
+            .insert("default", "endpointslices", slice.clone())
+            .is_err()
+    );
+    let admin_client = admin(&server).await;
+    let (status, body) = get(&admin_client, &format!("{ECHO}/")).await;
+    assert_eq!(
+        status_of(&body),
+        (
+            503,
+            "ServiceUnavailable",
+            "no endpoints available for service \"echo\""
+        )
+    );
+    assert_eq!(status, 503);
+    assert!(seen.lock().unwrap().is_empty());
+
+    let server = LoopbackApiServer::builder()
+        .dangerous_allow_loopback_endpoints(true)
+        .start()
+        .await
+        .unwrap();
+    service(&server, "default", "echo", Some("http"), addr, true);
+    let admin_client = admin(&server).await;
+    let (status, got) = get(&admin_client, &format!("{ECHO}/x")).await;
+    assert_eq!((status, got["uri"].as_str()), (200, Some("/x")));
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    for address in ["169.254.169.254", "0.0.0.0"] {
+        let (status, _) =
+            post_slice(&admin_client, &slice_at("still-bad", "IPv4", &[address])).await;
+        assert_eq!(status, 422, "{address}");
+    }
 }

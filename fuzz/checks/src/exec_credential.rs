@@ -1,10 +1,11 @@
 //! Checks for the `exec_credential_*` targets.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use exec_credential::{
-    Action, ApiVersion, CacheEntry, CacheKey, Cluster, CredentialState, Error, ExecAuthenticator,
-    ExecConfig, ExecCredential, InteractiveMode, RunResult,
+    Action, ApiVersion, CacheEntry, CacheKey, Cluster, Credential, CredentialId, CredentialState,
+    DEFAULT_STALE_CREDENTIAL_REUSE, Error, ExecAuthenticator, ExecConfig, ExecCredential,
+    InteractiveMode, RunResult,
 };
 
 use crate::fixtures::exec_credential_now;
@@ -14,7 +15,7 @@ use crate::outcome::Outcome;
 ///
 /// Whatever decodes re-encodes, and the encoding is a fixed point; a credential taken from it
 /// carries a token or a client identity (it may have expired already: client-go uses such a
-/// credential once). Accepted: the output decodes and
+/// credential). Accepted: the output decodes and
 /// yields a credential under at least one configured API version.
 pub fn exec_credential_plugin_output(data: &[u8]) -> Outcome {
     let Ok(cred) = ExecCredential::from_plugin_output(data) else {
@@ -86,9 +87,10 @@ pub fn exec_credential_cache_entry(data: &[u8]) -> Outcome {
 /// actions, report an exited run (exit code, a little-endian `u16` stdout length, stdout, a
 /// stderr length byte, stderr), report a failed run, report a 401, move the clock (a
 /// little-endian `u16`), or look at the cache. Whatever the sequence, the state machine never
-/// panics, never serves a credential from its cache that is expired at `now`, keeps at most
-/// one run per collection in flight, and refuses results for runs it did not schedule or
-/// already heard of. Accepted: a plugin run produced a credential.
+/// panics, never serves a credential from its cache that is expired at `now` (except one that
+/// had expired when it arrived, within [`DEFAULT_STALE_CREDENTIAL_REUSE`] after its arrival),
+/// keeps at most one run per collection in flight, and refuses results for runs it did not
+/// schedule or already heard of. Accepted: a plugin run produced a credential.
 pub fn exec_credential_authenticator(input: &[u8]) -> Outcome {
     let mut data = input;
     let config_byte = byte(&mut data);
@@ -111,6 +113,8 @@ pub fn exec_credential_authenticator(input: &[u8]) -> Outcome {
     let mut now = exec_credential_now();
     let mut runs = Vec::new();
     let mut accepted = false;
+    // The credential that arrived expired, and when.
+    let mut stale: Option<(CredentialId, SystemTime)> = None;
 
     for _ in 0..64 {
         if data.is_empty() {
@@ -119,7 +123,7 @@ pub fn exec_credential_authenticator(input: &[u8]) -> Outcome {
         match byte(&mut data) % 7 {
             0 => {
                 if let Ok(CredentialState::Ready(cred)) = auth.credential(now) {
-                    assert!(!cred.is_expired(now));
+                    assert_servable(cred, now, stale);
                 }
             }
             1 => {
@@ -147,9 +151,9 @@ pub fn exec_credential_authenticator(input: &[u8]) -> Outcome {
                             stderr,
                         },
                     ) {
-                        // An expired credential is handed to the run's callers once; the
-                        // cache never serves it (checked by the other steps).
-                        let _ = cred;
+                        // An expired credential is handed to the run's callers, and served
+                        // from the cache for a bounded time only (checked by the other steps).
+                        stale = cred.is_expired(now).then(|| (cred.id(), now));
                         accepted = true;
                     }
                     // The same run cannot be reported twice.
@@ -193,12 +197,29 @@ pub fn exec_credential_authenticator(input: &[u8]) -> Outcome {
             }
             _ => {
                 if let Some(cred) = auth.cached(now) {
-                    assert!(!cred.is_expired(now));
+                    assert_servable(cred, now, stale);
                 }
             }
         }
     }
     Outcome::accepted_if(accepted)
+}
+
+/// A credential served at `now` has not expired, or it is the one that arrived expired and
+/// its reuse interval has not ended.
+fn assert_servable(cred: &Credential, now: SystemTime, stale: Option<(CredentialId, SystemTime)>) {
+    if !cred.is_expired(now) {
+        return;
+    }
+    let Some((id, arrived)) = stale else {
+        panic!("an expired credential served from the cache");
+    };
+    assert_eq!(cred.id(), id, "an expired credential served from the cache");
+    let until = arrived.checked_add(DEFAULT_STALE_CREDENTIAL_REUSE);
+    assert!(
+        arrived <= now && until.is_some_and(|u| now < u),
+        "a credential that arrived expired served after its reuse interval"
+    );
 }
 
 /// The next `n` bytes of `data` (fewer at its end).

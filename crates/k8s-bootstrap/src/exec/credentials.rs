@@ -36,7 +36,9 @@ use super::runner::run_plugin;
 ///
 /// A credential that has already expired when it arrives is used, as client-go uses it, for
 /// the callers that waited on that run (with a warning in the log: the plugin's clock and
-/// ours disagree); the next call runs the plugin again.
+/// ours disagree), and for the calls of the next second
+/// ([`ExecAuthenticator::set_stale_credential_reuse`]); the first call after that runs the
+/// plugin again.
 ///
 /// Needs a tokio runtime (the runs are spawned on the current one).
 ///
@@ -242,7 +244,8 @@ impl ExecCredentials {
     /// Reports that the server answered HTTP 401 to a request made with credential `used`, and
     /// returns the credential to retry with. As client-go, the plugin runs again at most once
     /// per credential: when `used` is still the cached one (and no failed run is being waited
-    /// out); callers reporting the same credential concurrently share that one run. Compare
+    /// out, and `used` is not a credential that arrived expired and is still being reused);
+    /// callers reporting the same credential concurrently share that one run. Compare
     /// the returned credential's [`id`](Credential::id) with `used` to know whether a retry can
     /// succeed.
     ///
@@ -305,7 +308,7 @@ impl ExecCredentials {
 
     /// Waits for a valid credential (starting a plugin run, or waiting for the run in
     /// flight), then calls `f` with it under the lock. The callers of a run get that run's
-    /// credential even when it expired on arrival (used once, as client-go does).
+    /// credential even when it expired on arrival (as client-go does).
     async fn with_ready<T>(
         &self,
         mut f: impl FnMut(&mut HeaderCache, &Credential) -> T,
@@ -385,7 +388,8 @@ async fn perform(inner: Arc<Inner>, run: PluginRun, publish: watch::Sender<RunOu
                     tracing::warn!(
                         credential = credential.id().get(),
                         "the exec plugin returned a credential that had already expired: using it \
-                         once (the plugin's clock may disagree with ours)"
+                         until the plugin may run again (the plugin's clock may disagree with \
+                         ours)"
                     );
                 }
                 publish_identity(&inner, credential);

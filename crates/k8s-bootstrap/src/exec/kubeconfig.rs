@@ -219,36 +219,6 @@ fn build_client(loaded: Loaded) -> Result<ExecClient, Error> {
     })
 }
 
-/// The exec client of the kubeconfig at `path` and `context` (`None`: its
-/// `current-context`), with the kuberc policy: [`kube_client`] for a user that must have an
-/// `exec` stanza. Building does not run the plugin.
-///
-/// # Errors
-///
-/// As [`kube_client`], and [`Error::NoExecStanza`] for a user without an `exec` stanza.
-#[deprecated(
-    since = "0.1.0",
-    note = "use `kube_client(&KubeconfigOptions::infer().kubeconfig(path))`, which also serves users without an exec stanza and takes a plugin policy"
-)]
-pub async fn kube_client_from_kubeconfig(
-    path: impl AsRef<Path>,
-    context: Option<&str>,
-) -> Result<(kube::Client, ExecCredentials), Error> {
-    let mut options = KubeconfigOptions::infer().kubeconfig(path.as_ref());
-    if let Some(context) = context {
-        options = options.context(context);
-    }
-    let loaded = load_options(&options)
-        .await?
-        .ok_or(Error::NoKubeconfig { in_cluster: None })?;
-    let user = loaded.user.clone();
-    let built = build_client(loaded)?;
-    match built.credentials {
-        Some(credentials) => Ok((built.client, credentials)),
-        None => Err(Error::NoExecStanza { user }),
-    }
-}
-
 /// kube's configuration for `context` (`None`: the `current-context`) of the kubeconfig at
 /// `path`, with the user's `exec` stanza removed so that kube does not run the plugin too.
 /// Everything else (server, CA, TLS server name, proxy, impersonation, namespace) is kube's

@@ -24,7 +24,7 @@ use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
-use super::ProxyMetrics;
+use super::metrics::ProxyMetrics;
 use crate::addon_jwt::http1::{
     Decoded, Http1Error, RequestBody, ResponseDecoder, encode_chunk, encode_last_chunk,
     encode_request_head,

@@ -1107,3 +1107,65 @@ async fn a_key_file_replaced_between_bind_and_serve_is_reloaded() {
     );
     stop().await;
 }
+
+/// A chunked request's trailer section carries no identity, framing, routing or credential
+/// to the add-on (any of them would arrive after the body, past every header rule): only the
+/// fields a header line of the name would keep, and RFC 9110 allows in trailers, go on.
+#[tokio::test]
+async fn request_trailers_carry_no_identity_to_the_addon() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let (addon, seen) = scripted_addon().await;
+    let (_dir, keys) = public_key_file();
+    let server = Server::bind(config(addon, &keys).strip_headers(vec!["X-Tenant".to_owned()]))
+        .await
+        .unwrap();
+    let proxy = server.local_addr();
+    let stop = serve_until_stopped(server);
+    let bearer = format!("Bearer {}", token(KEY_A, "alice"));
+    let mut raw = tokio::net::TcpStream::connect(proxy).await.unwrap();
+    let request = format!(
+        "POST /echo HTTP/1.1\r\nHost: addon\r\nAuthorization: {bearer}\r\n\
+         Transfer-Encoding: chunked\r\nTrailer: X-Authenticated-User, X-Sum\r\n\r\n\
+         4\r\nabcd\r\n0\r\n\
+         X-Authenticated-User: system:admin\r\nx_authenticated_user: system:admin\r\n\
+         Impersonate-User: system:admin\r\nImpersonate-Group: system:masters\r\n\
+         X-Remote-User: system:admin\r\nX-Remote-Group: system:masters\r\n\
+         X-Tenant: other\r\nContent-Length: 99\r\nContent-Type: text/evil\r\n\
+         Authorization: {bearer}\r\nHost: internal-admin.example\r\nCookie: session=x\r\n\
+         X-Sum: 7\r\n\r\n"
+    );
+    raw.write_all(request.as_bytes()).await.unwrap();
+    let mut response = vec![0; 1024];
+    let n = tokio::time::timeout(Duration::from_secs(10), raw.read(&mut response))
+        .await
+        .unwrap()
+        .unwrap();
+    let response = String::from_utf8_lossy(&response[..n]).into_owned();
+    assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
+    let seen = seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(seen.body, b"abcd");
+    let trailers: Vec<&str> = seen
+        .head
+        .lines()
+        .filter_map(|l| l.strip_prefix("trailer "))
+        .collect();
+    assert_eq!(trailers, ["x-sum: 7"], "{}", seen.head);
+    let lower = seen.head.to_ascii_lowercase();
+    assert_eq!(
+        lower.matches("x-authenticated-user: alice").count(),
+        1,
+        "{}",
+        seen.head
+    );
+    for forbidden in [
+        "system:",
+        "other",
+        "99",
+        "evil",
+        "internal-admin",
+        "session",
+    ] {
+        assert!(!lower.contains(forbidden), "{forbidden}: {}", seen.head);
+    }
+    stop().await;
+}

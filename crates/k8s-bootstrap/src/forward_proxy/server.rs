@@ -118,9 +118,14 @@ impl Server {
             // While known callers are served, checks leave the connections' threads, so a flood
             // of forged tokens on a connection's thread does not hold its known callers back.
             .checks_on_blocking_threads(true);
-        let upstream = Upstream::new(&config.forward, config.request_timeout, metrics.clone())
-            .map(Arc::new)
-            .ok_or(Error::Forward)?;
+        let upstream = Upstream::new(
+            &config.forward,
+            config.request_timeout,
+            metrics.clone(),
+            inputs.sidecar.clone(),
+        )
+        .map(Arc::new)
+        .ok_or(Error::Forward)?;
         let listen = config.listen;
         let listener = tokio::net::TcpListener::bind(listen)
             .await

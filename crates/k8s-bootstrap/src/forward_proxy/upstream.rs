@@ -29,6 +29,7 @@ use crate::addon_jwt::http1::{
     Decoded, Http1Error, RequestBody, ResponseDecoder, encode_chunk, encode_last_chunk,
     encode_request_head,
 };
+use crate::sidecar::SharedSidecar;
 
 /// How long opening a connection to the add-on may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -49,6 +50,8 @@ pub(crate) struct Upstream {
     host: HeaderValue,
     lifetime: Duration,
     metrics: Arc<ProxyMetrics>,
+    /// The sidecar in use, whose rule decides which trailer fields of a request go on.
+    sidecar: SharedSidecar,
     /// The runtime the proxy was started on, whose blocking threads look names up: a
     /// connection thread's blocking threads run signature checks at the lowest priority.
     resolver: Option<tokio::runtime::Handle>,
@@ -60,6 +63,7 @@ impl Upstream {
         address: &str,
         lifetime: Duration,
         metrics: Arc<ProxyMetrics>,
+        sidecar: SharedSidecar,
     ) -> Option<Upstream> {
         let authority: http::uri::Authority = address.parse().ok()?;
         if authority.port_u16().is_none() || authority.as_str().contains('@') {
@@ -70,6 +74,7 @@ impl Upstream {
             host: HeaderValue::from_str(authority.as_str()).ok()?,
             lifetime,
             metrics,
+            sidecar,
             resolver: tokio::runtime::Handle::try_current().ok(),
         })
     }
@@ -184,10 +189,12 @@ impl Upstream {
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
         let bodiless = framing == RequestBody::None || framing == RequestBody::Length(0);
         let resendable = bodiless && parts.method.is_idempotent();
+        // A chunked body's trailers go on only as the sidecar's rule allows.
+        let trailer_rule = (framing == RequestBody::Chunked).then(|| self.sidecar.clone());
         let mut sending = Some(Sending::new(
             head(),
             (!bodiless).then_some(body),
-            framing == RequestBody::Chunked,
+            trailer_rule,
             expects_continue,
         ));
         loop {
@@ -201,7 +208,7 @@ impl Upstream {
                 // A request sent again is encoded again (the first went with its bytes).
                 sending: sending
                     .take()
-                    .unwrap_or_else(|| Sending::new(head(), None, false, false)),
+                    .unwrap_or_else(|| Sending::new(head(), None, None, false)),
                 link: link.clone(),
                 eof: false,
             };
@@ -300,7 +307,10 @@ struct Sending {
     head: Bytes,
     queue: VecDeque<Bytes>,
     body: Option<Incoming>,
-    chunked: bool,
+    /// The body is chunked: its trailer fields go on as this sidecar's rule
+    /// ([`addon_jwt::Sidecar::decide_trailers`](crate::addon_jwt::Sidecar::decide_trailers))
+    /// allows, never an identity, framing or routing field.
+    chunked: Option<SharedSidecar>,
     /// `Expect: 100-continue`: the body waits for the add-on's 100 or this timer.
     waiting: Option<Pin<Box<Sleep>>>,
     trailers: Option<HeaderMap>,
@@ -309,7 +319,12 @@ struct Sending {
 }
 
 impl Sending {
-    fn new(head: Bytes, body: Option<Incoming>, chunked: bool, expects_continue: bool) -> Sending {
+    fn new(
+        head: Bytes,
+        body: Option<Incoming>,
+        chunked: Option<SharedSidecar>,
+        expects_continue: bool,
+    ) -> Sending {
         Sending {
             head,
             queue: VecDeque::new(),
@@ -383,7 +398,7 @@ impl Sending {
                 Some(Ok(frame)) => match frame.into_data() {
                     Ok(data) if data.is_empty() => {}
                     Ok(data) => {
-                        if self.chunked {
+                        if self.chunked.is_some() {
                             let mut line = Vec::with_capacity(18);
                             encode_chunk(data.len(), &mut line);
                             self.queue.push_back(line.into());
@@ -394,15 +409,20 @@ impl Sending {
                         }
                     }
                     Err(frame) => {
-                        if let Ok(trailers) = frame.into_trailers() {
-                            self.trailers = Some(trailers);
+                        // Only a chunked body carries trailers, and only the fields a header
+                        // line of the name would keep (and RFC 9110 allows in trailers).
+                        if let (Ok(mut trailers), Some(rule)) =
+                            (frame.into_trailers(), self.chunked.as_ref())
+                        {
+                            rule.current().decide_trailers(&mut trailers);
+                            self.trailers = (!trailers.is_empty()).then_some(trailers);
                         }
                     }
                 },
                 Some(Err(e)) => return Poll::Ready(Err(e)),
                 None => {
                     self.body = None;
-                    if self.chunked {
+                    if self.chunked.is_some() {
                         let mut end = Vec::new();
                         encode_last_chunk(self.trailers.take().as_ref(), &mut end);
                         self.queue.push_back(end.into());

@@ -1169,3 +1169,164 @@ async fn request_trailers_carry_no_identity_to_the_addon() {
     }
     stop().await;
 }
+
+/// What the add-on of the pipelining tests sends after a response, unasked: a whole response
+/// of its own, which no client may ever receive.
+const UNREQUESTED: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 21\r\n\r\nuser=mallory path=/x!";
+
+/// An add-on that answers `user=<X-Authenticated-User> path=<path>` and, on some paths, sends
+/// [`UNREQUESTED`] right behind the response in the same write: `/large` after a 16 KiB
+/// length-framed body; `/exact` after a response of exactly 16 KiB; `/head`, `/no-content`
+/// and `/not-modified` (HEAD, 204, 304: no body) after a head of exactly 16 KiB, as a body
+/// they must not have.
+async fn oversending_addon() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                let mut stream = tokio::io::BufReader::new(stream);
+                while let Some((head, _)) = read_request(&mut stream).await {
+                    let path = head.split(' ').nth(1).unwrap().to_owned();
+                    let user = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("x-authenticated-user: "))
+                        .unwrap_or("-")
+                        .to_owned();
+                    let text = format!("user={user} path={path}");
+                    let padded = |status: &str, length: usize, total: usize| {
+                        let bare = format!(
+                            "HTTP/1.1 {status}\r\ncontent-length: {length}\r\nx-pad: \r\n\r\n"
+                        );
+                        let pad = "p".repeat(total.checked_sub(bare.len()).unwrap());
+                        format!(
+                            "HTTP/1.1 {status}\r\ncontent-length: {length}\r\nx-pad: {pad}\r\n\r\n"
+                        )
+                        .into_bytes()
+                    };
+                    let mut response = match path.as_str() {
+                        "/large" => {
+                            let body = format!("{text:.<16384}");
+                            format!("HTTP/1.1 200 OK\r\ncontent-length: 16384\r\n\r\n{body}")
+                                .into_bytes()
+                        }
+                        "/exact" => {
+                            let body = format!("{text:.<100}");
+                            let mut r = padded("200 OK", 100, 16384 - 100);
+                            r.extend_from_slice(body.as_bytes());
+                            r
+                        }
+                        "/head" => padded("200 OK", UNREQUESTED.len(), 16384),
+                        "/no-content" => padded("204 No Content", 0, 16384),
+                        "/not-modified" => padded("304 Not Modified", 9, 16384),
+                        _ => format!(
+                            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{text}",
+                            text.len()
+                        )
+                        .into_bytes(),
+                    };
+                    if path != "/plain" {
+                        response.extend_from_slice(UNREQUESTED);
+                    }
+                    stream.get_mut().write_all_checked(&response).await;
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Reads one response off `stream` (no body after `HEAD`, 204 and 304): status and body.
+async fn read_response(
+    stream: &mut tokio::io::BufReader<tokio::net::TcpStream>,
+    head_request: bool,
+) -> (u16, String) {
+    use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _};
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        let n = stream.read_line(&mut line).await.unwrap();
+        assert!(n > 0, "the proxy closed the connection: {head}");
+        head.push_str(&line);
+        if line == "\r\n" {
+            break;
+        }
+    }
+    let status: u16 = head[9..12].parse().unwrap();
+    let length: usize = head
+        .to_ascii_lowercase()
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: ").map(str::to_owned))
+        .map_or(0, |l| l.trim().parse().unwrap());
+    let bodiless = head_request || status == 204 || status == 304;
+    let mut body = vec![0; if bodiless { 0 } else { length }];
+    stream.read_exact(&mut body).await.unwrap();
+    (status, String::from_utf8(body).unwrap())
+}
+
+/// Three users pipeline requests on one client connection while the add-on sends more than
+/// the first request's response (bytes behind a length-framed body, a body after `HEAD`, 204
+/// or 304): each user gets their own response and none gets what the add-on sent unasked.
+/// The add-on connection is reused only when nothing at all is left to read from it, checked
+/// when the next request takes it (the extra bytes may still be in the kernel then).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_users_each_get_their_own_response() {
+    use tokio::io::AsyncWriteExt as _;
+    let addon = oversending_addon().await;
+    let (_dir, keys) = public_key_file();
+    let server = Server::bind(config(addon, &keys)).await.unwrap();
+    let proxy = server.local_addr();
+    let stop = serve_until_stopped(server);
+    let [alice, bob, carol] = ["alice", "bob", "carol"].map(|u| token(KEY_A, u));
+    for (method, first) in [
+        ("GET", "/large"),
+        ("GET", "/exact"),
+        ("HEAD", "/head"),
+        ("GET", "/no-content"),
+        ("GET", "/not-modified"),
+    ] {
+        for round in 0..3 {
+            let mut stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
+            let request = |method: &str, path: &str, token: &str| {
+                format!(
+                    "{method} {path} HTTP/1.1\r\nHost: addon\r\nAuthorization: Bearer {token}\r\n\r\n"
+                )
+            };
+            let pipeline = [
+                request(method, first, &alice),
+                request("GET", "/b", &bob),
+                request("GET", "/c", &carol),
+            ]
+            .concat();
+            stream.write_all(pipeline.as_bytes()).await.unwrap();
+            let mut stream = tokio::io::BufReader::new(stream);
+            let what = format!("{method} {first}, round {round}");
+            let (status, body) = tokio::time::timeout(
+                Duration::from_secs(10),
+                read_response(&mut stream, method == "HEAD"),
+            )
+            .await
+            .unwrap();
+            assert!(status < 400, "{what}: {status}");
+            assert!(
+                body.is_empty() || body.starts_with(&format!("user=alice path={first}")),
+                "{what}: alice got {body:?}"
+            );
+            for (user, path) in [("bob", "/b"), ("carol", "/c")] {
+                let (status, body) = tokio::time::timeout(
+                    Duration::from_secs(10),
+                    read_response(&mut stream, false),
+                )
+                .await
+                .unwrap();
+                assert_eq!(
+                    (status, body.as_str()),
+                    (200, format!("user={user} path={path}").as_str()),
+                    "{what}: {user}"
+                );
+            }
+        }
+    }
+    stop().await;
+}

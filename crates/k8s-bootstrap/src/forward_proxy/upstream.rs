@@ -271,6 +271,26 @@ struct AddonConnection {
 }
 
 impl AddonConnection {
+    /// Whether nothing is left to read: the buffer is empty and the socket holds no byte, no
+    /// end and no error. Asks the kernel itself (one `recv` with `MSG_PEEK | MSG_DONTWAIT`
+    /// of one byte, no allocation), since the runtime's readiness may not have seen bytes
+    /// that arrived since it last polled.
+    fn is_silent(&self) -> bool {
+        use rustix::net::RecvFlags;
+        if !self.read.is_empty() {
+            return false;
+        }
+        let mut byte = [0u8; 1];
+        matches!(
+            rustix::net::recv(
+                &self.stream,
+                &mut byte[..],
+                RecvFlags::PEEK | RecvFlags::DONTWAIT
+            ),
+            Err(rustix::io::Errno::AGAIN)
+        )
+    }
+
     /// Reads what the add-on sent into the buffer; `Ok(0)` at the end of the connection.
     fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<usize>> {
         loop {
@@ -556,9 +576,17 @@ impl Link {
         polled
     }
 
-    /// The kept connection, if there is one.
+    /// The kept connection, if there is one and nothing at all is left to read from it. A
+    /// pipelined request takes it in the same poll that finished the response before, before
+    /// [`Link::poll_idle`] could see what the add-on sent since: bytes sent behind a response
+    /// (or a body after `HEAD`, 204, 304) would be read as this request's response.
     fn take(&self) -> Option<AddonConnection> {
-        self.lock().take()
+        let connection = self.lock().take()?;
+        if connection.is_silent() {
+            return Some(connection);
+        }
+        tracing::debug!("forward-proxy: a kept connection had more to read, not reused");
+        None
     }
 
     fn put_back(&self, connection: AddonConnection) {

@@ -790,6 +790,12 @@ async fn scripted_addon() -> (SocketAddr, Arc<std::sync::Mutex<Vec<Seen>>>) {
                     });
                     let response: Vec<u8> = match path.as_str() {
                         "/length" => b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello".to_vec(),
+                        "/length-list" => {
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 2, 2\r\n\r\nok".to_vec()
+                        }
+                        "/length-differs" => {
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 2, 3\r\n\r\nok".to_vec()
+                        }
                         "/chunked" => b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\
                             x-kind: chunked\r\n\r\n6;ext=1\r\nchunks\r\n1\r\n!\r\n\
                             0\r\nx-checksum: 42\r\n\r\n"
@@ -1328,5 +1334,89 @@ async fn pipelined_users_each_get_their_own_response() {
             }
         }
     }
+    stop().await;
+}
+
+/// What the proxy answers itself, forwarding nothing: 400 to a request with two `Host` lines
+/// (RFC 9112 §3.2) and 405 to `CONNECT` (it tunnels nothing). An absolute-form target's
+/// authority is the add-on's `Host` (RFC 9112 §3.2.2), and a `Content-Length` list of one
+/// number repeated reaches the client as that number (one of differing numbers is a 502).
+#[tokio::test]
+async fn duplicate_hosts_connect_absolute_targets_and_length_lists() {
+    use tokio::io::AsyncWriteExt as _;
+    let (addon, seen) = scripted_addon().await;
+    let (_dir, keys) = public_key_file();
+    let server = Server::bind(config(addon, &keys)).await.unwrap();
+    let proxy = server.local_addr();
+    let stop = serve_until_stopped(server);
+    let bearer = format!("Bearer {}", token(KEY_A, "jane"));
+    let ask = async |request: String| {
+        let mut stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut stream = tokio::io::BufReader::new(stream);
+        tokio::time::timeout(Duration::from_secs(10), read_response(&mut stream, false))
+            .await
+            .unwrap()
+    };
+
+    let (status, _) = ask(format!(
+        "GET /length HTTP/1.1\r\nHost: public.example\r\nHost: internal-admin.example\r\n\
+         Authorization: {bearer}\r\n\r\n"
+    ))
+    .await;
+    assert_eq!(status, 400);
+    let (status, _) = ask(format!(
+        "CONNECT internal-admin.example:443 HTTP/1.1\r\nHost: internal-admin.example:443\r\n\
+         Authorization: {bearer}\r\n\r\n"
+    ))
+    .await;
+    assert_eq!(status, 405);
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "nothing reaches the add-on"
+    );
+
+    let (status, body) = ask(format!(
+        "POST http://target.example:8080/echo?x=1 HTTP/1.1\r\nHost: other.example\r\n\
+         Authorization: {bearer}\r\nContent-Length: 2\r\n\r\nhi"
+    ))
+    .await;
+    assert_eq!((status, body.as_str()), (200, "hi"));
+    let head = seen.lock().unwrap().last().unwrap().head.clone();
+    assert!(head.starts_with("POST /echo?x=1 HTTP/1.1\r\n"), "{head}");
+    let hosts: Vec<&str> = head
+        .lines()
+        .filter_map(|l| l.strip_prefix("host: "))
+        .collect();
+    assert_eq!(hosts, ["target.example:8080"], "{head}");
+
+    let mut stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
+    let request =
+        format!("GET /length-list HTTP/1.1\r\nHost: addon\r\nAuthorization: {bearer}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    while !raw.ends_with(b"\r\n\r\nok") {
+        let mut chunk = [0; 1024];
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.readable())
+            .await
+            .map(|_| stream.try_read(&mut chunk))
+            .unwrap();
+        match n {
+            Ok(0) => panic!("closed: {}", String::from_utf8_lossy(&raw)),
+            Ok(n) => raw.extend_from_slice(&chunk[..n]),
+            Err(_) => {}
+        }
+    }
+    let response = String::from_utf8(raw).unwrap().to_ascii_lowercase();
+    let lengths: Vec<&str> = response
+        .lines()
+        .filter_map(|l| l.strip_prefix("content-length: "))
+        .collect();
+    assert_eq!(lengths, ["2"], "{response}");
+    let (status, _) = ask(format!(
+        "GET /length-differs HTTP/1.1\r\nHost: addon\r\nAuthorization: {bearer}\r\n\r\n"
+    ))
+    .await;
+    assert_eq!(status, 502);
     stop().await;
 }

@@ -87,6 +87,9 @@ impl Upstream {
         link: &Arc<Link>,
         request: Request<Incoming>,
     ) -> Response<ProxyBody> {
+        if let Some(refused) = refusal(&request) {
+            return refused;
+        }
         let mut deadline = Box::pin(tokio::time::sleep(self.lifetime));
         let answered = tokio::select! {
             biased;
@@ -135,10 +138,21 @@ impl Upstream {
     }
 
     /// The request's head as the add-on gets it: the target in origin form (`/path?query`,
-    /// also when the client sent an absolute URI) and a `Host` (the client's, else the
-    /// add-on's address).
+    /// also when the client sent an absolute URI) and a `Host`: an absolute URI's authority
+    /// (which replaces the client's `Host`, RFC 9112 §3.2.2), else the client's, else the
+    /// add-on's address.
     fn origin_form(&self, parts: &mut http::request::Parts) {
         if parts.uri.scheme().is_some() || parts.uri.authority().is_some() {
+            if let Some(authority) = parts.uri.authority() {
+                // Without any user information (`user@`), which is no part of a `Host`.
+                let host = match authority.port() {
+                    Some(port) => format!("{}:{}", authority.host(), port.as_str()),
+                    None => authority.host().to_owned(),
+                };
+                if let Ok(host) = HeaderValue::from_str(&host) {
+                    parts.headers.insert(http::header::HOST, host);
+                }
+            }
             let path = parts
                 .uri
                 .path_and_query()
@@ -255,6 +269,33 @@ impl Upstream {
         };
         looked_up.await.map_err(std::io::Error::other)?
     }
+}
+
+/// The proxy's own answer to a request it does not forward: `CONNECT` (405: it tunnels
+/// nothing) and a request with more than one `Host` line (400, RFC 9112 §3.2: the add-on
+/// and the proxy could each read another one). Logged at debug only, as any client can send
+/// these.
+fn refusal(request: &Request<Incoming>) -> Option<Response<ProxyBody>> {
+    if request.method() == http::Method::CONNECT {
+        tracing::debug!("forward-proxy: CONNECT refused (405)");
+        let mut response = status(StatusCode::METHOD_NOT_ALLOWED);
+        response.headers_mut().insert(
+            http::header::ALLOW,
+            HeaderValue::from_static("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"),
+        );
+        return Some(response);
+    }
+    if request
+        .headers()
+        .get_all(http::header::HOST)
+        .iter()
+        .nth(1)
+        .is_some()
+    {
+        tracing::debug!("forward-proxy: a request with several Host lines refused (400)");
+        return Some(status(StatusCode::BAD_REQUEST));
+    }
+    None
 }
 
 /// A response with an empty body.

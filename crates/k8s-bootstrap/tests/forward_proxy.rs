@@ -1420,3 +1420,78 @@ async fn duplicate_hosts_connect_absolute_targets_and_length_lists() {
     assert_eq!(status, 502);
     stop().await;
 }
+
+/// A key file rewritten in place, keeping its inode, its size and its modification time (as
+/// `cp -p` over it, or a reproducible build, does) is reloaded: a change is told by what the
+/// file holds, not by its metadata.
+#[tokio::test]
+async fn a_key_file_rewritten_in_place_with_its_size_and_mtime_is_reloaded() {
+    use std::io::Write as _;
+    use std::os::unix::fs::MetadataExt as _;
+    let upstream = addon(Arc::new(AtomicUsize::new(0))).await;
+    let (_dir, keys) = public_key_file();
+    let before = std::fs::metadata(&keys).unwrap();
+    let server = Server::bind(config(upstream, &keys).reload_interval(Duration::from_millis(20)))
+        .await
+        .unwrap();
+    let proxy = server.local_addr();
+    let stop = serve_until_stopped(server);
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let echo = format!("http://{proxy}/echo");
+    let bearer_a = format!("Bearer {}", token(KEY_A, "jane"));
+    let bearer_b = format!("Bearer {}", token(KEY_B, "joe"));
+    assert_eq!(
+        get(&client, &echo, &[("authorization", &bearer_a)]).await.0,
+        200
+    );
+    // Let the watch see the file as loaded first (several intervals).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let public_b = SigningKey::from_pkcs8_pem(KEY_B)
+        .unwrap()
+        .public_key_pem()
+        .unwrap();
+    assert_eq!(public_b.len() as u64, before.len(), "the same size");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&keys)
+        .unwrap();
+    file.write_all(public_b.as_bytes()).unwrap();
+    file.set_modified(before.modified().unwrap()).unwrap();
+    drop(file);
+    let after = std::fs::metadata(&keys).unwrap();
+    assert_eq!(
+        (
+            after.dev(),
+            after.ino(),
+            after.modified().unwrap(),
+            after.len()
+        ),
+        (
+            before.dev(),
+            before.ino(),
+            before.modified().unwrap(),
+            before.len()
+        ),
+        "the rewrite keeps the inode, the size and the mtime"
+    );
+
+    let started = std::time::Instant::now();
+    loop {
+        let (status, _) = get(&client, &echo, &[("authorization", &bearer_b)]).await;
+        if status == 200 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "key B is never loaded: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        get(&client, &echo, &[("authorization", &bearer_a)]).await.0,
+        403
+    );
+    stop().await;
+}

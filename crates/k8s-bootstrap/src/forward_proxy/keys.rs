@@ -3,7 +3,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use crate::addon_jwt::{Audience, Issuer, KeySet, Sidecar, Validation};
 use crate::sidecar::SharedSidecar;
@@ -11,9 +11,11 @@ use crate::sidecar::SharedSidecar;
 use super::metrics::ProxyMetrics;
 use super::{Error, KeyReloadFailure, KeySource};
 
-/// What identifies one version of the key file: device, inode, modification time and size;
-/// `None` while it cannot be read.
-pub(super) type KeyStamp = Option<(u64, u64, SystemTime, u64)>;
+/// What identifies one version of the key file: the SHA-256 of its contents (as far as a key
+/// file is read); `None` while it cannot be read. By content, not by metadata: a file
+/// rewritten in place with its size and modification time kept (`cp -p`, a reproducible
+/// build, a restored mtime) is a change, and a new file with the same keys is none.
+pub(super) type KeyStamp = Option<[u8; 32]>;
 
 impl KeySource {
     pub(super) fn path(&self) -> &Path {
@@ -39,11 +41,20 @@ impl KeySource {
     }
 
     /// What changes when Kubernetes swaps a mounted ConfigMap or Secret (a new target behind
-    /// the `..data` symlink) or someone rewrites the file.
+    /// the `..data` symlink) or someone rewrites the file, however: the digest of what it
+    /// holds (read whole each time: a key file is small, and it is read once per reload
+    /// interval).
     pub(super) fn stamp(&self) -> KeyStamp {
-        use std::os::unix::fs::MetadataExt as _;
-        let m = std::fs::metadata(self.path()).ok()?;
-        Some((m.dev(), m.ino(), m.modified().ok()?, m.len()))
+        use sha2::Digest as _;
+        use std::io::Read as _;
+        let limit = u64::try_from(4 * crate::addon_jwt::MAX_JWKS_BYTES).unwrap_or(u64::MAX);
+        let mut bytes = Vec::new();
+        std::fs::File::open(self.path())
+            .ok()?
+            .take(limit.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .ok()?;
+        Some(sha2::Sha256::digest(&bytes).into())
     }
 }
 

@@ -1495,3 +1495,163 @@ async fn a_key_file_rewritten_in_place_with_its_size_and_mtime_is_reloaded() {
     );
     stop().await;
 }
+
+/// A `tracing` writer that keeps everything written.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+
+    /// Waits (up to 20 s) until the log holds `needle`.
+    async fn wait_for(&self, needle: &str) {
+        let started = std::time::Instant::now();
+        while !self.text().contains(needle) {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "no {needle:?} in the log:\n{}",
+                self.text()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// At INFO an operator reads what the proxy does: where it listens, where it forwards, which
+/// key file and how many audiences; each key reload (path, number of keys) and each failed
+/// one (path, reason, at WARN); an add-on that cannot be reached (WARN); the shutdown begun
+/// and finished. Refused requests (403, 400, 405) stay at DEBUG, so no client can flood the
+/// log, and no token appears.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_reads_what_the_proxy_does_at_info() {
+    use tokio::io::AsyncWriteExt as _;
+    // One global subscriber (only this test installs one): a thread-local one can miss
+    // events when another test thread registers the same callsite first. Other tests' INFO
+    // lines land here too, which the assertions allow.
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::set_global_default(subscriber).unwrap();
+
+    let upstream = addon(Arc::new(AtomicUsize::new(0))).await;
+    let (dir, keys) = public_key_file();
+    let server = Server::bind(config(upstream, &keys).reload_interval(Duration::from_millis(20)))
+        .await
+        .unwrap();
+    let proxy = server.local_addr();
+    let listening = format!("local={proxy}");
+    captured.wait_for(&listening).await;
+    let line = captured
+        .text()
+        .lines()
+        .find(|l| l.contains(&listening))
+        .unwrap()
+        .to_owned();
+    for field in [
+        format!("forward={upstream}"),
+        format!("keys={}", keys.display()),
+        "audiences=1".to_owned(),
+        "http=127.0.0.1:".to_owned(),
+    ] {
+        assert!(line.contains(&field), "{field} in {line}");
+    }
+    let stop = serve_until_stopped(server);
+
+    // Refused requests: nothing at INFO.
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let echo = format!("http://{proxy}/echo");
+    let forged = "Bearer eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJtYWxsb3J5In0.c2lnbmF0dXJl";
+    assert_eq!(
+        get(&client, &echo, &[("authorization", forged)]).await.0,
+        403
+    );
+    let bearer = format!("Bearer {}", token(KEY_A, "jane"));
+    let mut raw = tokio::net::TcpStream::connect(proxy).await.unwrap();
+    raw.write_all(
+        format!("GET /echo HTTP/1.1\r\nHost: a\r\nHost: b\r\nAuthorization: {bearer}\r\n\r\n")
+            .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut raw = tokio::io::BufReader::new(raw);
+    assert_eq!(read_response(&mut raw, false).await.0, 400);
+
+    // A reload, then a failed one.
+    let next = dir.path().join("next.pem");
+    let public_b = SigningKey::from_pkcs8_pem(KEY_B)
+        .unwrap()
+        .public_key_pem()
+        .unwrap();
+    std::fs::write(&next, public_b).unwrap();
+    std::fs::rename(&next, &keys).unwrap();
+    captured.wait_for("forward-proxy: key file reloaded").await;
+    std::fs::write(&next, "not a key").unwrap();
+    std::fs::rename(&next, &keys).unwrap();
+    captured
+        .wait_for("forward-proxy: the key file cannot be loaded")
+        .await;
+    stop().await;
+    captured
+        .wait_for("forward-proxy: shutting down, finishing the requests in flight")
+        .await;
+    captured.wait_for("forward-proxy: stopped").await;
+
+    // An add-on that cannot be reached.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let (_dir, keys_a) = public_key_file();
+    let server = Server::bind(config(closed, &keys_a)).await.unwrap();
+    let proxy = server.local_addr();
+    let stop = serve_until_stopped(server);
+    let echo = format!("http://{proxy}/echo");
+    assert_eq!(
+        get(&client, &echo, &[("authorization", &bearer)]).await.0,
+        502
+    );
+    captured.wait_for(&format!("addon={closed}")).await;
+    stop().await;
+
+    let log = captured.text();
+    let reloaded = log
+        .lines()
+        .find(|l| l.contains("key file reloaded") && l.contains(&keys.display().to_string()))
+        .expect("the reload names the key file");
+    assert!(
+        reloaded.contains(" INFO ") && reloaded.contains("keys=1"),
+        "{reloaded}"
+    );
+    let failed = log
+        .lines()
+        .find(|l| {
+            l.contains("key file cannot be loaded") && l.contains(&keys.display().to_string())
+        })
+        .expect("the failed reload names the key file");
+    assert!(failed.contains(" WARN "), "{failed}");
+    let unreachable = log
+        .lines()
+        .find(|l| l.contains(&format!("addon={closed}")))
+        .unwrap();
+    assert!(unreachable.contains(" WARN "), "{unreachable}");
+    for quiet in ["request rejected", "refused (4", "Host lines"] {
+        assert!(!log.contains(quiet), "{quiet} at INFO:\n{log}");
+    }
+    assert!(!log.contains("eyJ"), "a token in the log:\n{log}");
+}

@@ -175,6 +175,11 @@ impl Inputs {
         let mut state = self.lock();
         match self.config.source.load() {
             Ok(keys) => {
+                tracing::info!(
+                    path = %self.config.source.path().display(),
+                    keys = keys.len(),
+                    "forward-proxy: key file reloaded"
+                );
                 state.keys = keys;
                 state.key_error = None;
                 self.metrics.key_file_failing.set(0);
@@ -187,10 +192,12 @@ impl Inputs {
                 self.metrics.key_file_failing.set(1);
                 match self.config.policy {
                     KeyReloadFailure::Keep => tracing::warn!(
+                        path = %self.config.source.path().display(),
                         error = %e,
                         "forward-proxy: the key file cannot be loaded; the keys loaded before stay"
                     ),
                     KeyReloadFailure::FailClosed => tracing::warn!(
+                        path = %self.config.source.path().display(),
                         error = %e,
                         "forward-proxy: the key file cannot be loaded; every request is refused until it loads"
                     ),

@@ -75,6 +75,7 @@ impl Server {
             })?,
             None => Vec::new(),
         };
+        let discovered_services = discovered.len();
         // The key file's stamp before its first load: a change from here on, even one made
         // before `serve` starts watching, is a change the watch reloads.
         let key_stamp = config.keys.stamp();
@@ -149,10 +150,17 @@ impl Server {
             .local_addr()
             .map_err(|source| Error::Listen { addr, source })?;
         // Both addresses as bound (a port 0 in the flags is resolved here).
+        // What an operator needs to know it runs as meant; no key, no token.
         tracing::info!(
             %local,
             http = %http_local,
             forward = %config.forward,
+            keys = %config.keys.path().display(),
+            audiences = config.audiences.len(),
+            services = config.services.as_ref().map(ServiceAudiences::namespace),
+            discovered = discovered_services,
+            key_reload_failure = ?config.key_reload_failure,
+            connection_threads = config.connection_threads.map(NonZeroUsize::get),
             max_connections,
             "forward-proxy: listening"
         );
@@ -234,7 +242,7 @@ impl Server {
         let refresh = services.map(|s| tokio::spawn(inputs.clone().refresh(s)));
         let signals = tokio::spawn(async move {
             shutdown.await;
-            tracing::info!("forward-proxy: shutting down");
+            tracing::info!("forward-proxy: shutting down, finishing the requests in flight");
             let _ = stop_tx.send(true);
         });
 
@@ -253,6 +261,7 @@ impl Server {
             refresh.abort();
         }
         let _ = http.await;
+        tracing::info!("forward-proxy: stopped");
         served
     }
 }

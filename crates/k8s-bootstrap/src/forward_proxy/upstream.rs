@@ -131,7 +131,7 @@ impl Upstream {
             }
             Err(e) => {
                 self.metrics.upstream_errors.inc();
-                tracing::warn!(error = %e, "forward-proxy: the add-on did not answer");
+                tracing::warn!(addon = %self.address, error = %e, "forward-proxy: the add-on did not answer");
                 status(StatusCode::BAD_GATEWAY)
             }
         }

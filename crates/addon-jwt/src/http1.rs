@@ -524,6 +524,15 @@ impl ResponseDecoder {
         if len > MAX_TRAILER_BYTES {
             return Err(Http1Error::TrailersTooLarge);
         }
+        // Each line of the trailer section ends with CRLF, as hyper requires (httparse takes a
+        // bare LF too): the section ends where both readings agree.
+        let section = buf.get(..len).unwrap_or_default();
+        let bare_lf = section.iter().enumerate().any(|(i, b)| {
+            *b == b'\n' && (i == 0 || section.get(i.wrapping_sub(1)) != Some(&b'\r'))
+        });
+        if bare_lf {
+            return Err(Http1Error::MalformedTrailers);
+        }
         let mut trailers = HeaderMap::with_capacity(fields.len());
         for field in fields {
             let name = HeaderName::from_bytes(field.name.as_bytes())
@@ -935,6 +944,14 @@ mod tests {
                 Http1Error::ClosedWithinResponse,
             ),
             ("HTTP/1.1 200 OK\r\n", Http1Error::ClosedWithinResponse),
+            (
+                "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\n",
+                Http1Error::MalformedTrailers,
+            ),
+            (
+                "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n0\r\nx-t: 1\n\r\n",
+                Http1Error::MalformedTrailers,
+            ),
             ("", Http1Error::ClosedBeforeResponse),
             (
                 "HTTP/1.1 200 OK\r\nbad name: x\r\n\r\n",

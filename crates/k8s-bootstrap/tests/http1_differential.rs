@@ -366,7 +366,7 @@ fn rows() -> Vec<Row> {
     };
     let big_head = format!(
         "HTTP/1.1 200 OK\r\n{}content-length: 2\r\n\r\nok",
-        format!("x-big: {}\r\n", "v".repeat(3900)).repeat(99)
+        format!("x-big: {}\r\n", "v".repeat(3900)).repeat(98)
     );
     let mut rows = vec![
         row("length", Method::GET, b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello"),
@@ -420,13 +420,8 @@ fn rows() -> Vec<Row> {
             b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n",
         )
     });
-    // The decoder reads it (as hyper does), but the proxy's side towards the client holds a
-    // head to 64 KiB (as nginx's `proxy_buffer_size` holds one to a page or two): the client
-    // never gets it.
-    rows.push(Row {
-        stricter: true,
-        ..row("a 390 KB head", Method::GET, big_head.as_bytes())
-    });
+    // 99 header lines: the proxy's own `Date` makes 100 for the client, hyper's limit.
+    rows.push(row("a 386 KB head", Method::GET, big_head.as_bytes()));
     rows.push(Row {
         stricter: true,
         ..row(

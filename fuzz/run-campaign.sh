@@ -19,6 +19,7 @@ if [ $# -gt 0 ]; then targets=("$@"); else
     clusterinfo_kubeconfig clusterinfo_discovery clusterinfo_configmap
     exec_credential_plugin_output exec_credential_exec_info
     addon_jwt_verify addon_jwt_jwks addon_jwt_sidecar addon_jwt_add_auth
+    addon_jwt_http1_response addon_jwt_http1_differential
     tls_bootstrap_csr_json tls_bootstrap_csr_yaml tls_bootstrap_certificate tls_bootstrap_request
   )
 fi

@@ -386,7 +386,7 @@ impl ResponseDecoder {
             headers.append(name, value);
         }
         self.scanned = 0;
-        self.frame(version, status, &headers)?;
+        self.frame(version, status, &mut headers)?;
         let mut response = Response::new(());
         *response.status_mut() = status;
         *response.version_mut() = version;
@@ -394,12 +394,16 @@ impl ResponseDecoder {
         Ok(Some(Decoded::Head(response)))
     }
 
-    /// Chooses how the body is framed and whether the connection may be kept.
+    /// Chooses how the body is framed and whether the connection may be kept, and leaves
+    /// one `Content-Length` value in `headers`: a list of one number repeated
+    /// (`Content-Length: 2, 2`, or several lines) becomes that number, as RFC 9110 §8.6 allows
+    /// a recipient to read it; a response without a body (`HEAD`, 204, 304) whose
+    /// `Content-Length` is no valid length loses it (it describes nothing that is sent).
     fn frame(
         &mut self,
         version: Version,
         status: StatusCode,
-        headers: &HeaderMap,
+        headers: &mut HeaderMap,
     ) -> Result<(), Http1Error> {
         let (close, keep_alive) = connection_options(headers);
         self.keep_alive = !close && (version == Version::HTTP_11 || keep_alive);
@@ -407,6 +411,13 @@ impl ResponseDecoder {
             || status == StatusCode::NO_CONTENT
             || status == StatusCode::NOT_MODIFIED
         {
+            match content_length(headers) {
+                Ok(Some(n)) => normalise_length(headers, n),
+                Ok(None) => {}
+                Err(_) => {
+                    headers.remove(CONTENT_LENGTH);
+                }
+            }
             State::Ending
         } else if headers.contains_key(TRANSFER_ENCODING) {
             if headers.contains_key(CONTENT_LENGTH) {
@@ -423,8 +434,14 @@ impl ResponseDecoder {
             }
         } else {
             match content_length(headers)? {
-                Some(0) => State::Ending,
-                Some(n) => State::Length(n),
+                Some(n) => {
+                    normalise_length(headers, n);
+                    if n == 0 {
+                        State::Ending
+                    } else {
+                        State::Length(n)
+                    }
+                }
                 None => {
                     self.keep_alive = false;
                     State::UntilClose
@@ -506,6 +523,15 @@ impl ResponseDecoder {
         };
         if len > MAX_TRAILER_BYTES {
             return Err(Http1Error::TrailersTooLarge);
+        }
+        // Each line of the trailer section ends with CRLF, as hyper requires (httparse takes a
+        // bare LF too): the section ends where both readings agree.
+        let section = buf.get(..len).unwrap_or_default();
+        let bare_lf = section.iter().enumerate().any(|(i, b)| {
+            *b == b'\n' && (i == 0 || section.get(i.wrapping_sub(1)) != Some(&b'\r'))
+        });
+        if bare_lf {
+            return Err(Http1Error::MalformedTrailers);
         }
         let mut trailers = HeaderMap::with_capacity(fields.len());
         for field in fields {
@@ -590,6 +616,17 @@ fn content_length(headers: &HeaderMap) -> Result<Option<u64>, Http1Error> {
         }
     }
     Ok(length)
+}
+
+/// Leaves one `Content-Length` line, `length`, when `headers` hold a list or several lines (of
+/// `length` repeated, as [`content_length`] checked); a single plain value stays as it came.
+fn normalise_length(headers: &mut HeaderMap, length: u64) {
+    let mut values = headers.get_all(CONTENT_LENGTH).iter();
+    let plain = values.next().is_some_and(|v| !v.as_bytes().contains(&b','));
+    if plain && values.next().is_none() {
+        return;
+    }
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
 }
 
 /// Whether the last transfer coding is `chunked`.
@@ -816,11 +853,42 @@ mod tests {
             get(),
             "HTTP/1.1 200 OK\r\ncontent-length: 2, 2\r\ncontent-length: 2\r\n\r\nok",
             Ok(&[
-                "head 200 HTTP/1.1 content-length=2, 2 content-length=2",
+                "head 200 HTTP/1.1 content-length=2",
                 "body ok",
                 "end",
                 "reusable",
             ]),
+        );
+    }
+
+    /// A `Content-Length` list of one number repeated is read as that number and handed on as
+    /// one line; one without a body keeps a valid length (normalised) and loses an invalid one.
+    #[test]
+    fn content_length_lists_are_normalised() {
+        check(
+            Method::GET,
+            "HTTP/1.1 200 OK\r\ncontent-length: 2, 2\r\n\r\nok",
+            Ok(&[
+                "head 200 HTTP/1.1 content-length=2",
+                "body ok",
+                "end",
+                "reusable",
+            ]),
+        );
+        check(
+            Method::HEAD,
+            "HTTP/1.1 200 OK\r\ncontent-length: 7,7\r\ncontent-length: 7\r\n\r\n",
+            Ok(&["head 200 HTTP/1.1 content-length=7", "end", "reusable"]),
+        );
+        check(
+            Method::GET,
+            "HTTP/1.1 304 Not Modified\r\ncontent-length: 7, 8\r\nx: y\r\n\r\n",
+            Ok(&["head 304 HTTP/1.1 x=y", "end", "reusable"]),
+        );
+        check(
+            Method::GET,
+            "HTTP/1.1 200 OK\r\ncontent-length: 2, 3\r\n\r\nok",
+            Err(Http1Error::InvalidContentLength),
         );
     }
 
@@ -876,6 +944,14 @@ mod tests {
                 Http1Error::ClosedWithinResponse,
             ),
             ("HTTP/1.1 200 OK\r\n", Http1Error::ClosedWithinResponse),
+            (
+                "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\n",
+                Http1Error::MalformedTrailers,
+            ),
+            (
+                "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n0\r\nx-t: 1\n\r\n",
+                Http1Error::MalformedTrailers,
+            ),
             ("", Http1Error::ClosedBeforeResponse),
             (
                 "HTTP/1.1 200 OK\r\nbad name: x\r\n\r\n",

@@ -38,9 +38,9 @@ pub use serviceaccount::{
 #[cfg(feature = "http")]
 pub use sidecar::remove_hop_by_hop;
 pub use sidecar::{
-    AUTHENTICATED_USER_HEADER, DEFAULT_VERIFIED_CACHE, Decision, Forward, ForwardHeaders,
-    HOP_BY_HOP_HEADERS, MAX_REQUEST_HEADER_BYTES, MAX_REQUEST_HEADERS, RejectReason, Rejection,
-    STRIPPED_IDENTITY_HEADERS, Sidecar,
+    AUTHENTICATED_USER_HEADER, DEFAULT_VERIFIED_CACHE, Decision, FORBIDDEN_TRAILERS, Forward,
+    ForwardHeaders, HOP_BY_HOP_HEADERS, MAX_REQUEST_HEADER_BYTES, MAX_REQUEST_HEADERS,
+    RejectReason, Rejection, STRIPPED_IDENTITY_HEADERS, Sidecar,
 };
 pub use sign::{DEFAULT_MINT_CACHE, DEFAULT_TTL, Minter, SigningKey};
 pub use token::BearerToken;

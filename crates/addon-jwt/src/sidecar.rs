@@ -656,6 +656,43 @@ impl Sidecar {
         Some(self.finish_map(headers, decided))
     }
 
+    /// Removes from a forwarded request's trailer section every field that must not reach the
+    /// upstream as a trailer: each field a header line of that name would lose (the rules of
+    /// [`Sidecar::decide`]: credentials, identity headers and those of
+    /// [`Sidecar::strip_headers`], hop-by-hop headers), each look-alike of
+    /// [`AUTHENTICATED_USER_HEADER`] (which would refuse a header section), and each field
+    /// RFC 9110 §6.5.1 keeps out of trailers ([`FORBIDDEN_TRAILERS`]: framing, routing,
+    /// authentication, request modifiers, `Content-*`). A proxy calls it on the trailers of a
+    /// request the sidecar forwarded, so that identity never arrives after the body.
+    ///
+    /// ```
+    /// # use addon_jwt::{Audience, Issuer, KeySet, Sidecar, Validation};
+    /// let sidecar = Sidecar::new(KeySet::new(), Validation::new(Issuer::new("iss"), Audience::new("dash")));
+    /// let mut trailers = http::HeaderMap::new();
+    /// trailers.insert("x-authenticated-user", "system:admin".parse()?);
+    /// trailers.insert("impersonate-user", "system:admin".parse()?);
+    /// trailers.insert("content-length", "99".parse()?);
+    /// trailers.insert("x-checksum", "c0ffee".parse()?);
+    /// sidecar.decide_trailers(&mut trailers);
+    /// assert_eq!(trailers.len(), 1);
+    /// assert_eq!(trailers["x-checksum"], "c0ffee");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "http")]
+    pub fn decide_trailers(&self, trailers: &mut http::HeaderMap) {
+        let going: Vec<http::HeaderName> = trailers
+            .keys()
+            .filter(|name| {
+                let name = name.as_str().as_bytes();
+                self.strips(name) || imitates_identity(name) || is_forbidden_trailer(name)
+            })
+            .cloned()
+            .collect();
+        for name in going {
+            trailers.remove(name);
+        }
+    }
+
     fn decide_lines<I, N, V>(
         &self,
         headers: I,
@@ -1006,6 +1043,56 @@ impl Hasher for DigestHasher {
     fn write_usize(&mut self, _: usize) {}
 }
 
+/// Fields never forwarded in a request's trailer section (RFC 9110 §6.5.1: their meaning is
+/// needed before the content, or they route, authenticate or frame the message), lower case;
+/// a trailing `*` matches every name that starts with the rest. [`Sidecar::decide_trailers`]
+/// removes them (in any case, `_` for `-`) besides what a header line of the name would lose.
+pub const FORBIDDEN_TRAILERS: [&str; 24] = [
+    // Framing.
+    "content-length",
+    "transfer-encoding",
+    "trailer",
+    "te",
+    "connection",
+    // Routing.
+    "host",
+    "forwarded",
+    "via",
+    "x-forwarded-*",
+    "max-forwards",
+    // Authentication and state.
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "www-authenticate",
+    "proxy-authenticate",
+    // Request modifiers: controls and conditionals.
+    "expect",
+    "cache-control",
+    "pragma",
+    "range",
+    "if-*",
+    "upgrade",
+    // The content's format, and anything else of the content's own.
+    "content-*",
+    // The identity the sidecar sets.
+    USER_HEADER_LOWER,
+    "keep-alive",
+];
+
+/// Whether `name` is one of [`FORBIDDEN_TRAILERS`] (any case, `_` for `-`).
+#[cfg(feature = "http")]
+fn is_forbidden_trailer(name: &[u8]) -> bool {
+    FORBIDDEN_TRAILERS
+        .iter()
+        .any(|listed| match listed.strip_suffix('*') {
+            Some(prefix) => name
+                .get(..prefix.len())
+                .is_some_and(|head| same_name(head, prefix.as_bytes())),
+            None => same_name(name, listed.as_bytes()),
+        })
+}
+
 /// Removed from every forwarded request: any client `X-Authenticated-User` look-alike,
 /// `Authorization` and the [`HOP_BY_HOP_HEADERS`], in any case and with `_` for `-`.
 fn is_always_dropped(name: &[u8]) -> bool {
@@ -1166,6 +1253,61 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
+    }
+
+    /// A request's trailers lose every field a header line of the name would lose, the
+    /// look-alikes of the identity header and the fields RFC 9110 keeps out of trailers, in
+    /// any case and with `_` for `-`; the others stay.
+    #[cfg(feature = "http")]
+    #[test]
+    fn request_trailers_lose_identity_framing_and_routing() {
+        use crate::{Audience, Issuer};
+        let sidecar = Sidecar::new(
+            KeySet::new(),
+            Validation::new(Issuer::new("iss"), Audience::new("dash")),
+        )
+        .strip_headers(["X-Tenant", "X-Org-*"])
+        .unwrap();
+        let mut trailers = http::HeaderMap::new();
+        for name in [
+            "x-authenticated-user",
+            "x_authenticated_user",
+            "x.authenticated.user",
+            "xauthenticateduser",
+            "impersonate-user",
+            "impersonate-extra-scopes",
+            "x-remote-user",
+            "x-remote-extra-a",
+            "x-forwarded-user",
+            "x-forwarded-for",
+            "remote-user",
+            "x-tenant",
+            "x-org-id",
+            "content-length",
+            "content-type",
+            "content-encoding",
+            "transfer-encoding",
+            "host",
+            "authorization",
+            "proxy-authorization",
+            "cookie",
+            "connection",
+            "trailer",
+            "te",
+            "expect",
+            "range",
+            "if-match",
+            "max-forwards",
+            "cache-control",
+            "x-checksum",
+            "grpc-status",
+        ] {
+            trailers.append(name, http::HeaderValue::from_static("system:admin"));
+        }
+        sidecar.decide_trailers(&mut trailers);
+        let mut kept: Vec<&str> = trailers.keys().map(http::HeaderName::as_str).collect();
+        kept.sort_unstable();
+        assert_eq!(kept, ["grpc-status", "x-checksum"]);
     }
 
     /// A response passed on loses `Connection`, what it names and the other hop-by-hop

@@ -790,6 +790,12 @@ async fn scripted_addon() -> (SocketAddr, Arc<std::sync::Mutex<Vec<Seen>>>) {
                     });
                     let response: Vec<u8> = match path.as_str() {
                         "/length" => b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello".to_vec(),
+                        "/length-list" => {
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 2, 2\r\n\r\nok".to_vec()
+                        }
+                        "/length-differs" => {
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 2, 3\r\n\r\nok".to_vec()
+                        }
                         "/chunked" => b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\
                             x-kind: chunked\r\n\r\n6;ext=1\r\nchunks\r\n1\r\n!\r\n\
                             0\r\nx-checksum: 42\r\n\r\n"
@@ -1106,4 +1112,546 @@ async fn a_key_file_replaced_between_bind_and_serve_is_reloaded() {
         403
     );
     stop().await;
+}
+
+/// A chunked request's trailer section carries no identity, framing, routing or credential
+/// to the add-on (any of them would arrive after the body, past every header rule): only the
+/// fields a header line of the name would keep, and RFC 9110 allows in trailers, go on.
+#[tokio::test]
+async fn request_trailers_carry_no_identity_to_the_addon() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let (addon, seen) = scripted_addon().await;
+    let (_dir, keys) = public_key_file();
+    let server = Server::bind(config(addon, &keys).strip_headers(vec!["X-Tenant".to_owned()]))
+        .await
+        .unwrap();
+    let proxy = server.local_addr();
+    let stop = serve_until_stopped(server);
+    let bearer = format!("Bearer {}", token(KEY_A, "alice"));
+    let mut raw = tokio::net::TcpStream::connect(proxy).await.unwrap();
+    let request = format!(
+        "POST /echo HTTP/1.1\r\nHost: addon\r\nAuthorization: {bearer}\r\n\
+         Transfer-Encoding: chunked\r\nTrailer: X-Authenticated-User, X-Sum\r\n\r\n\
+         4\r\nabcd\r\n0\r\n\
+         X-Authenticated-User: system:admin\r\nx_authenticated_user: system:admin\r\n\
+         Impersonate-User: system:admin\r\nImpersonate-Group: system:masters\r\n\
+         X-Remote-User: system:admin\r\nX-Remote-Group: system:masters\r\n\
+         X-Tenant: other\r\nContent-Length: 99\r\nContent-Type: text/evil\r\n\
+         Authorization: {bearer}\r\nHost: internal-admin.example\r\nCookie: session=x\r\n\
+         X-Sum: 7\r\n\r\n"
+    );
+    raw.write_all(request.as_bytes()).await.unwrap();
+    let mut response = vec![0; 1024];
+    let n = tokio::time::timeout(Duration::from_secs(10), raw.read(&mut response))
+        .await
+        .unwrap()
+        .unwrap();
+    let response = String::from_utf8_lossy(&response[..n]).into_owned();
+    assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
+    let seen = seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(seen.body, b"abcd");
+    let trailers: Vec<&str> = seen
+        .head
+        .lines()
+        .filter_map(|l| l.strip_prefix("trailer "))
+        .collect();
+    assert_eq!(trailers, ["x-sum: 7"], "{}", seen.head);
+    let lower = seen.head.to_ascii_lowercase();
+    assert_eq!(
+        lower.matches("x-authenticated-user: alice").count(),
+        1,
+        "{}",
+        seen.head
+    );
+    for forbidden in [
+        "system:",
+        "other",
+        "99",
+        "evil",
+        "internal-admin",
+        "session",
+    ] {
+        assert!(!lower.contains(forbidden), "{forbidden}: {}", seen.head);
+    }
+    stop().await;
+}
+
+/// What the add-on of the pipelining tests sends after a response, unasked: a whole response
+/// of its own, which no client may ever receive.
+const UNREQUESTED: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 21\r\n\r\nuser=mallory path=/x!";
+
+/// An add-on that answers `user=<X-Authenticated-User> path=<path>` and, on some paths, sends
+/// [`UNREQUESTED`] right behind the response in the same write: `/large` after a 16 KiB
+/// length-framed body; `/exact` after a response of exactly 16 KiB; `/head`, `/no-content`
+/// and `/not-modified` (HEAD, 204, 304: no body) after a head of exactly 16 KiB, as a body
+/// they must not have.
+async fn oversending_addon() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                let mut stream = tokio::io::BufReader::new(stream);
+                while let Some((head, _)) = read_request(&mut stream).await {
+                    let path = head.split(' ').nth(1).unwrap().to_owned();
+                    let user = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("x-authenticated-user: "))
+                        .unwrap_or("-")
+                        .to_owned();
+                    let text = format!("user={user} path={path}");
+                    let padded = |status: &str, length: usize, total: usize| {
+                        let bare = format!(
+                            "HTTP/1.1 {status}\r\ncontent-length: {length}\r\nx-pad: \r\n\r\n"
+                        );
+                        let pad = "p".repeat(total.checked_sub(bare.len()).unwrap());
+                        format!(
+                            "HTTP/1.1 {status}\r\ncontent-length: {length}\r\nx-pad: {pad}\r\n\r\n"
+                        )
+                        .into_bytes()
+                    };
+                    let mut response = match path.as_str() {
+                        "/large" => {
+                            let body = format!("{text:.<16384}");
+                            format!("HTTP/1.1 200 OK\r\ncontent-length: 16384\r\n\r\n{body}")
+                                .into_bytes()
+                        }
+                        "/exact" => {
+                            let body = format!("{text:.<100}");
+                            let mut r = padded("200 OK", 100, 16384 - 100);
+                            r.extend_from_slice(body.as_bytes());
+                            r
+                        }
+                        "/head" => padded("200 OK", UNREQUESTED.len(), 16384),
+                        "/no-content" => padded("204 No Content", 0, 16384),
+                        "/not-modified" => padded("304 Not Modified", 9, 16384),
+                        _ => format!(
+                            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{text}",
+                            text.len()
+                        )
+                        .into_bytes(),
+                    };
+                    if path != "/plain" {
+                        response.extend_from_slice(UNREQUESTED);
+                    }
+                    stream.get_mut().write_all_checked(&response).await;
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Reads one response off `stream` (no body after `HEAD`, 204 and 304): status and body.
+async fn read_response(
+    stream: &mut tokio::io::BufReader<tokio::net::TcpStream>,
+    head_request: bool,
+) -> (u16, String) {
+    use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _};
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        let n = stream.read_line(&mut line).await.unwrap();
+        assert!(n > 0, "the proxy closed the connection: {head}");
+        head.push_str(&line);
+        if line == "\r\n" {
+            break;
+        }
+    }
+    let status: u16 = head[9..12].parse().unwrap();
+    let length: usize = head
+        .to_ascii_lowercase()
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: ").map(str::to_owned))
+        .map_or(0, |l| l.trim().parse().unwrap());
+    let bodiless = head_request || status == 204 || status == 304;
+    let mut body = vec![0; if bodiless { 0 } else { length }];
+    stream.read_exact(&mut body).await.unwrap();
+    (status, String::from_utf8(body).unwrap())
+}
+
+/// Three users pipeline requests on one client connection while the add-on sends more than
+/// the first request's response (bytes behind a length-framed body, a body after `HEAD`, 204
+/// or 304): each user gets their own response and none gets what the add-on sent unasked.
+/// The add-on connection is reused only when nothing at all is left to read from it, checked
+/// when the next request takes it (the extra bytes may still be in the kernel then).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_users_each_get_their_own_response() {
+    use tokio::io::AsyncWriteExt as _;
+    let addon = oversending_addon().await;
+    let (_dir, keys) = public_key_file();
+    let server = Server::bind(config(addon, &keys)).await.unwrap();
+    let proxy = server.local_addr();
+    let stop = serve_until_stopped(server);
+    let [alice, bob, carol] = ["alice", "bob", "carol"].map(|u| token(KEY_A, u));
+    for (method, first) in [
+        ("GET", "/large"),
+        ("GET", "/exact"),
+        ("HEAD", "/head"),
+        ("GET", "/no-content"),
+        ("GET", "/not-modified"),
+    ] {
+        for round in 0..3 {
+            let mut stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
+            let request = |method: &str, path: &str, token: &str| {
+                format!(
+                    "{method} {path} HTTP/1.1\r\nHost: addon\r\nAuthorization: Bearer {token}\r\n\r\n"
+                )
+            };
+            let pipeline = [
+                request(method, first, &alice),
+                request("GET", "/b", &bob),
+                request("GET", "/c", &carol),
+            ]
+            .concat();
+            stream.write_all(pipeline.as_bytes()).await.unwrap();
+            let mut stream = tokio::io::BufReader::new(stream);
+            let what = format!("{method} {first}, round {round}");
+            let (status, body) = tokio::time::timeout(
+                Duration::from_secs(10),
+                read_response(&mut stream, method == "HEAD"),
+            )
+            .await
+            .unwrap();
+            assert!(status < 400, "{what}: {status}");
+            assert!(
+                body.is_empty() || body.starts_with(&format!("user=alice path={first}")),
+                "{what}: alice got {body:?}"
+            );
+            for (user, path) in [("bob", "/b"), ("carol", "/c")] {
+                let (status, body) = tokio::time::timeout(
+                    Duration::from_secs(10),
+                    read_response(&mut stream, false),
+                )
+                .await
+                .unwrap();
+                assert_eq!(
+                    (status, body.as_str()),
+                    (200, format!("user={user} path={path}").as_str()),
+                    "{what}: {user}"
+                );
+            }
+        }
+    }
+    stop().await;
+}
+
+/// What the proxy answers itself, forwarding nothing: 400 to a request with two `Host` lines
+/// (RFC 9112 §3.2) and 405 to `CONNECT` (it tunnels nothing). An absolute-form target's
+/// authority is the add-on's `Host` (RFC 9112 §3.2.2), and a `Content-Length` list of one
+/// number repeated reaches the client as that number (one of differing numbers is a 502).
+#[tokio::test]
+async fn duplicate_hosts_connect_absolute_targets_and_length_lists() {
+    use tokio::io::AsyncWriteExt as _;
+    let (addon, seen) = scripted_addon().await;
+    let (_dir, keys) = public_key_file();
+    let server = Server::bind(config(addon, &keys)).await.unwrap();
+    let proxy = server.local_addr();
+    let stop = serve_until_stopped(server);
+    let bearer = format!("Bearer {}", token(KEY_A, "jane"));
+    let ask = async |request: String| {
+        let mut stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut stream = tokio::io::BufReader::new(stream);
+        tokio::time::timeout(Duration::from_secs(10), read_response(&mut stream, false))
+            .await
+            .unwrap()
+    };
+
+    let (status, _) = ask(format!(
+        "GET /length HTTP/1.1\r\nHost: public.example\r\nHost: internal-admin.example\r\n\
+         Authorization: {bearer}\r\n\r\n"
+    ))
+    .await;
+    assert_eq!(status, 400);
+    let (status, _) = ask(format!(
+        "CONNECT internal-admin.example:443 HTTP/1.1\r\nHost: internal-admin.example:443\r\n\
+         Authorization: {bearer}\r\n\r\n"
+    ))
+    .await;
+    assert_eq!(status, 405);
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "nothing reaches the add-on"
+    );
+
+    let (status, body) = ask(format!(
+        "POST http://target.example:8080/echo?x=1 HTTP/1.1\r\nHost: other.example\r\n\
+         Authorization: {bearer}\r\nContent-Length: 2\r\n\r\nhi"
+    ))
+    .await;
+    assert_eq!((status, body.as_str()), (200, "hi"));
+    let head = seen.lock().unwrap().last().unwrap().head.clone();
+    assert!(head.starts_with("POST /echo?x=1 HTTP/1.1\r\n"), "{head}");
+    let hosts: Vec<&str> = head
+        .lines()
+        .filter_map(|l| l.strip_prefix("host: "))
+        .collect();
+    assert_eq!(hosts, ["target.example:8080"], "{head}");
+
+    let mut stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
+    let request =
+        format!("GET /length-list HTTP/1.1\r\nHost: addon\r\nAuthorization: {bearer}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    while !raw.ends_with(b"\r\n\r\nok") {
+        let mut chunk = [0; 1024];
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.readable())
+            .await
+            .map(|_| stream.try_read(&mut chunk))
+            .unwrap();
+        match n {
+            Ok(0) => panic!("closed: {}", String::from_utf8_lossy(&raw)),
+            Ok(n) => raw.extend_from_slice(&chunk[..n]),
+            Err(_) => {}
+        }
+    }
+    let response = String::from_utf8(raw).unwrap().to_ascii_lowercase();
+    let lengths: Vec<&str> = response
+        .lines()
+        .filter_map(|l| l.strip_prefix("content-length: "))
+        .collect();
+    assert_eq!(lengths, ["2"], "{response}");
+    let (status, _) = ask(format!(
+        "GET /length-differs HTTP/1.1\r\nHost: addon\r\nAuthorization: {bearer}\r\n\r\n"
+    ))
+    .await;
+    assert_eq!(status, 502);
+    stop().await;
+}
+
+/// A key file rewritten in place, keeping its inode, its size and its modification time (as
+/// `cp -p` over it, or a reproducible build, does) is reloaded: a change is told by what the
+/// file holds, not by its metadata.
+#[tokio::test]
+async fn a_key_file_rewritten_in_place_with_its_size_and_mtime_is_reloaded() {
+    use std::io::Write as _;
+    use std::os::unix::fs::MetadataExt as _;
+    let upstream = addon(Arc::new(AtomicUsize::new(0))).await;
+    let (_dir, keys) = public_key_file();
+    let before = std::fs::metadata(&keys).unwrap();
+    let server = Server::bind(config(upstream, &keys).reload_interval(Duration::from_millis(20)))
+        .await
+        .unwrap();
+    let proxy = server.local_addr();
+    let stop = serve_until_stopped(server);
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let echo = format!("http://{proxy}/echo");
+    let bearer_a = format!("Bearer {}", token(KEY_A, "jane"));
+    let bearer_b = format!("Bearer {}", token(KEY_B, "joe"));
+    assert_eq!(
+        get(&client, &echo, &[("authorization", &bearer_a)]).await.0,
+        200
+    );
+    // Let the watch see the file as loaded first (several intervals).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let public_b = SigningKey::from_pkcs8_pem(KEY_B)
+        .unwrap()
+        .public_key_pem()
+        .unwrap();
+    assert_eq!(public_b.len() as u64, before.len(), "the same size");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&keys)
+        .unwrap();
+    file.write_all(public_b.as_bytes()).unwrap();
+    file.set_modified(before.modified().unwrap()).unwrap();
+    drop(file);
+    let after = std::fs::metadata(&keys).unwrap();
+    assert_eq!(
+        (
+            after.dev(),
+            after.ino(),
+            after.modified().unwrap(),
+            after.len()
+        ),
+        (
+            before.dev(),
+            before.ino(),
+            before.modified().unwrap(),
+            before.len()
+        ),
+        "the rewrite keeps the inode, the size and the mtime"
+    );
+
+    let started = std::time::Instant::now();
+    loop {
+        let (status, _) = get(&client, &echo, &[("authorization", &bearer_b)]).await;
+        if status == 200 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "key B is never loaded: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        get(&client, &echo, &[("authorization", &bearer_a)]).await.0,
+        403
+    );
+    stop().await;
+}
+
+/// A `tracing` writer that keeps everything written.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+
+    /// Waits (up to 20 s) until the log holds `needle`.
+    async fn wait_for(&self, needle: &str) {
+        let started = std::time::Instant::now();
+        while !self.text().contains(needle) {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "no {needle:?} in the log:\n{}",
+                self.text()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// At INFO an operator reads what the proxy does: where it listens, where it forwards, which
+/// key file and how many audiences; each key reload (path, number of keys) and each failed
+/// one (path, reason, at WARN); an add-on that cannot be reached (WARN); the shutdown begun
+/// and finished. Refused requests (403, 400, 405) stay at DEBUG, so no client can flood the
+/// log, and no token appears.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_reads_what_the_proxy_does_at_info() {
+    use tokio::io::AsyncWriteExt as _;
+    // One global subscriber (only this test installs one): a thread-local one can miss
+    // events when another test thread registers the same callsite first. Other tests' INFO
+    // lines land here too, which the assertions allow.
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::set_global_default(subscriber).unwrap();
+
+    let upstream = addon(Arc::new(AtomicUsize::new(0))).await;
+    let (dir, keys) = public_key_file();
+    let server = Server::bind(config(upstream, &keys).reload_interval(Duration::from_millis(20)))
+        .await
+        .unwrap();
+    let proxy = server.local_addr();
+    let listening = format!("local={proxy}");
+    captured.wait_for(&listening).await;
+    let line = captured
+        .text()
+        .lines()
+        .find(|l| l.contains(&listening))
+        .unwrap()
+        .to_owned();
+    for field in [
+        format!("forward={upstream}"),
+        format!("keys={}", keys.display()),
+        "audiences=1".to_owned(),
+        "http=127.0.0.1:".to_owned(),
+    ] {
+        assert!(line.contains(&field), "{field} in {line}");
+    }
+    let stop = serve_until_stopped(server);
+
+    // Refused requests: nothing at INFO.
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let echo = format!("http://{proxy}/echo");
+    let forged = "Bearer eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJtYWxsb3J5In0.c2lnbmF0dXJl";
+    assert_eq!(
+        get(&client, &echo, &[("authorization", forged)]).await.0,
+        403
+    );
+    let bearer = format!("Bearer {}", token(KEY_A, "jane"));
+    let mut raw = tokio::net::TcpStream::connect(proxy).await.unwrap();
+    raw.write_all(
+        format!("GET /echo HTTP/1.1\r\nHost: a\r\nHost: b\r\nAuthorization: {bearer}\r\n\r\n")
+            .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut raw = tokio::io::BufReader::new(raw);
+    assert_eq!(read_response(&mut raw, false).await.0, 400);
+
+    // A reload, then a failed one.
+    let next = dir.path().join("next.pem");
+    let public_b = SigningKey::from_pkcs8_pem(KEY_B)
+        .unwrap()
+        .public_key_pem()
+        .unwrap();
+    std::fs::write(&next, public_b).unwrap();
+    std::fs::rename(&next, &keys).unwrap();
+    captured.wait_for("forward-proxy: key file reloaded").await;
+    std::fs::write(&next, "not a key").unwrap();
+    std::fs::rename(&next, &keys).unwrap();
+    captured
+        .wait_for("forward-proxy: the key file cannot be loaded")
+        .await;
+    stop().await;
+    captured
+        .wait_for("forward-proxy: shutting down, finishing the requests in flight")
+        .await;
+    captured.wait_for("forward-proxy: stopped").await;
+
+    // An add-on that cannot be reached.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let (_dir, keys_a) = public_key_file();
+    let server = Server::bind(config(closed, &keys_a)).await.unwrap();
+    let proxy = server.local_addr();
+    let stop = serve_until_stopped(server);
+    let echo = format!("http://{proxy}/echo");
+    assert_eq!(
+        get(&client, &echo, &[("authorization", &bearer)]).await.0,
+        502
+    );
+    captured.wait_for(&format!("addon={closed}")).await;
+    stop().await;
+
+    let log = captured.text();
+    let reloaded = log
+        .lines()
+        .find(|l| l.contains("key file reloaded") && l.contains(&keys.display().to_string()))
+        .expect("the reload names the key file");
+    assert!(
+        reloaded.contains(" INFO ") && reloaded.contains("keys=1"),
+        "{reloaded}"
+    );
+    let failed = log
+        .lines()
+        .find(|l| {
+            l.contains("key file cannot be loaded") && l.contains(&keys.display().to_string())
+        })
+        .expect("the failed reload names the key file");
+    assert!(failed.contains(" WARN "), "{failed}");
+    let unreachable = log
+        .lines()
+        .find(|l| l.contains(&format!("addon={closed}")))
+        .unwrap();
+    assert!(unreachable.contains(" WARN "), "{unreachable}");
+    for quiet in ["request rejected", "refused (4", "Host lines"] {
+        assert!(!log.contains(quiet), "{quiet} at INFO:\n{log}");
+    }
+    assert!(!log.contains("eyJ"), "a token in the log:\n{log}");
 }

@@ -464,3 +464,169 @@ fn decode_response(
     let (status, headers) = head.expect("a complete response has a head");
     Ok((status, headers, body, trailers))
 }
+
+/// `addon_jwt_http1_differential`: the decoder held to hyper's client on the same response
+/// bytes. Input: a byte choosing the method (its low bit: `HEAD`, else `GET`) and the piece
+/// size the decoder is fed in, then the bytes an add-on sends. Both must read the same
+/// status, header lines (as the decoder hands them on: a `Content-Length` list of one number
+/// repeated as that number; no invalid `Content-Length` on a bodiless response), body and
+/// trailers, or both refuse the response; the decoder may refuse what hyper reads only where
+/// it is stricter on purpose (a response that could be framed two ways, an unasked 101, a
+/// malformed chunk, a bare LF in the trailer section, which hyper refuses within a trailer
+/// field but takes as the section's end).
+pub fn addon_jwt_http1_differential(data: &[u8]) -> Outcome {
+    let Some((first, input)) = data.split_first() else {
+        return Outcome::Rejected;
+    };
+    let method = if first & 1 == 1 {
+        http::Method::HEAD
+    } else {
+        http::Method::GET
+    };
+    let piece = usize::from(first >> 1) + 1;
+    let ours =
+        decode_response(&method, input, piece).map(|(status, mut headers, body, mut trailers)| {
+            headers.sort_by(|a, b| a.0.cmp(&b.0));
+            trailers.sort_by(|a, b| a.0.cmp(&b.0));
+            (status, headers, body, trailers)
+        });
+    let theirs = hyper_reads(&method, input).map(|read| as_forwarded(read, &method));
+    let shown = String::from_utf8_lossy(input);
+    match (ours, theirs) {
+        (Ok(ours), Some(theirs)) => {
+            assert_eq!(ours, theirs, "the decoder and hyper read alike: {shown:?}");
+            Outcome::Accepted
+        }
+        (Err(e), Some(_)) => {
+            use addon_jwt::http1::Http1Error;
+            assert!(
+                matches!(
+                    e,
+                    Http1Error::ContentLengthWithTransferEncoding
+                        | Http1Error::TransferEncodingInHttp10
+                        | Http1Error::UnexpectedUpgrade
+                        | Http1Error::MalformedChunk
+                        | Http1Error::MalformedTrailers
+                ),
+                "hyper reads what the decoder refuses ({e:?}): {shown:?}"
+            );
+            Outcome::Rejected
+        }
+        (Ok(ours), None) => panic!("the decoder reads what hyper refuses ({ours:?}): {shown:?}"),
+        (Err(_), None) => Outcome::Rejected,
+    }
+}
+
+/// hyper's client reading `input` as the answer to a `method` request, the connection closed
+/// after it (lines sorted by name); `None` when hyper refuses it.
+fn hyper_reads(method: &http::Method, input: &[u8]) -> Option<Response> {
+    use http_body_util::BodyExt as _;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    thread_local! {
+        static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+    }
+    let lines = |map: &http::HeaderMap| -> Lines {
+        let mut lines: Lines = map
+            .iter()
+            .map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec()))
+            .collect();
+        lines.sort_by(|a, b| a.0.cmp(&b.0));
+        lines
+    };
+    RUNTIME.with(|runtime| {
+        runtime.block_on(async {
+            let (client, mut server) = tokio::io::duplex(1 << 20);
+            let (mut sender, connection) =
+                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(client))
+                    .await
+                    .ok()?;
+            let driven = tokio::spawn(connection);
+            let input = input.to_vec();
+            let addon = tokio::spawn(async move {
+                let mut head = Vec::new();
+                while !head.ends_with(b"\r\n\r\n") {
+                    let mut byte = [0];
+                    if server.read(&mut byte).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let _ = server.write_all(&input).await;
+                let _ = server.shutdown().await;
+                let mut rest = Vec::new();
+                let _ = server.read_to_end(&mut rest).await;
+            });
+            let request = http::Request::builder()
+                .method(method.clone())
+                .uri("/")
+                .header("host", "addon")
+                .body(http_body_util::Empty::<bytes::Bytes>::new())
+                .ok()?;
+            let read = async {
+                let response = sender.send_request(request).await.ok()?;
+                let (parts, body) = response.into_parts();
+                let collected = body.collect().await.ok()?;
+                Some((
+                    parts.status.as_u16(),
+                    lines(&parts.headers),
+                    collected.trailers().map(&lines).unwrap_or_default(),
+                    collected.to_bytes().to_vec(),
+                ))
+            }
+            .await;
+            drop(sender);
+            addon.abort();
+            driven.abort();
+            read.map(|(status, headers, trailers, body)| (status, headers, body, trailers))
+        })
+    })
+}
+
+/// hyper's reading as the decoder hands it on: a `Content-Length` list of one number
+/// repeated (a comma, or several lines) becomes that number on one line; a response without
+/// a body (`HEAD`, 204, 304) loses a `Content-Length` that is no valid length.
+fn as_forwarded(mut read: Response, method: &http::Method) -> Response {
+    let headers = &mut read.1;
+    let lengths: Vec<usize> = (0..headers.len())
+        .filter(|i| headers[*i].0 == "content-length")
+        .collect();
+    let Some(&first) = lengths.first() else {
+        return read;
+    };
+    let items: Vec<Option<u64>> = lengths
+        .iter()
+        .flat_map(|i| headers[*i].1.split(|b| *b == b','))
+        .map(|item| {
+            let item = item.trim_ascii();
+            (!item.is_empty() && item.iter().all(u8::is_ascii_digit))
+                .then(|| std::str::from_utf8(item).ok()?.parse::<u64>().ok())
+                .flatten()
+        })
+        .collect();
+    let same = items
+        .first()
+        .copied()
+        .flatten()
+        .filter(|n| items.iter().all(|i| *i == Some(*n)));
+    let listed = lengths.len() > 1 || headers[first].1.contains(&b',');
+    let bodiless = method == http::Method::HEAD || read.0 == 204 || read.0 == 304;
+    match same {
+        Some(_) if !listed => {}
+        Some(n) => {
+            headers[first].1 = n.to_string().into_bytes();
+            for i in lengths.iter().skip(1).rev() {
+                headers.remove(*i);
+            }
+        }
+        None if bodiless => {
+            for i in lengths.iter().rev() {
+                headers.remove(*i);
+            }
+        }
+        None => {}
+    }
+    read
+}

@@ -22,8 +22,8 @@ mod outcome;
 mod tls_bootstrap;
 
 pub use addon_jwt::{
-    addon_jwt_add_auth, addon_jwt_http1_response, addon_jwt_jwks, addon_jwt_pem, addon_jwt_sidecar,
-    addon_jwt_verify,
+    addon_jwt_add_auth, addon_jwt_http1_differential, addon_jwt_http1_response, addon_jwt_jwks,
+    addon_jwt_pem, addon_jwt_sidecar, addon_jwt_verify,
 };
 pub use bootstrap_token::{
     bootstrap_token_authenticate, bootstrap_token_expiration, bootstrap_token_groups,

@@ -53,6 +53,7 @@ replay! {
     addon_jwt_sidecar: 1 files, 1 accepted;
     addon_jwt_add_auth: 7 files, 3 accepted;
     addon_jwt_http1_response: 10 files, 6 accepted;
+    addon_jwt_http1_differential: 12 files, 6 accepted;
     tls_bootstrap_request: 4 files, 2 accepted;
     tls_bootstrap_csr_json: 3 files, 2 accepted;
     tls_bootstrap_csr_yaml: 3 files, 2 accepted;

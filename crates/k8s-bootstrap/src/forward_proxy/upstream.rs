@@ -24,11 +24,12 @@ use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
-use super::ProxyMetrics;
+use super::metrics::ProxyMetrics;
 use crate::addon_jwt::http1::{
     Decoded, Http1Error, RequestBody, ResponseDecoder, encode_chunk, encode_last_chunk,
     encode_request_head,
 };
+use crate::sidecar::SharedSidecar;
 
 /// How long opening a connection to the add-on may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -49,6 +50,8 @@ pub(crate) struct Upstream {
     host: HeaderValue,
     lifetime: Duration,
     metrics: Arc<ProxyMetrics>,
+    /// The sidecar in use, whose rule decides which trailer fields of a request go on.
+    sidecar: SharedSidecar,
     /// The runtime the proxy was started on, whose blocking threads look names up: a
     /// connection thread's blocking threads run signature checks at the lowest priority.
     resolver: Option<tokio::runtime::Handle>,
@@ -60,6 +63,7 @@ impl Upstream {
         address: &str,
         lifetime: Duration,
         metrics: Arc<ProxyMetrics>,
+        sidecar: SharedSidecar,
     ) -> Option<Upstream> {
         let authority: http::uri::Authority = address.parse().ok()?;
         if authority.port_u16().is_none() || authority.as_str().contains('@') {
@@ -70,6 +74,7 @@ impl Upstream {
             host: HeaderValue::from_str(authority.as_str()).ok()?,
             lifetime,
             metrics,
+            sidecar,
             resolver: tokio::runtime::Handle::try_current().ok(),
         })
     }
@@ -82,6 +87,9 @@ impl Upstream {
         link: &Arc<Link>,
         request: Request<Incoming>,
     ) -> Response<ProxyBody> {
+        if let Some(refused) = refusal(&request) {
+            return refused;
+        }
         let mut deadline = Box::pin(tokio::time::sleep(self.lifetime));
         let answered = tokio::select! {
             biased;
@@ -123,17 +131,28 @@ impl Upstream {
             }
             Err(e) => {
                 self.metrics.upstream_errors.inc();
-                tracing::warn!(error = %e, "forward-proxy: the add-on did not answer");
+                tracing::warn!(addon = %self.address, error = %e, "forward-proxy: the add-on did not answer");
                 status(StatusCode::BAD_GATEWAY)
             }
         }
     }
 
     /// The request's head as the add-on gets it: the target in origin form (`/path?query`,
-    /// also when the client sent an absolute URI) and a `Host` (the client's, else the
-    /// add-on's address).
+    /// also when the client sent an absolute URI) and a `Host`: an absolute URI's authority
+    /// (which replaces the client's `Host`, RFC 9112 §3.2.2), else the client's, else the
+    /// add-on's address.
     fn origin_form(&self, parts: &mut http::request::Parts) {
         if parts.uri.scheme().is_some() || parts.uri.authority().is_some() {
+            if let Some(authority) = parts.uri.authority() {
+                // Without any user information (`user@`), which is no part of a `Host`.
+                let host = match authority.port() {
+                    Some(port) => format!("{}:{}", authority.host(), port.as_str()),
+                    None => authority.host().to_owned(),
+                };
+                if let Ok(host) = HeaderValue::from_str(&host) {
+                    parts.headers.insert(http::header::HOST, host);
+                }
+            }
             let path = parts
                 .uri
                 .path_and_query()
@@ -184,10 +203,12 @@ impl Upstream {
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
         let bodiless = framing == RequestBody::None || framing == RequestBody::Length(0);
         let resendable = bodiless && parts.method.is_idempotent();
+        // A chunked body's trailers go on only as the sidecar's rule allows.
+        let trailer_rule = (framing == RequestBody::Chunked).then(|| self.sidecar.clone());
         let mut sending = Some(Sending::new(
             head(),
             (!bodiless).then_some(body),
-            framing == RequestBody::Chunked,
+            trailer_rule,
             expects_continue,
         ));
         loop {
@@ -201,7 +222,7 @@ impl Upstream {
                 // A request sent again is encoded again (the first went with its bytes).
                 sending: sending
                     .take()
-                    .unwrap_or_else(|| Sending::new(head(), None, false, false)),
+                    .unwrap_or_else(|| Sending::new(head(), None, None, false)),
                 link: link.clone(),
                 eof: false,
             };
@@ -250,6 +271,33 @@ impl Upstream {
     }
 }
 
+/// The proxy's own answer to a request it does not forward: `CONNECT` (405: it tunnels
+/// nothing) and a request with more than one `Host` line (400, RFC 9112 §3.2: the add-on
+/// and the proxy could each read another one). Logged at debug only, as any client can send
+/// these.
+fn refusal(request: &Request<Incoming>) -> Option<Response<ProxyBody>> {
+    if request.method() == http::Method::CONNECT {
+        tracing::debug!("forward-proxy: CONNECT refused (405)");
+        let mut response = status(StatusCode::METHOD_NOT_ALLOWED);
+        response.headers_mut().insert(
+            http::header::ALLOW,
+            HeaderValue::from_static("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"),
+        );
+        return Some(response);
+    }
+    if request
+        .headers()
+        .get_all(http::header::HOST)
+        .iter()
+        .nth(1)
+        .is_some()
+    {
+        tracing::debug!("forward-proxy: a request with several Host lines refused (400)");
+        return Some(status(StatusCode::BAD_REQUEST));
+    }
+    None
+}
+
 /// A response with an empty body.
 fn status(code: StatusCode) -> Response<ProxyBody> {
     let mut response = Response::new(ProxyBody::default());
@@ -264,6 +312,26 @@ struct AddonConnection {
 }
 
 impl AddonConnection {
+    /// Whether nothing is left to read: the buffer is empty and the socket holds no byte, no
+    /// end and no error. Asks the kernel itself (one `recv` with `MSG_PEEK | MSG_DONTWAIT`
+    /// of one byte, no allocation), since the runtime's readiness may not have seen bytes
+    /// that arrived since it last polled.
+    fn is_silent(&self) -> bool {
+        use rustix::net::RecvFlags;
+        if !self.read.is_empty() {
+            return false;
+        }
+        let mut byte = [0u8; 1];
+        matches!(
+            rustix::net::recv(
+                &self.stream,
+                &mut byte[..],
+                RecvFlags::PEEK | RecvFlags::DONTWAIT
+            ),
+            Err(rustix::io::Errno::AGAIN)
+        )
+    }
+
     /// Reads what the add-on sent into the buffer; `Ok(0)` at the end of the connection.
     fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<usize>> {
         loop {
@@ -300,7 +368,10 @@ struct Sending {
     head: Bytes,
     queue: VecDeque<Bytes>,
     body: Option<Incoming>,
-    chunked: bool,
+    /// The body is chunked: its trailer fields go on as this sidecar's rule
+    /// ([`addon_jwt::Sidecar::decide_trailers`](crate::addon_jwt::Sidecar::decide_trailers))
+    /// allows, never an identity, framing or routing field.
+    chunked: Option<SharedSidecar>,
     /// `Expect: 100-continue`: the body waits for the add-on's 100 or this timer.
     waiting: Option<Pin<Box<Sleep>>>,
     trailers: Option<HeaderMap>,
@@ -309,7 +380,12 @@ struct Sending {
 }
 
 impl Sending {
-    fn new(head: Bytes, body: Option<Incoming>, chunked: bool, expects_continue: bool) -> Sending {
+    fn new(
+        head: Bytes,
+        body: Option<Incoming>,
+        chunked: Option<SharedSidecar>,
+        expects_continue: bool,
+    ) -> Sending {
         Sending {
             head,
             queue: VecDeque::new(),
@@ -383,7 +459,7 @@ impl Sending {
                 Some(Ok(frame)) => match frame.into_data() {
                     Ok(data) if data.is_empty() => {}
                     Ok(data) => {
-                        if self.chunked {
+                        if self.chunked.is_some() {
                             let mut line = Vec::with_capacity(18);
                             encode_chunk(data.len(), &mut line);
                             self.queue.push_back(line.into());
@@ -394,15 +470,20 @@ impl Sending {
                         }
                     }
                     Err(frame) => {
-                        if let Ok(trailers) = frame.into_trailers() {
-                            self.trailers = Some(trailers);
+                        // Only a chunked body carries trailers, and only the fields a header
+                        // line of the name would keep (and RFC 9110 allows in trailers).
+                        if let (Ok(mut trailers), Some(rule)) =
+                            (frame.into_trailers(), self.chunked.as_ref())
+                        {
+                            rule.current().decide_trailers(&mut trailers);
+                            self.trailers = (!trailers.is_empty()).then_some(trailers);
                         }
                     }
                 },
                 Some(Err(e)) => return Poll::Ready(Err(e)),
                 None => {
                     self.body = None;
-                    if self.chunked {
+                    if self.chunked.is_some() {
                         let mut end = Vec::new();
                         encode_last_chunk(self.trailers.take().as_ref(), &mut end);
                         self.queue.push_back(end.into());
@@ -536,9 +617,17 @@ impl Link {
         polled
     }
 
-    /// The kept connection, if there is one.
+    /// The kept connection, if there is one and nothing at all is left to read from it. A
+    /// pipelined request takes it in the same poll that finished the response before, before
+    /// [`Link::poll_idle`] could see what the add-on sent since: bytes sent behind a response
+    /// (or a body after `HEAD`, 204, 304) would be read as this request's response.
     fn take(&self) -> Option<AddonConnection> {
-        self.lock().take()
+        let connection = self.lock().take()?;
+        if connection.is_silent() {
+            return Some(connection);
+        }
+        tracing::debug!("forward-proxy: a kept connection had more to read, not reused");
+        None
     }
 
     fn put_back(&self, connection: AddonConnection) {

@@ -1,0 +1,294 @@
+//! The forward proxy's settings and why it could not start.
+
+use std::net::SocketAddr;
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::addon_jwt::Algorithm;
+
+use super::ServiceAudiences;
+#[cfg(doc)]
+use super::{Server, SidecarLayer};
+
+/// Where the verification keys come from; the file is re-read when it changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeySource {
+    /// A JWKS file.
+    Jwks(PathBuf),
+    /// A PEM public key file, for one algorithm.
+    Pem(PathBuf, Algorithm),
+}
+
+/// What a key file that changed and cannot be loaded (broken, deleted) does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum KeyReloadFailure {
+    /// Serve on with the keys loaded before (`/readyz` stays 200 and says so).
+    #[default]
+    Keep,
+    /// Refuse every request (403) and answer `/readyz` 503 until the file loads again, so a
+    /// rotation meant to revoke a key cannot leave it accepted.
+    FailClosed,
+}
+
+/// The forward proxy's settings; [`Config::new`] takes what has no default, the other
+/// methods change one setting each (the defaults are `k8s-bootstrap forward-proxy`'s).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// Where to accept requests (plain HTTP; default `0.0.0.0:8443`).
+    pub listen: SocketAddr,
+    /// The add-on's address, as host:port (plain HTTP).
+    pub forward: String,
+    /// The accepted token issuer (the `iss` claim).
+    pub issuer: String,
+    /// The accepted audiences (the `aud` claim), besides those of [`Config::services`].
+    pub audiences: Vec<String>,
+    /// Where the keys come from.
+    pub keys: KeySource,
+    /// The Services whose names are accepted as audiences too.
+    pub services: Option<ServiceAudiences>,
+    /// The longest a request may take, response body included (default 60 s).
+    pub request_timeout: Duration,
+    /// The longest a client connection stays open, requests in flight finishing first
+    /// (default 10 min).
+    pub max_connection_duration: Duration,
+    /// How many verified tokens to remember (default 4096; 0 verifies every request).
+    pub verified_cache_size: usize,
+    /// Requests that need a signature check decided at once, at most (`None`: half of
+    /// [`available_cpus`], at least 1).
+    pub max_concurrent_verifications: Option<NonZeroUsize>,
+    /// The same limit while no known caller (a request whose token the proxy verified before)
+    /// arrived in the last ten seconds (`None`: [`available_cpus`]); see
+    /// [`SidecarLayer::max_concurrent_verifications_without_known_callers`].
+    pub max_concurrent_verifications_without_known_callers: Option<NonZeroUsize>,
+    /// How often the key file is checked for changes (default 5 s).
+    pub reload_interval: Duration,
+    /// What a changed key file that cannot be loaded does.
+    pub key_reload_failure: KeyReloadFailure,
+    /// Request headers removed before the add-on besides the default identity headers
+    /// (`addon_jwt::Sidecar::strip_headers`; a trailing `*` matches a prefix).
+    pub strip_headers: Vec<String>,
+    /// Client connections open at once, at most (`None`: from the open-file limit,
+    /// (limit − 64) / 2, at most 16384).
+    pub max_connections: Option<NonZeroUsize>,
+    /// Where to serve `/healthz`, `/readyz` and `/metrics` (plain HTTP; default
+    /// `0.0.0.0:10267`).
+    pub http_address: SocketAddr,
+    /// Whether a 403 tells the caller why (`WWW-Authenticate` with an `error_description`, as
+    /// [`SidecarLayer::explain_rejections`]; default off).
+    pub explain_rejections: bool,
+    /// Where client connections are served (`None`, the default: on the runtime
+    /// [`Server::serve`] is awaited on). `Some(n)`: on `n` threads of their own, each running
+    /// a single-threaded tokio runtime that accepts from the shared listener, so a connection,
+    /// its add-on connection and its requests stay on one thread and no request wakes another
+    /// thread. `k8s-bootstrap forward-proxy` uses one per CPU. The signature checks sent aside
+    /// while known callers are served run on the blocking threads of these runtimes
+    /// (`proxy-check-<n>`), on Linux at nice 19, so that the known callers' requests come
+    /// first when the CPUs are busy. The health endpoints, the key reload, the Service listing
+    /// and the add-on's name lookups stay on the caller's runtime.
+    pub connection_threads: Option<NonZeroUsize>,
+}
+
+impl Config {
+    /// Forwards to `forward` (host:port) what tokens of `issuer`, checked with `keys`, allow.
+    /// Add at least one audience ([`Config::audience`]) or [`Config::services`].
+    #[must_use]
+    pub fn new(forward: &str, issuer: &str, keys: KeySource) -> Config {
+        Config {
+            listen: SocketAddr::from(([0, 0, 0, 0], 8443)),
+            forward: forward.to_owned(),
+            issuer: issuer.to_owned(),
+            audiences: Vec::new(),
+            keys,
+            services: None,
+            request_timeout: Duration::from_secs(60),
+            max_connection_duration: Duration::from_secs(600),
+            verified_cache_size: 4096,
+            max_concurrent_verifications: None,
+            max_concurrent_verifications_without_known_callers: None,
+            reload_interval: Duration::from_secs(5),
+            key_reload_failure: KeyReloadFailure::Keep,
+            strip_headers: Vec::new(),
+            max_connections: None,
+            http_address: SocketAddr::from(([0, 0, 0, 0], 10267)),
+            explain_rejections: false,
+            connection_threads: None,
+        }
+    }
+
+    /// Sets [`Config::connection_threads`].
+    #[must_use]
+    pub fn connection_threads(mut self, threads: Option<NonZeroUsize>) -> Config {
+        self.connection_threads = threads;
+        self
+    }
+
+    /// Sets [`Config::explain_rejections`].
+    #[must_use]
+    pub fn explain_rejections(mut self, explain: bool) -> Config {
+        self.explain_rejections = explain;
+        self
+    }
+
+    /// Sets [`Config::listen`].
+    #[must_use]
+    pub fn listen(mut self, addr: SocketAddr) -> Config {
+        self.listen = addr;
+        self
+    }
+
+    /// Adds an accepted audience.
+    #[must_use]
+    pub fn audience(mut self, audience: &str) -> Config {
+        self.audiences.push(audience.to_owned());
+        self
+    }
+
+    /// Sets [`Config::services`].
+    #[must_use]
+    pub fn services(mut self, services: ServiceAudiences) -> Config {
+        self.services = Some(services);
+        self
+    }
+
+    /// Sets [`Config::request_timeout`].
+    #[must_use]
+    pub fn request_timeout(mut self, timeout: Duration) -> Config {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Sets [`Config::max_connection_duration`].
+    #[must_use]
+    pub fn max_connection_duration(mut self, duration: Duration) -> Config {
+        self.max_connection_duration = duration;
+        self
+    }
+
+    /// Sets [`Config::verified_cache_size`].
+    #[must_use]
+    pub fn verified_cache_size(mut self, tokens: usize) -> Config {
+        self.verified_cache_size = tokens;
+        self
+    }
+
+    /// Sets [`Config::max_concurrent_verifications`].
+    #[must_use]
+    pub fn max_concurrent_verifications(mut self, n: Option<NonZeroUsize>) -> Config {
+        self.max_concurrent_verifications = n;
+        self
+    }
+
+    /// Sets [`Config::max_concurrent_verifications_without_known_callers`].
+    #[must_use]
+    pub fn max_concurrent_verifications_without_known_callers(
+        mut self,
+        n: Option<NonZeroUsize>,
+    ) -> Config {
+        self.max_concurrent_verifications_without_known_callers = n;
+        self
+    }
+
+    /// Sets [`Config::reload_interval`].
+    #[must_use]
+    pub fn reload_interval(mut self, interval: Duration) -> Config {
+        self.reload_interval = interval;
+        self
+    }
+
+    /// Sets [`Config::key_reload_failure`].
+    #[must_use]
+    pub fn key_reload_failure(mut self, policy: KeyReloadFailure) -> Config {
+        self.key_reload_failure = policy;
+        self
+    }
+
+    /// Sets [`Config::strip_headers`].
+    #[must_use]
+    pub fn strip_headers(mut self, names: Vec<String>) -> Config {
+        self.strip_headers = names;
+        self
+    }
+
+    /// Sets [`Config::max_connections`].
+    #[must_use]
+    pub fn max_connections(mut self, n: Option<NonZeroUsize>) -> Config {
+        self.max_connections = n;
+        self
+    }
+
+    /// Sets [`Config::http_address`].
+    #[must_use]
+    pub fn http_address(mut self, addr: SocketAddr) -> Config {
+        self.http_address = addr;
+        self
+    }
+}
+
+/// Why the forward proxy could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The key file could not be read (or is larger than a key set can be).
+    #[error("reading {}: {source}", .path.display())]
+    ReadKeys {
+        /// The key file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The key file holds no valid keys.
+    #[error("keys in {}: {source}", .path.display())]
+    Keys {
+        /// The key file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: crate::addon_jwt::Error,
+    },
+    /// No audience is accepted: none given, none discovered.
+    #[error("no audience to accept (none given, none discovered)")]
+    NoAudience,
+    /// A name of [`Config::strip_headers`] is not a header name.
+    #[error("the headers to strip: {0}")]
+    StripHeaders(#[source] crate::addon_jwt::Error),
+    /// [`Config::forward`] is not host:port.
+    #[error("the add-on address is not host:port")]
+    Forward,
+    /// An address could not be listened on.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A thread of [`Config::connection_threads`] (or its runtime) could not be started.
+    #[error("starting the connection threads: {0}")]
+    Threads(#[source] std::io::Error),
+    /// The Services of [`Config::services`] could not be listed before serving.
+    #[error("listing the Services of {namespace}: {source}")]
+    ListServices {
+        /// Their namespace.
+        namespace: String,
+        /// The cause.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// The CPUs this process may run on: [`std::thread::available_parallelism`], which counts
+/// cgroup CPU quotas and the affinity mask (`taskset`), or 1 when that is unknown. The
+/// defaults that scale with the machine derive from it: half of it (at least one) for
+/// [`Config::max_concurrent_verifications`], all of it for
+/// [`Config::max_concurrent_verifications_without_known_callers`], and, in
+/// `k8s-bootstrap forward-proxy`, one [`Config::connection_threads`] each.
+#[must_use]
+pub fn available_cpus() -> NonZeroUsize {
+    std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)
+}

@@ -90,7 +90,6 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
     forward_proxy::serve(config, crate::signals::terminated())
         .await
         .map_err(|e| proxy_error(&e, args))?;
-    tracing::info!("forward-proxy: stopped");
     Ok(())
 }
 

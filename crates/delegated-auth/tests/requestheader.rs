@@ -380,3 +380,20 @@ fn no_allowed_names_means_any_name_the_requestheader_ca_signed() {
             .is_err()
     );
 }
+
+proptest::proptest! {
+    #[test]
+    fn reading_never_panics_and_removal_leaves_no_user(
+        headers in proptest::collection::vec(
+            ("(?i)(x-remote-(user|uid|group|extra-[a-z%0-9]{0,6})|host|x-other)", proptest::collection::vec(proptest::num::u8::ANY, 0..12)),
+            0..12,
+        )
+    ) {
+        let config = RequestHeaderConfig::kube_apiserver_defaults();
+        let _ = config.user_from_headers(&headers);
+        let mut kept = headers.clone();
+        config.remove_identity_headers(&mut kept);
+        proptest::prop_assert_eq!(config.user_from_headers(&kept).unwrap(), None);
+        proptest::prop_assert!(kept.iter().all(|(n, _)| !config.is_identity_header(n.as_bytes())));
+    }
+}

@@ -21,6 +21,8 @@ if [ $# -gt 0 ]; then targets=("$@"); else
     addon_jwt_verify addon_jwt_jwks addon_jwt_sidecar addon_jwt_add_auth
     addon_jwt_http1_response addon_jwt_http1_differential
     tls_bootstrap_csr_json tls_bootstrap_csr_yaml tls_bootstrap_certificate tls_bootstrap_request
+    delegated_auth_token_review delegated_auth_access_review delegated_auth_oidc_discovery
+    delegated_auth_configmap
   )
 fi
 cargo fuzz build -O

@@ -303,7 +303,51 @@ fn certificates(
         .collect()
 }
 
-fn verify_chain(chain: &[Vec<u8>], cas: &[Vec<u8>], now: SystemTime) -> Result<(), Error> {
+/// The DER certificates of a CA bundle: one or more `CERTIFICATE` PEM blocks (at most
+/// [`MAX_CA_CERTIFICATES`], [`MAX_CA_BUNDLE_BYTES`] in all), as a client CA file is read.
+///
+/// # Errors
+///
+/// [`Error::TooLarge`]; [`Error::Pem`] when the bundle holds no certificate, too many, or a
+/// block of another type.
+pub fn ca_certificates(ca_pem: &[u8]) -> Result<Vec<Vec<u8>>, Error> {
+    certificates(
+        ca_pem,
+        "CA bundle",
+        MAX_CA_BUNDLE_BYTES,
+        MAX_CA_CERTIFICATES,
+    )
+}
+
+/// Verifies a TLS client's certificate chain (`chain`: the client's certificate, then any
+/// intermediates, DER, at most [`MAX_CHAIN_CERTIFICATES`]) against the DER CA certificates
+/// `cas` (from [`ca_certificates`]) for client authentication at `now`, as the API server
+/// verifies client certificates: rustls-webpki's path building with the client-auth extended
+/// key usage, and a trust anchor outside its validity refused (as Go's verifier refuses it).
+///
+/// # Errors
+///
+/// [`Error::InvalidCertificate`] when there is no certificate, too many, or one rustls-webpki
+/// cannot read, or no CA certificate is usable; [`Error::Untrusted`] when no valid path to a
+/// CA exists at `now` for client authentication; [`Error::NoCryptoBackend`].
+pub fn verify_client_chain<C: AsRef<[u8]>>(
+    chain: &[C],
+    cas: &[Vec<u8>],
+    now: SystemTime,
+) -> Result<(), Error> {
+    if chain.len() > MAX_CHAIN_CERTIFICATES {
+        return Err(Error::InvalidCertificate {
+            reason: "too many certificates in the chain",
+        });
+    }
+    verify_chain(chain, cas, now)
+}
+
+fn verify_chain<C: AsRef<[u8]>>(
+    chain: &[C],
+    cas: &[Vec<u8>],
+    now: SystemTime,
+) -> Result<(), Error> {
     let algs = crate::backend::algorithms();
     if algs.is_empty() {
         return Err(Error::NoCryptoBackend);
@@ -313,7 +357,7 @@ fn verify_chain(chain: &[Vec<u8>], cas: &[Vec<u8>], now: SystemTime) -> Result<(
             reason: "no certificate",
         });
     };
-    let leaf = CertificateDer::from(leaf.as_slice());
+    let leaf = CertificateDer::from(leaf.as_ref());
     let end_entity =
         webpki::EndEntityCert::try_from(&leaf).map_err(|_| Error::InvalidCertificate {
             reason: "not a certificate rustls-webpki accepts",
@@ -336,7 +380,7 @@ fn verify_chain(chain: &[Vec<u8>], cas: &[Vec<u8>], now: SystemTime) -> Result<(
         anchors.iter().map(|(_, a)| a.clone()).collect();
     let intermediates: Vec<CertificateDer<'_>> = intermediates
         .iter()
-        .map(|c| CertificateDer::from(c.as_slice()))
+        .map(|c| CertificateDer::from(c.as_ref()))
         .collect();
     let secs = now.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
     let path = end_entity

@@ -21,7 +21,8 @@ mod usage;
 
 pub use accept::{
     IssuedCertificate, MAX_CA_BUNDLE_BYTES, MAX_CA_CERTIFICATES, MAX_CERTIFICATE_PEM_BYTES,
-    MAX_CHAIN_CERTIFICATES, accept_certificate, rotation_deadline,
+    MAX_CHAIN_CERTIFICATES, accept_certificate, ca_certificates, rotation_deadline,
+    verify_client_chain,
 };
 pub use error::Error;
 pub use key::{MAX_KEY_PEM_BYTES, MAX_RSA_BITS, MIN_RSA_BITS, NodeKey};

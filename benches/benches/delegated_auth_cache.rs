@@ -1,0 +1,154 @@
+//! `delegated-auth`: a decision cache hit, beside its floors. A token cache hit is the key
+//! (SHA-256 over a 900-byte projected service-account token and one audience) plus a lookup;
+//! an access cache hit is a keyed hash of the request's attributes, a lookup and an equality
+//! check. Floors (`baseline/...`): the bare SHA-256 of the same bytes, a std `HashMap` lookup
+//! by a 32-byte key, and a std `HashMap` lookup by the attributes' strings.
+#![allow(
+    missing_docs,
+    clippy::expect_used,
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation
+)]
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use criterion::{Criterion, Throughput};
+use delegated_auth::{
+    AccessCache, AccessKey, AccessReviewKind, Attributes, BearerToken, CacheConfig, TokenCache,
+    TokenCacheKey, TokenReview, UserInfo, read_access_review,
+};
+use sha2::{Digest, Sha256};
+
+/// The realistic token of Kubernetes' own benchmark (cached_token_authenticator_test.go), 906
+/// bytes.
+const JWT: &str = "eyJhbGciOiJSUzI1NiIsImtpZCI6IiJ9.eyJpc3MiOiJrdWJlcm5ldGVzL3NlcnZpY2VhY2NvdW50Iiwia3ViZXJuZXRlcy5pby9zZXJ2aWNlYWNjb3VudC9uYW1lc3BhY2UiOiJvcGVuc2hpZnQtc2RuIiwia3ViZXJuZXRlcy5pby9zZXJ2aWNlYWNjb3VudC9zZWNyZXQubmFtZSI6InNkbi10b2tlbi1nNndtYyIsImt1YmVybmV0ZXMuaW8vc2VydmljZWFjY291bnQvc2VydmljZS1hY2NvdW50Lm5hbWUiOiJzZG4iLCJrdWJlcm5ldGVzLmlvL3NlcnZpY2VhY2NvdW50L3NlcnZpY2UtYWNjb3VudC51aWQiOiIzYzM5YzNhYS1kM2Q5LTExZTktYTVkMC0wMmI3YjllODg1OWUiLCJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6b3BlbnNoaWZ0LXNkbjpzZG4ifQ.PIs0rsUTekj5AX8yJeLDyW4vQB17YS4IOgO026yjEvsCY7Wv_2TD0lwyZWqyQh639q3jPh2_3LTQq2Cp0cReBP1PYOIGgprNm3C-3OFZRnkls-GH09kvPYE8J_-a1YwjxucOwytzJvEM5QTC9iXfEJNSTBfLge-HMYT1y0AGKs8DWTSC4rtd_2PedK3OYiAyDg_xHA8qNpG9pRNM8vfjV9VsmqJtlbnTVlTngqC0t5vyMaWrmLNRxN0rTbN2W9L3diXRnYqI8BUfgPQb7uhYcPuXGeypaFrN4d3yNN4NbgVxnkgdd2IXQ8elSJuQn6ynrvLgG0JPMmThOHnwvsZDeA";
+const AUDIENCE: &str = "https://metrics.example";
+/// Entries in each cache besides the one looked up.
+const ENTRIES: usize = 10_000;
+
+fn now() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_800_000_000)
+}
+
+fn attributes(user: &str) -> Attributes {
+    Attributes::non_resource(
+        UserInfo::new(user)
+            .with_uid("3c39c3aa-d3d9-11e9-a5d0-02b7b9e8859e")
+            .with_groups([
+                "system:serviceaccounts",
+                "system:serviceaccounts:monitoring",
+                "system:authenticated",
+            ])
+            .with_extra("authentication.kubernetes.io/pod-name", ["prometheus-0"]),
+        "get",
+        "/metrics",
+    )
+}
+
+fn token_cache(c: &mut Criterion) {
+    let review = TokenReview::new(BearerToken::new(JWT.to_owned()).expect("token"))
+        .with_audiences([AUDIENCE]);
+    let answer = br#"{"status":{"authenticated":true,"audiences":["https://metrics.example"],
+        "user":{"username":"system:serviceaccount:monitoring:prometheus","groups":["system:serviceaccounts","system:authenticated"]}}}"#;
+    let mut cache = TokenCache::new(CacheConfig::default().with_max_entries(2 * ENTRIES));
+    for i in 0..ENTRIES {
+        let other = TokenReview::new(BearerToken::new(format!("{JWT}-{i}")).expect("token"))
+            .with_audiences([AUDIENCE]);
+        cache.insert(
+            other.cache_key(),
+            other.read_answer(201, answer).expect("answer"),
+            now(),
+        );
+    }
+    cache.insert(
+        review.cache_key(),
+        review.read_answer(201, answer).expect("answer"),
+        now(),
+    );
+    let mut floor_map: HashMap<[u8; 32], u64> = HashMap::new();
+    for i in 0..ENTRIES as u64 {
+        floor_map.insert(Sha256::digest(i.to_le_bytes()).into(), i);
+    }
+    let floor_key: [u8; 32] = Sha256::digest(JWT).into();
+    floor_map.insert(floor_key, 1);
+
+    let mut group = c.benchmark_group("delegated_auth/token_cache");
+    group.throughput(Throughput::Bytes(JWT.len() as u64));
+    group.bench_function("baseline/sha256", |b| {
+        b.iter(|| {
+            let mut h = Sha256::new();
+            h.update(black_box(JWT).as_bytes());
+            h.update(black_box(AUDIENCE).as_bytes());
+            black_box(h.finalize())
+        })
+    });
+    group.bench_function("baseline/hashmap_get", |b| {
+        b.iter(|| black_box(floor_map.get(black_box(&floor_key))))
+    });
+    group.bench_function("ours/key", |b| {
+        b.iter(|| {
+            black_box(TokenCacheKey::new(
+                black_box(review.token()),
+                black_box(review.audiences()),
+            ))
+        })
+    });
+    group.bench_function("ours/hit", |b| {
+        b.iter(|| {
+            let key = TokenCacheKey::new(black_box(review.token()), black_box(review.audiences()));
+            black_box(cache.get(&key, now()).is_some())
+        })
+    });
+    group.finish();
+}
+
+fn access_cache(c: &mut Criterion) {
+    let attrs = attributes("system:serviceaccount:monitoring:prometheus");
+    let allowed = read_access_review(
+        AccessReviewKind::Subject,
+        201,
+        br#"{"status":{"allowed":true}}"#,
+    )
+    .expect("answer");
+    let mut cache = AccessCache::new(CacheConfig::default().with_max_entries(2 * ENTRIES));
+    let mut floor_map: HashMap<(String, String, String), bool> = HashMap::new();
+    for i in 0..ENTRIES {
+        let name = format!("system:serviceaccount:monitoring:sa-{i}");
+        cache.insert(&attributes(&name), allowed.clone(), now());
+        floor_map.insert((name, "get".into(), "/metrics".into()), true);
+    }
+    cache.insert(&attrs, allowed, now());
+    let floor_key = (
+        attrs.user.name.clone(),
+        "get".to_owned(),
+        "/metrics".to_owned(),
+    );
+    floor_map.insert(floor_key.clone(), true);
+
+    let mut group = c.benchmark_group("delegated_auth/access_cache");
+    group.bench_function("baseline/hashmap_get_user_verb_path", |b| {
+        b.iter(|| black_box(floor_map.get(black_box(&floor_key))))
+    });
+    group.bench_function("ours/hit", |b| {
+        b.iter(|| black_box(cache.get(black_box(&attrs), now()).is_some()))
+    });
+    group.bench_function("ours/single_flight_key", |b| {
+        b.iter(|| black_box(AccessKey::new(black_box(&attrs))))
+    });
+    group.finish();
+}
+
+/// The groups of this file (what `criterion_group!` expands to, with a doc comment).
+fn benches() {
+    let mut c = Criterion::default().configure_from_args();
+    token_cache(&mut c);
+    access_cache(&mut c);
+}
+
+/// Runs the groups (what `criterion_main!` expands to, with a doc comment).
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

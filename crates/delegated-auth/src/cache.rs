@@ -1,0 +1,584 @@
+//! Decision caches: TokenReview outcomes by a hash of the token and its audiences, and access
+//! review outcomes by the request's attributes. Bounded in entries and in bytes, with separate
+//! lifetimes for allows and denials; the clock is a parameter.
+//!
+//! Only decisions are kept: a backend failure never reaches a cache (the readers return it as
+//! an error), and an outcome that is a failure to decide (a TokenReview `status.error`, an
+//! access review's `evaluationError` without an allow) is refused by [`TokenCache::insert`]
+//! and [`AccessCache::insert`].
+//!
+//! A hit takes a shared reference and allocates nothing, so a caller may keep a cache behind a
+//! read-write lock. Two requests that miss on the same key at once should send one review:
+//! [`TokenCacheKey`] and [`AccessKey`] are what a single-flight map keys on.
+
+use std::collections::hash_map::RandomState;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use sha2::{Digest as _, Sha256};
+
+use crate::access_review::{AccessReviewOutcome, Decision};
+use crate::attributes::{Attributes, Target};
+use crate::token::BearerToken;
+use crate::token_review::TokenReviewOutcome;
+use crate::user::UserInfo;
+
+/// How long an authentication is kept by default: `k8s.io/apiserver`'s
+/// `DelegatingAuthenticationOptions.CacheTTL` (10 s), which it uses for both authenticated and
+/// unauthenticated tokens.
+pub const DEFAULT_TOKEN_CACHE_TTL: Duration = Duration::from_secs(10);
+/// How long an allow is kept by default: `DelegatingAuthorizationOptions.AllowCacheTTL`.
+pub const DEFAULT_ALLOW_CACHE_TTL: Duration = Duration::from_secs(10);
+/// How long a denial (or no opinion) is kept by default:
+/// `DelegatingAuthorizationOptions.DenyCacheTTL`.
+pub const DEFAULT_DENY_CACHE_TTL: Duration = Duration::from_secs(10);
+/// The most entries a cache keeps by default.
+pub const DEFAULT_CACHE_ENTRIES: usize = 16 * 1024;
+/// The most bytes (keys, values and their bookkeeping, estimated) a cache keeps by default.
+pub const DEFAULT_CACHE_BYTES: usize = 32 * 1024 * 1024;
+
+/// A cache's bounds and lifetimes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CacheConfig {
+    /// The most entries kept; the oldest go first.
+    pub max_entries: usize,
+    /// The most bytes kept (estimated from the entries' contents); the oldest go first.
+    pub max_bytes: usize,
+    /// How long a positive decision (authenticated, allowed) is kept. Zero keeps none.
+    pub allow_ttl: Duration,
+    /// How long a negative decision (not authenticated, denied, no opinion) is kept. Zero
+    /// keeps none.
+    pub deny_ttl: Duration,
+}
+
+impl Default for CacheConfig {
+    /// `k8s.io/apiserver`'s delegating defaults (10 s for both, for authentication and for
+    /// authorization), [`DEFAULT_CACHE_ENTRIES`] and [`DEFAULT_CACHE_BYTES`].
+    fn default() -> CacheConfig {
+        CacheConfig {
+            max_entries: DEFAULT_CACHE_ENTRIES,
+            max_bytes: DEFAULT_CACHE_BYTES,
+            allow_ttl: DEFAULT_ALLOW_CACHE_TTL,
+            deny_ttl: DEFAULT_DENY_CACHE_TTL,
+        }
+    }
+}
+
+impl CacheConfig {
+    /// The same, keeping at most `max_entries`.
+    #[must_use]
+    pub fn with_max_entries(mut self, max_entries: usize) -> CacheConfig {
+        self.max_entries = max_entries;
+        self
+    }
+
+    /// The same, keeping at most `max_bytes`.
+    #[must_use]
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> CacheConfig {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// The same, keeping positive decisions for `ttl`.
+    #[must_use]
+    pub fn with_allow_ttl(mut self, ttl: Duration) -> CacheConfig {
+        self.allow_ttl = ttl;
+        self
+    }
+
+    /// The same, keeping negative decisions for `ttl`.
+    #[must_use]
+    pub fn with_deny_ttl(mut self, ttl: Duration) -> CacheConfig {
+        self.deny_ttl = ttl;
+        self
+    }
+}
+
+/// The key a TokenReview outcome is kept under: SHA-256 over the token and the audiences
+/// (each length-prefixed, so no two inputs share an encoding), never the token itself.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct TokenCacheKey([u8; 32]);
+
+impl TokenCacheKey {
+    /// The key of `token` reviewed for `audiences` (in that order).
+    #[must_use]
+    pub fn new(token: &BearerToken, audiences: &[String]) -> TokenCacheKey {
+        let mut h = Sha256::new();
+        let token = token.expose_secret().as_bytes();
+        h.update((token.len() as u64).to_be_bytes());
+        h.update(token);
+        h.update((audiences.len() as u64).to_be_bytes());
+        for a in audiences {
+            h.update((a.len() as u64).to_be_bytes());
+            h.update(a.as_bytes());
+        }
+        TokenCacheKey(h.finalize().into())
+    }
+}
+
+impl Hash for TokenCacheKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // The key is already a uniform hash an attacker cannot steer: eight bytes of it will do.
+        let [a, b, c, d, e, f, g, h, ..] = self.0;
+        state.write_u64(u64::from_le_bytes([a, b, c, d, e, f, g, h]));
+    }
+}
+
+impl core::fmt::Debug for TokenCacheKey {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // A prefix of the hash: enough to tell keys apart in a log, too little to look one up.
+        let [a, b, c, d, ..] = self.0;
+        write!(f, "TokenCacheKey({a:02x}{b:02x}{c:02x}{d:02x}..)")
+    }
+}
+
+/// A cached TokenReview outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CachedToken {
+    /// Authenticated: the user (shared, so handing it to a request is a reference count) and
+    /// the audiences the token was found valid for.
+    Authenticated {
+        /// Who the token belongs to.
+        user: Arc<UserInfo>,
+        /// The audiences asked for that the token is valid for.
+        audiences: Arc<[String]>,
+    },
+    /// Not authenticated.
+    Unauthenticated,
+}
+
+/// TokenReview outcomes, by [`TokenCacheKey`].
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use delegated_auth::{BearerToken, CacheConfig, CachedToken, TokenCache, TokenReview};
+/// let mut cache = TokenCache::new(CacheConfig::default());
+/// let review = TokenReview::new(BearerToken::new("a-token".to_owned())?);
+/// let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+/// let outcome = review.read_answer(201, br#"{"status":{"authenticated":true,"user":{"username":"alice"}}}"#)?;
+/// assert!(cache.insert(review.cache_key(), outcome, now));
+/// assert!(matches!(cache.get(&review.cache_key(), now), Some(CachedToken::Authenticated { .. })));
+/// assert!(cache.get(&review.cache_key(), now + Duration::from_secs(10)).is_none());
+/// # Ok::<(), delegated_auth::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct TokenCache {
+    store: Store<TokenCacheKey, CachedToken, BuildHasherDefault<PassThrough>>,
+}
+
+impl TokenCache {
+    /// An empty cache. [`CacheConfig::default`] has `k8s.io/apiserver`'s lifetimes.
+    #[must_use]
+    pub fn new(config: CacheConfig) -> TokenCache {
+        TokenCache {
+            store: Store::new(config, BuildHasherDefault::default()),
+        }
+    }
+
+    /// The outcome kept for `key`, if any and still fresh at `now`.
+    #[must_use]
+    pub fn get(&self, key: &TokenCacheKey, now: SystemTime) -> Option<&CachedToken> {
+        self.store.get(key, now).map(|(_, v)| v)
+    }
+
+    /// Keeps `outcome` for `key` from `now`: an authentication for the allow TTL, a refusal
+    /// for the deny TTL. Returns whether it was kept: not when the outcome is not
+    /// [cacheable](TokenReviewOutcome::is_cacheable), its TTL is zero, or it alone is larger
+    /// than the byte bound. Older entries make room for it.
+    pub fn insert(
+        &mut self,
+        key: TokenCacheKey,
+        outcome: TokenReviewOutcome,
+        now: SystemTime,
+    ) -> bool {
+        if !outcome.is_cacheable() {
+            self.store.remove(&key);
+            return false;
+        }
+        let (value, ttl, cost) = match outcome {
+            TokenReviewOutcome::Authenticated { user, audiences } => {
+                let cost = user_bytes(&user).saturating_add(strings_bytes(&audiences));
+                (
+                    CachedToken::Authenticated {
+                        user: Arc::new(user),
+                        audiences: audiences.into(),
+                    },
+                    self.store.config.allow_ttl,
+                    cost,
+                )
+            }
+            TokenReviewOutcome::Unauthenticated { .. } => {
+                (CachedToken::Unauthenticated, self.store.config.deny_ttl, 0)
+            }
+        };
+        self.store.insert(key, value, cost, ttl, now)
+    }
+
+    /// Forgets `key`.
+    pub fn remove(&mut self, key: &TokenCacheKey) {
+        self.store.remove(key);
+    }
+
+    /// Drops every entry expired at `now`.
+    pub fn purge_expired(&mut self, now: SystemTime) {
+        self.store.purge_expired(now);
+    }
+
+    /// How many entries are kept (fresh or not yet purged).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.store.map.len()
+    }
+
+    /// Whether none is kept.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.store.map.is_empty()
+    }
+
+    /// The estimated bytes kept.
+    #[must_use]
+    pub fn bytes(&self) -> usize {
+        self.store.bytes
+    }
+}
+
+/// The key a single-flight map dedupes access reviews on: SHA-256 over every attribute (the
+/// user, UID, groups, extra, verb and target, each length-prefixed). Computed only on a miss;
+/// [`AccessCache`] looks up by the attributes themselves.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AccessKey([u8; 32]);
+
+impl AccessKey {
+    /// The key of `attributes`.
+    #[must_use]
+    pub fn new(attributes: &Attributes) -> AccessKey {
+        let mut h = Sha256::new();
+        encode(attributes, &mut |b: &[u8]| h.update(b));
+        AccessKey(h.finalize().into())
+    }
+}
+
+impl core::fmt::Debug for AccessKey {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let [a, b, c, d, ..] = self.0;
+        write!(f, "AccessKey({a:02x}{b:02x}{c:02x}{d:02x}..)")
+    }
+}
+
+/// Access review outcomes, by the request's [`Attributes`] (compared in full on a hit: a
+/// keyed 64-bit hash finds the entry, equality confirms it).
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use delegated_auth::{AccessCache, AccessReviewKind, Attributes, CacheConfig, UserInfo, read_access_review};
+/// let mut cache = AccessCache::new(CacheConfig::default());
+/// let attrs = Attributes::non_resource(UserInfo::new("alice"), "get", "/metrics");
+/// let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+/// let outcome = read_access_review(AccessReviewKind::Subject, 201, br#"{"status":{"allowed":true}}"#)?;
+/// assert!(cache.insert(&attrs, outcome, now));
+/// assert!(cache.get(&attrs, now).is_some_and(|o| o.is_allowed()));
+/// # Ok::<(), delegated_auth::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct AccessCache {
+    store: Store<u64, (Attributes, AccessReviewOutcome), BuildHasherDefault<PassThrough>>,
+    hasher: RandomState,
+}
+
+impl AccessCache {
+    /// An empty cache. [`CacheConfig::default`] has `k8s.io/apiserver`'s lifetimes.
+    #[must_use]
+    pub fn new(config: CacheConfig) -> AccessCache {
+        AccessCache {
+            store: Store::new(config, BuildHasherDefault::default()),
+            hasher: RandomState::new(),
+        }
+    }
+
+    /// The outcome kept for `attributes`, if any and still fresh at `now`.
+    #[must_use]
+    pub fn get(&self, attributes: &Attributes, now: SystemTime) -> Option<&AccessReviewOutcome> {
+        let key = self.key(attributes);
+        match self.store.get(&key, now) {
+            Some((_, (kept, outcome))) if kept == attributes => Some(outcome),
+            _ => None,
+        }
+    }
+
+    /// Keeps `outcome` for `attributes` from `now`: an allow for the allow TTL, a denial or
+    /// no opinion for the deny TTL. Returns whether it was kept: not when the outcome is not
+    /// [cacheable](AccessReviewOutcome::is_cacheable) (an `evaluationError` without an allow),
+    /// its TTL is zero, or it alone is larger than the byte bound.
+    pub fn insert(
+        &mut self,
+        attributes: &Attributes,
+        outcome: AccessReviewOutcome,
+        now: SystemTime,
+    ) -> bool {
+        let key = self.key(attributes);
+        if !outcome.is_cacheable() {
+            // Only forget what was kept for these very attributes.
+            if self.get(attributes, SystemTime::UNIX_EPOCH).is_some() {
+                self.store.remove(&key);
+            }
+            return false;
+        }
+        let ttl = if outcome.decision == Decision::Allow {
+            self.store.config.allow_ttl
+        } else {
+            self.store.config.deny_ttl
+        };
+        let cost = attributes_bytes(attributes)
+            .saturating_add(outcome.reason.len())
+            .saturating_add(outcome.evaluation_error.as_ref().map_or(0, String::len));
+        self.store
+            .insert(key, (attributes.clone(), outcome), cost, ttl, now)
+    }
+
+    /// Drops every entry expired at `now`.
+    pub fn purge_expired(&mut self, now: SystemTime) {
+        self.store.purge_expired(now);
+    }
+
+    /// How many entries are kept (fresh or not yet purged).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.store.map.len()
+    }
+
+    /// Whether none is kept.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.store.map.is_empty()
+    }
+
+    /// The estimated bytes kept.
+    #[must_use]
+    pub fn bytes(&self) -> usize {
+        self.store.bytes
+    }
+
+    fn key(&self, attributes: &Attributes) -> u64 {
+        let mut h = self.hasher.build_hasher();
+        encode(attributes, &mut |b: &[u8]| h.write(b));
+        h.finish()
+    }
+}
+
+/// Feeds every attribute, length-prefixed, to `out`.
+fn encode(a: &Attributes, out: &mut impl FnMut(&[u8])) {
+    fn count(out: &mut impl FnMut(&[u8]), n: usize) {
+        out(&(n as u64).to_le_bytes());
+    }
+    fn field(out: &mut impl FnMut(&[u8]), s: &str) {
+        count(out, s.len());
+        out(s.as_bytes());
+    }
+    let u = &a.user;
+    field(out, &u.name);
+    match &u.uid {
+        Some(uid) => {
+            count(out, 1);
+            field(out, uid);
+        }
+        None => count(out, 0),
+    }
+    count(out, u.groups.len());
+    for g in &u.groups {
+        field(out, g);
+    }
+    count(out, u.extra.len());
+    for (k, vs) in &u.extra {
+        field(out, k);
+        count(out, vs.len());
+        for v in vs {
+            field(out, v);
+        }
+    }
+    field(out, &a.verb);
+    match &a.target {
+        Target::Resource(r) => {
+            count(out, 1);
+            for s in [
+                &r.namespace,
+                &r.api_group,
+                &r.api_version,
+                &r.resource,
+                &r.subresource,
+                &r.name,
+            ] {
+                field(out, s);
+            }
+        }
+        Target::NonResource { path } => {
+            count(out, 2);
+            field(out, path);
+        }
+    }
+}
+
+const SLOT_OVERHEAD: usize = 96;
+
+fn strings_bytes(strings: &[String]) -> usize {
+    strings.iter().fold(0usize, |n, s| {
+        n.saturating_add(s.len())
+            .saturating_add(core::mem::size_of::<String>())
+    })
+}
+
+fn user_bytes(u: &UserInfo) -> usize {
+    let extra = u.extra.iter().fold(0usize, |n, (k, vs)| {
+        n.saturating_add(k.len())
+            .saturating_add(strings_bytes(vs))
+            .saturating_add(64)
+    });
+    u.name
+        .len()
+        .saturating_add(u.uid.as_ref().map_or(0, String::len))
+        .saturating_add(strings_bytes(&u.groups))
+        .saturating_add(extra)
+        .saturating_add(core::mem::size_of::<UserInfo>())
+}
+
+fn attributes_bytes(a: &Attributes) -> usize {
+    let target = match &a.target {
+        Target::Resource(r) => [
+            &r.namespace,
+            &r.api_group,
+            &r.api_version,
+            &r.resource,
+            &r.subresource,
+            &r.name,
+        ]
+        .iter()
+        .fold(0usize, |n, s| n.saturating_add(s.len())),
+        Target::NonResource { path } => path.len(),
+    };
+    user_bytes(&a.user)
+        .saturating_add(a.verb.len())
+        .saturating_add(target)
+        .saturating_add(core::mem::size_of::<Attributes>())
+}
+
+/// A hasher for keys that are already hashes: it keeps the last `u64` written.
+#[derive(Default)]
+struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// The bounded store under both caches: a map, and the insertion order for eviction.
+#[derive(Debug)]
+struct Store<K, V, S> {
+    config: CacheConfig,
+    map: HashMap<K, Slot<V>, S>,
+    order: VecDeque<(K, u64)>,
+    next_seq: u64,
+    bytes: usize,
+}
+
+#[derive(Debug)]
+struct Slot<V> {
+    value: V,
+    expires: SystemTime,
+    seq: u64,
+    cost: usize,
+}
+
+impl<K: Copy + Eq + Hash, V, S: BuildHasher> Store<K, V, S> {
+    fn new(config: CacheConfig, hasher: S) -> Self {
+        Store {
+            config,
+            map: HashMap::with_hasher(hasher),
+            order: VecDeque::new(),
+            next_seq: 0,
+            bytes: 0,
+        }
+    }
+
+    fn get(&self, key: &K, now: SystemTime) -> Option<(SystemTime, &V)> {
+        let slot = self.map.get(key)?;
+        (now < slot.expires).then_some((slot.expires, &slot.value))
+    }
+
+    fn insert(&mut self, key: K, value: V, cost: usize, ttl: Duration, now: SystemTime) -> bool {
+        self.remove(&key);
+        let cost = cost.saturating_add(SLOT_OVERHEAD);
+        if ttl.is_zero() || self.config.max_entries == 0 || cost > self.config.max_bytes {
+            return false;
+        }
+        let Some(expires) = now.checked_add(ttl) else {
+            return false;
+        };
+        while self.map.len() >= self.config.max_entries
+            || self.bytes.saturating_add(cost) > self.config.max_bytes
+        {
+            let Some((old, seq)) = self.order.pop_front() else {
+                break;
+            };
+            if self.map.get(&old).is_some_and(|s| s.seq == seq) {
+                self.remove(&old);
+            }
+        }
+        let seq = self.next_seq;
+        self.next_seq = self.next_seq.wrapping_add(1);
+        self.map.insert(
+            key,
+            Slot {
+                value,
+                expires,
+                seq,
+                cost,
+            },
+        );
+        self.bytes = self.bytes.saturating_add(cost);
+        self.order.push_back((key, seq));
+        // Keys removed or replaced leave stale places in the order: compact it now and then,
+        // so it stays within twice the map.
+        if self.order.len() > self.map.len().saturating_mul(2).saturating_add(64) {
+            let map = &self.map;
+            self.order
+                .retain(|(k, seq)| map.get(k).is_some_and(|s| s.seq == *seq));
+        }
+        true
+    }
+
+    fn remove(&mut self, key: &K) {
+        if let Some(slot) = self.map.remove(key) {
+            self.bytes = self.bytes.saturating_sub(slot.cost);
+        }
+    }
+
+    fn purge_expired(&mut self, now: SystemTime) {
+        let mut freed = 0usize;
+        self.map.retain(|_, s| {
+            let keep = now < s.expires;
+            if !keep {
+                freed = freed.saturating_add(s.cost);
+            }
+            keep
+        });
+        self.bytes = self.bytes.saturating_sub(freed);
+        let map = &self.map;
+        self.order
+            .retain(|(k, seq)| map.get(k).is_some_and(|s| s.seq == *seq));
+    }
+}

@@ -4,7 +4,7 @@
 //! and `demo` (the whole flow against it).
 //!
 //! Exit codes: 0 on success, 1 on a runtime failure (one `error: …` line on stderr naming the
-//! step), 2 on a usage error (clap's).
+//! step), 2 on a usage error (clap's, or a flag, value or path refused before any work).
 
 mod args;
 mod completion;
@@ -37,7 +37,7 @@ use crate::error::CliError;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let mut cli = Cli::parse();
+    let mut cli = Cli::try_parse().unwrap_or_else(|e| args::without_misleading_tip(e).exit());
     if let Err(e) = cli.hoist_cluster_args() {
         e.exit();
     }
@@ -47,7 +47,7 @@ async fn main() -> ExitCode {
         Err(e) => {
             let message = e.to_string().replace(['\n', '\r'], " ");
             eprintln!("error: {message}");
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_code())
         }
     }
 }

@@ -9,10 +9,12 @@
 #[non_exhaustive]
 pub enum Error {
     /// The string is not a bootstrap token (`\A([a-z0-9]{6})\.([a-z0-9]{16})\z`).
-    #[error("bootstrap token is not of the form <6 characters [a-z0-9]>.<16 characters [a-z0-9]>")]
+    #[error(
+        "a bootstrap token is 6 characters of [a-z0-9], a dot, and 16 characters of [a-z0-9], as 07401b.f395accd246ae52d"
+    )]
     InvalidToken,
     /// The string is not a token ID (`\A([a-z0-9]{6})\z`).
-    #[error("bootstrap token id is not 6 characters of [a-z0-9]")]
+    #[error("a bootstrap token id is 6 characters of [a-z0-9], as 07401b")]
     InvalidTokenId,
     /// The string is not a token secret (16 characters of `[a-z0-9]`).
     #[error("bootstrap token secret is not 16 characters of [a-z0-9]")]

@@ -71,7 +71,9 @@ impl KubeadmToken {
 
     /// kubeadm's `SetDefaults_BootstrapToken`: `ttl` 24h when unset, usages
     /// `signing,authentication` when empty, groups
-    /// `system:bootstrappers:kubeadm:default-node-token` when empty.
+    /// `system:bootstrappers:kubeadm:default-node-token` when empty and the usages include
+    /// `authentication` (groups are refused without it: a default the caller never set must
+    /// not fail the validation of usages they did set).
     #[must_use]
     pub fn with_defaults(mut self) -> Self {
         if self.ttl.is_none() {
@@ -80,7 +82,11 @@ impl KubeadmToken {
         if self.usages.is_empty() {
             self.usages = Usage::ALL.iter().map(|u| u.as_str().to_owned()).collect();
         }
-        if self.groups.is_empty() {
+        let authenticates = self
+            .usages
+            .iter()
+            .any(|u| u == Usage::Authentication.as_str());
+        if self.groups.is_empty() && authenticates {
             self.groups = vec![KUBEADM_DEFAULT_GROUP.to_owned()];
         }
         self
@@ -331,24 +337,17 @@ impl KubeadmToken {
         )
     }
 
-    /// The whole `kubeadm token list` text output at `now`, tab-expanded exactly as kubeadm does:
-    /// a `text/tabwriter` (min width 10, padding 3) created and flushed per token, so the header
-    /// lines up with the first row only.
+    /// The whole `kubeadm token list` text output at `now`, tab-expanded as kubeadm's
+    /// `text/tabwriter` (min width 10, padding 3) expands it, but over the whole table, so
+    /// every row lines up with the header and with each other (kubeadm flushes a writer per
+    /// token, so a `<forever>`/`<never>` row is shifted against a row with an expiry).
     #[must_use]
     pub fn format_list(tokens: &[KubeadmToken], now: SystemTime) -> String {
-        let mut out = String::new();
-        for (i, t) in tokens.iter().enumerate() {
-            let mut block = String::new();
-            if i == 0 {
-                block.push_str(LIST_HEADER);
-            }
+        let mut block = String::from(LIST_HEADER);
+        for t in tokens {
             block.push_str(&t.list_row(now));
-            out.push_str(&tabwriter(&block));
         }
-        if tokens.is_empty() {
-            out.push_str(&tabwriter(LIST_HEADER));
-        }
-        out
+        tabwriter(&block)
     }
 }
 

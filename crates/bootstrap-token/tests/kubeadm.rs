@@ -20,7 +20,8 @@ use common::{CANARY, TOKEN, assert_error_clean, data, now, secret_with};
 
 #[test]
 fn list_output_matches_kubeadm_tabwriter() {
-    // The reference example (`kubernetes-reference.md` §1.11), reproduced with Go's tabwriter.
+    // The reference example (`kubernetes-reference.md` §1.11), reproduced with Go's tabwriter,
+    // but over the whole table: kubeadm's writer per token shifts the `<never>` row's columns.
     let first = secret_with(&[
         ("expiration", "2024-01-02T03:04:05Z"),
         (
@@ -47,7 +48,7 @@ fn list_output_matches_kubeadm_tabwriter() {
     let expected = "\
 TOKEN                     TTL         EXPIRES                USAGES                   DESCRIPTION                                                EXTRA GROUPS
 abcdef.0123456789abcdef   23h         2024-01-02T03:04:05Z   authentication,signing   <none>                                                     system:bootstrappers:kubeadm:default-node-token
-123456.aabbccddeeffgghh   <forever>   <never>   signing                  my token                                                   <none>
+123456.aabbccddeeffgghh   <forever>   <never>                signing                  my token                                                   <none>
 ";
     assert_eq!(KubeadmToken::format_list(&rows, at), expected);
     assert_eq!(
@@ -127,6 +128,21 @@ fn defaults_and_conversion() {
         ),
     ]);
     assert_eq!(s.data_map(), Some(&expected));
+
+    // Usages without `authentication` get no default group, so only the usages the caller
+    // gave are judged (`signing,auth` is refused for `auth`, not for a group never set).
+    let mut kt = KubeadmToken::new(Some(token.clone()));
+    kt.usages = vec!["signing".into(), "auth".into()];
+    let kt = kt.with_defaults();
+    assert!(kt.groups.is_empty());
+    let message = kt.validate("bootstrapTokens.0").unwrap_err().to_string();
+    assert!(message.contains("usages"), "{message}");
+    assert!(!message.contains("groups"), "{message}");
+    let mut kt = KubeadmToken::new(Some(token.clone()));
+    kt.usages = vec!["signing".into()];
+    let kt = kt.with_defaults();
+    assert!(kt.groups.is_empty());
+    kt.validate("bootstrapTokens.0").unwrap();
 
     // ttl 0 means never; `expires` wins over ttl, written in UTC without fractions.
     let mut kt = KubeadmToken::new(Some(token.clone()));

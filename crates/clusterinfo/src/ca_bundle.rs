@@ -33,6 +33,7 @@ pub struct CaBundle {
 struct Cert {
     der: Vec<u8>,
     pin: Pin,
+    is_ca: bool,
 }
 
 impl CaBundle {
@@ -61,11 +62,12 @@ impl CaBundle {
         let mut certs = Vec::with_capacity(blocks.len());
         for (index, der) in blocks.into_iter().enumerate() {
             let spki = raw_spki(&der).ok_or(Error::Certificate { index })?;
-            if x509_cert::Certificate::from_der(&der).is_err() {
+            let Ok(parsed) = x509_cert::Certificate::from_der(&der) else {
                 return Err(Error::Certificate { index });
-            }
+            };
+            let is_ca = is_ca(&parsed);
             let pin = Pin::from_spki_der(spki);
-            certs.push(Cert { der, pin });
+            certs.push(Cert { der, pin, is_ca });
         }
         Ok(CaBundle {
             pem: text.to_owned(),
@@ -98,6 +100,14 @@ impl CaBundle {
         self.certs.iter().map(|c| &c.pin)
     }
 
+    /// Whether each certificate, in bundle order, says it is a CA (a basic constraints
+    /// extension with `CA:TRUE`). The bundle's use does not depend on it, but a pin of a
+    /// certificate that is not a CA (a server's, say) is not the cluster CA's pin, which is
+    /// what kubeadm pins.
+    pub fn ca_flags(&self) -> impl Iterator<Item = bool> {
+        self.certs.iter().map(|c| c.is_ca)
+    }
+
     /// The pin of the first certificate: what `kubeadm token create --print-join-command`
     /// prints as `--discovery-token-ca-cert-hash`.
     pub fn first_pin(&self) -> Option<&Pin> {
@@ -118,6 +128,19 @@ impl std::fmt::Debug for CaBundle {
             )
             .finish()
     }
+}
+
+/// Whether the certificate has a basic constraints extension that says `CA:TRUE`.
+fn is_ca(cert: &x509_cert::Certificate) -> bool {
+    use der::oid::AssociatedOid as _;
+    use x509_cert::ext::pkix::BasicConstraints;
+    cert.tbs_certificate
+        .extensions
+        .iter()
+        .flatten()
+        .find(|e| e.extn_id == BasicConstraints::OID)
+        .and_then(|e| BasicConstraints::from_der(e.extn_value.as_bytes()).ok())
+        .is_some_and(|bc| bc.ca)
 }
 
 const BEGIN: &str = "-----BEGIN ";

@@ -125,9 +125,11 @@ pub enum Error {
         /// The bundle's pins, `sha256:<hex>` joined with `:`.
         hashes: String,
     },
-    /// Token discovery without pins and without the explicit unsafe opt-in (kubeadm's message).
+    /// Token discovery without pins and without the explicit unsafe opt-in
+    /// ([`TokenDiscoveryConfig::dangerous_skip_ca_verification`](crate::TokenDiscoveryConfig::dangerous_skip_ca_verification),
+    /// kubeadm's `unsafeSkipCAVerification`).
     #[error(
-        "using token-based discovery without caCertHashes can be unsafe. Set unsafeSkipCAVerification as true in your kubeadm config file or pass --discovery-token-unsafe-skip-ca-verification flag to continue"
+        "using token-based discovery without a CA pin can be unsafe: pin the cluster CA's public key, or skip its verification explicitly"
     )]
     NoPins,
     /// The ConfigMap JSON is malformed (the parser's message is dropped because it can echo
@@ -160,9 +162,9 @@ pub enum Error {
     )]
     MissingKubeconfig,
     /// The ConfigMap has no `jws-kubeconfig-<id>` key for the token; seen while polling
-    /// (kubeadm's message).
+    /// (kubeadm's message, and what it may mean).
     #[error(
-        "could not find a JWS signature in the cluster-info ConfigMap for token ID {token_id:?}"
+        "could not find a JWS signature in the cluster-info ConfigMap for token ID {token_id:?}: the token may have been deleted, have expired or be mistyped, or the cluster's bootstrap signer has not signed for it yet"
     )]
     SignatureNotFound {
         /// The token ID (public).

@@ -112,6 +112,18 @@ fn any_certificate_of_a_bundle_may_match() {
     );
 }
 
+/// A self-signed P-256 certificate with `basicConstraints=critical,CA:FALSE` (openssl req -x509
+/// -addext basicConstraints=critical,CA:FALSE): a server's or a client's, never a cluster CA.
+const NOT_A_CA_PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIBbzCCARagAwIBAgIUNSKW3xp3ka764fw4lnNdxXw6ow4wCgYIKoZIzj0EAwIw\nDzENMAsGA1UEAwwEbGVhZjAeFw0yNjExMjgxMTE4MTFaFw0zNjExMjUxMTE4MTFa\nMA8xDTALBgNVBAMMBGxlYWYwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAATFvW20\nXchIxnpRZ+7cQU+EXzrJnOxnbzrDU3LEa5wcz5QE4BKZV9UH9+gRgtCR8lJg2GDb\nNad7KNP3u8yT433Qo1AwTjAdBgNVHQ4EFgQUWLj5E5XtmEJoN9aqF2Nf4ThO2E4w\nHwYDVR0jBBgwFoAUWLj5E5XtmEJoN9aqF2Nf4ThO2E4wDAYDVR0TAQH/BAIwADAK\nBggqhkjOPQQDAgNHADBEAiBDURf3kUN8xaGKNPoikA3N3nnkgTwBDsFHIK1/S5TV\nJQIgMx8syrnS0uSjcazXIT2OLo/8pWvfF/Vt22Kl4fzG0gE=\n-----END CERTIFICATE-----\n";
+
+#[test]
+fn a_bundle_says_which_certificates_are_cas() {
+    let bundle = CaBundle::from_pem(format!("{}{NOT_A_CA_PEM}", ca_pem()).as_bytes()).unwrap();
+    assert_eq!(bundle.ca_flags().collect::<Vec<_>>(), [true, false]);
+    // A certificate that is not a CA still has a pin: the bundle's use does not depend on it.
+    assert_eq!(bundle.pins().count(), 2);
+}
+
 #[test]
 fn unpinned_bundle_lists_every_hash_joined_with_colons() {
     let (a, b) = (ca_pem(), other_ca_pem());

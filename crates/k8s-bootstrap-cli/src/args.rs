@@ -407,9 +407,14 @@ pub(crate) struct ServeLoopbackArgs {
     /// The port on 127.0.0.1 (0: any free port).
     #[arg(long, default_value_t = 0)]
     pub(crate) port: u16,
-    /// Where to write the admin kubeconfig (mode 0600; it holds the admin token).
+    /// Where to write the admin kubeconfig (mode 0600; it holds the admin token; removed on
+    /// exit). An existing file is refused unless --force.
     #[arg(long, default_value = "loopback-admin.conf", value_name = "PATH")]
     pub(crate) admin_kubeconfig: PathBuf,
+    /// Replace an existing --admin-kubeconfig or --serving-certificate (the file written in its
+    /// place is removed on exit).
+    #[arg(long)]
+    pub(crate) force: bool,
     /// Write the serving certificate (PEM) here while the server runs (removed on exit): what
     /// a forward proxy verifies add-on tokens with (`--public-key-file`, `--algorithm ES256`).
     #[arg(long, value_name = "PATH")]
@@ -429,7 +434,7 @@ pub(crate) struct ServeLoopbackArgs {
     )]
     pub(crate) add_auth_issuer: String,
     /// The add-on tokens' lifetime; a user's token is reused until half of it has passed.
-    #[arg(long, default_value = "1m0s", value_name = "DURATION", value_parser = positive_duration, requires = "add_auth")]
+    #[arg(long, default_value = "1m0s", value_name = "DURATION", allow_hyphen_values = true, value_parser = positive_duration, requires = "add_auth")]
     pub(crate) add_auth_token_ttl: Duration,
     /// add-auth=true requests allowed per user, as `<N>/<DURATION>` (`10/1s`, `100/1m`);
     /// beyond it, 429 with Retry-After.
@@ -439,7 +444,7 @@ pub(crate) struct ServeLoopbackArgs {
     #[arg(long, value_name = "N", requires = "add_auth")]
     pub(crate) add_auth_burst: Option<NonZeroU32>,
     /// The longest a Service proxy request may take (then 504, or the stream is cut).
-    #[arg(long, default_value = "1m0s", value_name = "DURATION", value_parser = positive_duration)]
+    #[arg(long, default_value = "1m0s", value_name = "DURATION", allow_hyphen_values = true, value_parser = positive_duration)]
     pub(crate) service_proxy_max_duration: Duration,
     /// Accept EndpointSlices that name loopback addresses (127.0.0.0/8, ::1), which
     /// kube-apiserver refuses, so that the Service proxy reaches an add-on on this machine's
@@ -452,7 +457,7 @@ pub(crate) struct ServeLoopbackArgs {
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
     /// Keep the demo's files (kubeconfigs, CA) in this directory instead of a temporary one
-    /// that is removed at the end.
+    /// that is removed at the end; it must be new or empty (the demo replaces no file).
     #[arg(long, value_name = "DIR")]
     pub(crate) dir: Option<PathBuf>,
     /// The kubectl to run.
@@ -565,19 +570,15 @@ pub(crate) struct JoinArgs {
     /// The API server endpoint (host:port) for token discovery.
     #[arg(value_name = "ENDPOINT")]
     pub(crate) endpoint: Option<String>,
-    /// The token for both discovery and the TLS bootstrap; also read from
-    /// $K8S_BOOTSTRAP_TOKEN. A command line is visible to every local user (/proc/*/cmdline)
-    /// for as long as join runs: prefer --token-file or the environment variable.
-    #[arg(
-        long,
-        value_name = "TOKEN",
-        env = "K8S_BOOTSTRAP_TOKEN",
-        hide_env_values = true
-    )]
+    /// The token for both discovery and the TLS bootstrap. A command line is visible to every
+    /// local user (/proc/*/cmdline) for as long as join runs: prefer --token-file or the
+    /// environment variable K8S_BOOTSTRAP_TOKEN, which give the same token; one of the three
+    /// at a time.
+    #[arg(long, value_name = "TOKEN")]
     pub(crate) token: Option<String>,
     /// A file holding the token for both discovery and the TLS bootstrap (a trailing newline
     /// is ignored); instead of --token or $K8S_BOOTSTRAP_TOKEN.
-    #[arg(long, value_name = "PATH", conflicts_with = "token")]
+    #[arg(long, value_name = "PATH")]
     pub(crate) token_file: Option<PathBuf>,
     /// The token for discovery (defaults to --token).
     #[arg(long, value_name = "TOKEN")]
@@ -602,7 +603,7 @@ pub(crate) struct JoinArgs {
     #[arg(long, default_value = "bootstrap-kubelet.conf", value_name = "PATH")]
     pub(crate) tls_bootstrap_kubeconfig: PathBuf,
     /// How long to wait for discovery (Go duration).
-    #[arg(long, default_value = "5m0s", value_name = "DURATION", value_parser = go_duration)]
+    #[arg(long, default_value = "5m0s", value_name = "DURATION", allow_hyphen_values = true, value_parser = positive_duration)]
     pub(crate) discovery_timeout: Duration,
     /// Finish the kubelet's TLS bootstrap for this node: file its certificate signing request
     /// with the bootstrap token, wait for approval and the certificate, and write the node's
@@ -617,8 +618,59 @@ pub(crate) struct JoinArgs {
     #[arg(long, default_value = "kubelet.conf", value_name = "PATH")]
     pub(crate) kubelet_kubeconfig: PathBuf,
     /// How long to wait for the certificate (Go duration; the kubelet waits an hour).
-    #[arg(long, default_value = "1h0m0s", value_name = "DURATION", value_parser = go_duration)]
+    #[arg(long, default_value = "1h0m0s", value_name = "DURATION", allow_hyphen_values = true, value_parser = positive_duration)]
     pub(crate) tls_bootstrap_timeout: Duration,
+    /// Replace output files that already exist (--tls-bootstrap-kubeconfig, and with
+    /// --node-name --kubelet-kubeconfig and <cert-dir>/kubelet-client-current.pem); without
+    /// it, join refuses to start, as kubeadm's preflight does.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+/// clap's error, without the tip it gives for `--kubeconfig` or `--context` after a command
+/// that takes neither: "a similar argument exists: '--kubelet-kubeconfig'" points at an output
+/// path. The tip says which commands take them instead.
+pub(crate) fn without_misleading_tip(e: clap::Error) -> clap::Error {
+    use clap::CommandFactory as _;
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return e;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return e;
+    };
+    let flag = arg.split('=').next().unwrap_or_default();
+    if !matches!(flag, "--kubeconfig" | "--context") {
+        return e;
+    }
+    let mut cli = Cli::command();
+    cli.build();
+    let mut out = clap::Error::new(ErrorKind::UnknownArgument).with_cmd(&cli);
+    out.insert(ContextKind::InvalidArg, ContextValue::String(arg.clone()));
+    // The subcommand's own usage: clap's is written with the argument it suggested.
+    let mut command = &cli;
+    for word in std::env::args().skip(1) {
+        match command.find_subcommand(&word) {
+            Some(sub) => command = sub,
+            None if word.starts_with('-') => {}
+            None => break,
+        }
+    }
+    out.insert(
+        ContextKind::Usage,
+        ContextValue::StyledStr(command.clone().render_usage()),
+    );
+    out.insert(
+        ContextKind::Suggested,
+        ContextValue::StyledStrs(vec![
+            format!(
+                "{flag} is taken only by the commands that talk to a cluster through a kubeconfig: \
+             token create|list|delete, controllers, forward-proxy --audience-from-services"
+            )
+            .into(),
+        ]),
+    );
+    out
 }
 
 /// A Go duration (`1h30m`, `90s`, `0`), read by the core's parser. A negative duration is
@@ -636,9 +688,12 @@ fn rate(s: &str) -> Result<(NonZeroU32, Duration), String> {
     Ok((n, positive_duration(per)?))
 }
 
-/// A Go duration ([`go_duration`]) that is not zero.
-#[cfg(feature = "loopback-server")]
+/// A Go duration ([`go_duration`]) longer than zero: a timeout or a lifetime. A negative one is
+/// taken as the flag's value (`allow_hyphen_values`), so that it is refused for what it is.
 fn positive_duration(s: &str) -> Result<Duration, String> {
+    if s.trim_start().starts_with('-') {
+        return Err("must be positive (a Go duration such as 30s or 5m0s)".to_owned());
+    }
     match go_duration(s)? {
         Duration::ZERO => Err("must be longer than 0s".to_owned()),
         d => Ok(d),

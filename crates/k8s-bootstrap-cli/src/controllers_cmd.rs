@@ -26,7 +26,9 @@ pub(crate) async fn run(args: &ControllersArgs) -> Result<(), CliError> {
         election.lease_duration = args.leader_elect_lease_duration;
         election.renew_deadline = args.leader_elect_renew_deadline;
         election.retry_period = args.leader_elect_retry_period;
-        election.validate().map_err(CliError::Controllers)?;
+        election
+            .validate()
+            .map_err(|e| CliError::Usage(format!("controllers: {}", crate::error::chain(&e))))?;
         Some(election)
     } else {
         None

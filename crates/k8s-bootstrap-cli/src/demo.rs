@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use k8s_bootstrap::discovery;
+use k8s_bootstrap::files::{self, Existing};
 use loopback_apiserver::LoopbackApiServer;
 
 use crate::args::{DemoArgs, ServeLoopbackArgs};
@@ -15,8 +15,33 @@ use crate::output::print;
 mod addon_auth;
 
 /// `serve-loopback`: serve until Ctrl-C or SIGTERM, with the admin kubeconfig written to
-/// disk while it runs (removed on exit: its token dies with the server).
+/// disk while it runs (removed on exit: its token dies with the server). A file that is
+/// already at --admin-kubeconfig or --serving-certificate is refused before the server
+/// starts (replaced with --force); only the files this process wrote are removed.
 pub(crate) async fn serve(args: &ServeLoopbackArgs) -> Result<(), CliError> {
+    let existing = if args.force {
+        Existing::Replace
+    } else {
+        Existing::Refuse
+    };
+    let outputs = [
+        Some(("--admin-kubeconfig", &args.admin_kubeconfig)),
+        args.serving_certificate
+            .as_ref()
+            .map(|p| ("--serving-certificate", p)),
+    ];
+    for (flag, path) in outputs.iter().flatten() {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.is_dir() => {
+                return Err(CliError::Usage(format!(
+                    "{flag} {}: a directory, not a file",
+                    path.display()
+                )));
+            }
+            Ok(_) if !args.force => return Err(exists(flag, path)),
+            _ => {}
+        }
+    }
     // Before anything a signal could interrupt: a SIGTERM from now on stops it cleanly.
     let stop = crate::signals::terminated();
     let server = LoopbackApiServer::builder()
@@ -24,7 +49,37 @@ pub(crate) async fn serve(args: &ServeLoopbackArgs) -> Result<(), CliError> {
         .service_proxy_max_duration(args.service_proxy_max_duration)
         .dangerous_allow_loopback_endpoints(args.dangerous_allow_loopback_endpoints)
         .start()
-        .await?;
+        .await
+        .map_err(|e| match e {
+            loopback_apiserver::Error::Bind { addr, source } => CliError::Listen {
+                flag: "--port",
+                addr,
+                source,
+            },
+            e => CliError::Loopback(e),
+        })?;
+    let mut created = Vec::new();
+    let served = serve_with_files(args, &server, existing, &mut created, stop).await;
+    server.shutdown().await;
+    for path in created {
+        if let Err(e) = std::fs::remove_file(&path)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            eprintln!("warning: removing {}: {e}", path.display());
+        }
+    }
+    served
+}
+
+/// The part of `serve` that writes files: each one written is pushed to `created`, for the
+/// caller to remove whatever happens.
+async fn serve_with_files(
+    args: &ServeLoopbackArgs,
+    server: &LoopbackApiServer,
+    existing: Existing,
+    created: &mut Vec<PathBuf>,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), CliError> {
     if args.add_auth {
         let settings = addon_auth::Settings {
             issuer: &args.add_auth_issuer,
@@ -32,27 +87,35 @@ pub(crate) async fn serve(args: &ServeLoopbackArgs) -> Result<(), CliError> {
             rate: args.add_auth_rate,
             burst: args.add_auth_burst.unwrap_or(args.add_auth_rate.0),
         };
-        addon_auth::install_layer(&server, &settings).map_err(CliError::AddAuth)?;
+        addon_auth::install_layer(server, &settings).map_err(CliError::AddAuth)?;
     }
     if let Some(path) = &args.serving_certificate {
-        std::fs::write(path, server.serving_certificate_pem()).map_err(|source| {
-            CliError::ServingCertificate {
-                path: path.clone(),
-                source,
-            }
-        })?;
+        files::write_readable(path, server.serving_certificate_pem().as_bytes(), existing)
+            .map_err(|source| {
+                if source.kind() == std::io::ErrorKind::AlreadyExists {
+                    exists("--serving-certificate", path)
+                } else {
+                    CliError::ServingCertificate {
+                        path: path.clone(),
+                        source,
+                    }
+                }
+            })?;
+        created.push(path.clone());
     }
     let path = &args.admin_kubeconfig;
     let contents = zeroize::Zeroizing::new(server.admin_kubeconfig_yaml());
-    discovery::write_kubeconfig(path, contents.as_bytes()).map_err(|e| {
-        CliError::AdminKubeconfig {
-            path: path.clone(),
-            source: match e {
-                discovery::Error::Write { source, .. } => source,
-                other => std::io::Error::other(other.to_string()),
-            },
+    files::write_private(path, contents.as_bytes(), existing).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::AlreadyExists {
+            exists("--admin-kubeconfig", path)
+        } else {
+            CliError::AdminKubeconfig {
+                path: path.clone(),
+                source,
+            }
         }
     })?;
+    created.push(path.clone());
     print(&format!(
         "loopback API server (a test double, not a control plane) at {url}\n\
          admin kubeconfig: {path} (it holds the admin token; removed on exit)\n\
@@ -79,19 +142,16 @@ pub(crate) async fn serve(args: &ServeLoopbackArgs) -> Result<(), CliError> {
     }
     print("Ctrl-C stops it.\n")?;
     stop.await;
-    server.shutdown().await;
-    if let Some(cert) = &args.serving_certificate
-        && let Err(e) = std::fs::remove_file(cert)
-        && e.kind() != std::io::ErrorKind::NotFound
-    {
-        eprintln!("warning: removing {}: {e}", cert.display());
-    }
-    if let Err(e) = std::fs::remove_file(path)
-        && e.kind() != std::io::ErrorKind::NotFound
-    {
-        eprintln!("warning: removing {}: {e}", path.display());
-    }
     Ok(())
+}
+
+/// `serve-loopback`'s refusal of a file it did not write.
+fn exists(flag: &'static str, path: &Path) -> CliError {
+    CliError::Exists {
+        flag,
+        path: path.to_owned(),
+        command: "serve-loopback",
+    }
 }
 
 /// `demo`: start the double, then run `token create`, `pin`, `token list`, `join`, kubectl,
@@ -101,7 +161,26 @@ pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
     let temp;
     let dir: PathBuf = match &args.dir {
         Some(d) => {
-            std::fs::create_dir_all(d).map_err(|e| demo_err("creating the demo directory", e))?;
+            // The demo's files have fixed names: a directory that holds files already could
+            // hold one of them, and the demo replaces none.
+            match std::fs::read_dir(d) {
+                Ok(mut entries) => {
+                    if entries.next().is_some() {
+                        return Err(CliError::Usage(format!(
+                            "--dir {}: the directory is not empty; the demo writes admin.conf, \
+                             ca.pem, its kubeconfigs and pki/ there and replaces no file: give \
+                             a new or empty directory",
+                            d.display()
+                        )));
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(CliError::Usage(format!("--dir {}: {e}", d.display())));
+                }
+            }
+            std::fs::create_dir_all(d)
+                .map_err(|e| CliError::Usage(format!("--dir {}: {e}", d.display())))?;
             d.clone()
         }
         None => {
@@ -130,7 +209,8 @@ pub(crate) async fn run(args: &DemoArgs) -> Result<(), CliError> {
     let admin = dir.join("admin.conf");
     let ca = dir.join("ca.pem");
     write_private(&admin, server.admin_kubeconfig_yaml())?;
-    std::fs::write(&ca, server.ca_pem()).map_err(|e| demo_err("writing ca.pem", e))?;
+    files::write_readable(&ca, server.ca_pem().as_bytes(), Existing::Refuse)
+        .map_err(|e| demo_err("writing ca.pem", e))?;
     say(&format!(
         "serving {} with cluster-info in kube-public and the bootstrap signer running\n\
          admin kubeconfig {}, cluster CA {}",
@@ -394,7 +474,7 @@ impl Demo {
 
     /// Runs kubectl; `Ok(false)` when it is not installed (the step is skipped, and said so).
     async fn kubectl(&self, args: &[&str]) -> Result<bool, CliError> {
-        let shown = format!("kubectl {}", args.join(" "));
+        let shown = format!("kubectl {}", shell_words(args));
         match run_process(&self.kubectl, args, &shown).await {
             Ok(out) if out.status.success() => Ok(true),
             Ok(_) => Err(CliError::Demo(format!("`{shown}` failed"))),
@@ -442,17 +522,53 @@ async fn run_process(
     Ok(out)
 }
 
-/// The command line, with the secret half of any bootstrap token replaced by `<secret>`.
+/// The command line, with the secret half of any bootstrap token replaced by `<secret>`, each
+/// word quoted as a shell needs it ([`shell_words`]).
 fn mask(args: &[&str]) -> String {
-    args.iter()
+    let masked: Vec<String> = args
+        .iter()
         .map(
             |a| match a.parse::<k8s_bootstrap::bootstrap_token::BootstrapToken>() {
                 Ok(t) => format!("{}.<secret>", t.id()),
                 Err(_) => (*a).to_owned(),
             },
         )
+        .collect();
+    // The mask's `<` and `>` would be quoted: quote the words, then put the masks in plain.
+    masked
+        .iter()
+        .map(|w| {
+            if w.ends_with(".<secret>") {
+                w.clone()
+            } else {
+                shell_word(w)
+            }
+        })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// `words` as a shell command line: each word as [`shell_word`] writes it, joined by spaces.
+pub(crate) fn shell_words<S: AsRef<str>>(words: &[S]) -> String {
+    words
+        .iter()
+        .map(|w| shell_word(w.as_ref()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A word as a POSIX shell reads it back: as is when it holds only characters no shell treats
+/// specially, else in single quotes (a `'` inside written `'\''`).
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,^".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
 }
 
 /// The parameters of the printed `k8s-bootstrap join <endpoint> --token <t>
@@ -500,11 +616,11 @@ impl JoinLine {
     }
 }
 
-/// Writes a file that holds a secret: 0600, atomically.
+/// Writes a file that holds a secret: 0600, whole, and only where no file is.
 fn write_private(path: &Path, contents: String) -> Result<(), CliError> {
     let contents = zeroize::Zeroizing::new(contents);
-    discovery::write_kubeconfig(path, contents.as_bytes())
-        .map_err(|e| CliError::Demo(e.to_string()))
+    files::write_private(path, contents.as_bytes(), Existing::Refuse)
+        .map_err(|e| demo_err(&format!("writing {}", path.display()), e))
 }
 
 fn heading(text: &str) {
@@ -517,4 +633,25 @@ fn say(text: &str) {
 
 fn demo_err(what: &str, e: std::io::Error) -> CliError {
     CliError::Demo(format!("{what}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_lines_are_quoted_as_a_shell_reads_them() {
+        assert_eq!(
+            mask(&["token", "create", "--description", "k8s-bootstrap demo"]),
+            "token create --description 'k8s-bootstrap demo'"
+        );
+        assert_eq!(
+            mask(&["join", "--token", "abcdef.0123456789abcdef", "--x=it's", ""]),
+            r"join --token abcdef.<secret> '--x=it'\''s' ''"
+        );
+        assert_eq!(
+            shell_words(&["get", "--raw", "/api/v1?x=1&y"]),
+            "get --raw '/api/v1?x=1&y'"
+        );
+    }
 }

@@ -15,11 +15,26 @@ pub(crate) enum CliError {
     Client(#[source] kube::Error),
     #[error("creating the kubernetes client: {0}")]
     Exec(#[source] k8s_bootstrap::exec::Error),
+    #[error("{what}: {source}")]
+    InvalidToken {
+        what: &'static str,
+        #[source]
+        source: bootstrap_token::Error,
+    },
+    /// A command line refused before any work: a flag's value, two that cannot go together,
+    /// a path that cannot be used.
+    #[error("{0}")]
+    Usage(String),
+    /// An output file that exists and that the command did not create.
     #[error(
-        "the bootstrap token given to {what} was not of the form \"{}\"",
-        bootstrap_token::TOKEN_PATTERN
+        "{flag} {}: the file already exists, and {command} does not replace a file it did not create (remove it, give another path, or pass --force to replace it)",
+        .path.display()
     )]
-    InvalidToken { what: &'static str },
+    Exists {
+        flag: &'static str,
+        path: PathBuf,
+        command: &'static str,
+    },
     #[error("{0}")]
     Token(#[from] token::Error),
     #[error("building the join command: {0}")]
@@ -36,8 +51,6 @@ pub(crate) enum CliError {
         #[source]
         source: clusterinfo::Error,
     },
-    #[error("{0}")]
-    JoinFlags(String),
     #[error("--token-file {}: {source}", .path.display())]
     TokenFile {
         path: PathBuf,
@@ -81,6 +94,14 @@ pub(crate) enum CliError {
         source: std::io::Error,
     },
     #[cfg(feature = "loopback-server")]
+    #[error("{flag} {}: cannot listen on {addr}: {source}", .addr.port())]
+    Listen {
+        flag: &'static str,
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[cfg(feature = "loopback-server")]
     #[error("--add-auth: {0}")]
     AddAuth(String),
     #[error("writing output: {0}")]
@@ -110,9 +131,22 @@ pub(crate) enum CliError {
     Controllers(#[source] k8s_bootstrap::controllers::Error),
 }
 
+impl CliError {
+    /// The process's exit code: 2 for a command line refused before any work (as clap's usage
+    /// errors), 1 otherwise.
+    pub(crate) fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) | CliError::Exists { .. } | CliError::InvalidToken { .. } => 2,
+            #[cfg(feature = "controllers")]
+            CliError::UnknownController(_) | CliError::RenewDeadline => 2,
+            _ => 1,
+        }
+    }
+}
+
 /// An error and its sources, joined with ": ".
 #[cfg(feature = "controllers")]
-fn chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

@@ -6,6 +6,7 @@ use std::time::SystemTime;
 use k8s_bootstrap::bootstrap_token::BootstrapToken;
 use k8s_bootstrap::clusterinfo::{FileDiscoveryConfig, PinSet, Refresh, TokenDiscoveryConfig};
 use k8s_bootstrap::discovery::{self, Source};
+use k8s_bootstrap::files::Existing;
 
 use crate::args::JoinArgs;
 use crate::error::CliError;
@@ -21,29 +22,61 @@ fn now() -> SystemTime {
 
 pub(crate) async fn run(args: &JoinArgs) -> Result<(), CliError> {
     let timeout = args.discovery_timeout;
-    // --token, $K8S_BOOTSTRAP_TOKEN or --token-file (clap refuses two of them).
+    let node = preflight(args)?;
+    // --token, $K8S_BOOTSTRAP_TOKEN or --token-file: one of them at a time.
+    let from_env = token_from_env()?;
+    let mut given: Vec<&str> = Vec::new();
+    if args.token.is_some() {
+        given.push("--token");
+    }
+    if args.token_file.is_some() {
+        given.push("--token-file");
+    }
+    if from_env.is_some() {
+        given.push(TOKEN_ENV_NAMED);
+    }
+    if let [first, .., last] = given.as_slice() {
+        let rest = given
+            .get(1..given.len().saturating_sub(1))
+            .unwrap_or_default();
+        let mut named = (*first).to_owned();
+        for middle in rest {
+            named.push_str(", ");
+            named.push_str(middle);
+        }
+        let all = if given.len() > 2 { "all" } else { "both" };
+        return Err(CliError::Usage(format!(
+            "{named} and {last} are {all} set; give the token in one of them"
+        )));
+    }
     let from_file = args
         .token_file
         .as_deref()
         .map(read_token_file)
         .transpose()?;
-    let token = Token {
-        value: from_file.as_deref().or(args.token.as_ref()),
-        flag: if from_file.is_some() {
-            "--token-file"
-        } else {
-            "--token"
+    let token = match (&from_file, &from_env) {
+        (Some(t), _) => Token {
+            value: Some(t.as_str()),
+            flag: "--token-file",
+        },
+        (None, Some(t)) => Token {
+            value: Some(t.as_str()),
+            flag: TOKEN_ENV_NAMED,
+        },
+        (None, None) => Token {
+            value: args.token.as_deref(),
+            flag: "--token",
         },
     };
     let tls_token = match &args.tls_bootstrap_token {
-        Some(t) => parse_token(Some(t), "--tls-bootstrap-token")?,
+        Some(t) => parse_token(Some(t.as_str()), "--tls-bootstrap-token")?,
         None => parse_token(token.value, token.flag)?,
     };
-    let node = preflight(args)?;
     let (source, target) = source(args, timeout, &token)?;
     let Some(tls_token) = tls_token else {
-        return Err(CliError::JoinFlags(
-            "discovery.tlsBootstrapToken: Invalid value: \"\": the bootstrap token is invalid (pass --token or --tls-bootstrap-token)"
+        return Err(CliError::Usage(
+            "no token for the TLS bootstrap: give --token (or --token-file, or \
+             $K8S_BOOTSTRAP_TOKEN) or --tls-bootstrap-token"
                 .to_owned(),
         ));
     };
@@ -76,12 +109,24 @@ pub(crate) async fn run(args: &JoinArgs) -> Result<(), CliError> {
         .cluster_info()
         .tls_bootstrap_kubeconfig(&tls_token);
     let path: &PathBuf = &args.tls_bootstrap_kubeconfig;
-    discovery::write_kubeconfig(path, kubeconfig.expose_secret()).map_err(|source| {
-        CliError::WriteKubeconfig {
-            path: path.clone(),
-            source,
-        }
-    })?;
+    discovery::write_kubeconfig(path, kubeconfig.expose_secret(), existing(args)).map_err(
+        |source| match source {
+            // Created by another process since the check before discovery.
+            discovery::Error::Write { source, .. }
+                if source.kind() == std::io::ErrorKind::AlreadyExists =>
+            {
+                CliError::Exists {
+                    flag: "--tls-bootstrap-kubeconfig",
+                    path: path.clone(),
+                    command: "join",
+                }
+            }
+            source => CliError::WriteKubeconfig {
+                path: path.clone(),
+                source,
+            },
+        },
+    )?;
     crate::output::print(&format!(
         "wrote the TLS-bootstrap kubeconfig for {server} (token id {id}) to {path}\n\
          kubectl can use it: kubectl --kubeconfig {path} get --raw /api/v1/namespaces/kube-public/configmaps/cluster-info\n",
@@ -97,8 +142,10 @@ pub(crate) async fn run(args: &JoinArgs) -> Result<(), CliError> {
         .ca_bundle()
         .map(|b| b.as_pem().to_owned())
         .ok_or_else(|| {
-            CliError::JoinFlags(
-                "the TLS bootstrap needs the cluster CA, and discovery trusted none".to_owned(),
+            CliError::Usage(
+                "--node-name: the TLS bootstrap needs the cluster CA, and discovery trusted none \
+                 (the discovery file names no certificate authority)"
+                    .to_owned(),
             )
         })?;
     tls_bootstrap(
@@ -137,7 +184,12 @@ async fn tls_bootstrap(
                 path: args.cert_dir.clone(),
                 source,
             })?;
-            write_private(&key_path, key.to_pem().map_err(key_err)?.as_bytes())?;
+            let pem = key.to_pem().map_err(key_err)?;
+            k8s_bootstrap::files::write_private(&key_path, pem.as_bytes(), Existing::Refuse)
+                .map_err(|source| CliError::Read {
+                    path: key_path.clone(),
+                    source,
+                })?;
             key
         }
         Err(source) => {
@@ -152,13 +204,18 @@ async fn tls_bootstrap(
         .map_err(CliError::TlsBootstrap)?;
     let mut options = csr::Options::default();
     options.timeout = args.tls_bootstrap_timeout;
+    let name = csr::request_name(node, &key).map_err(CliError::TlsBootstrap)?;
     let waiting = format!(
-        "waiting for the certificate of {} (timeout {})",
-        node.user_name(),
-        k8s_bootstrap::bootstrap_token::format_go_duration(options.timeout)
+        "waiting for the certificate of {user}: certificate signing request {name}, to be \
+         approved and signed (timeout {timeout}); if it waits for an administrator: \
+         kubectl certificate approve {name}",
+        user = node.user_name(),
+        timeout = k8s_bootstrap::bootstrap_token::format_go_duration(options.timeout)
     );
-    let cert = crate::progress::report(
+    let pending = format!("{name} not issued yet (kubectl certificate approve {name})");
+    let cert = crate::progress::report_with(
         &waiting,
+        || Some(pending.clone()),
         csr::request_certificate(&client, node, &key, ca_pem, &options),
     )
     .await
@@ -171,9 +228,28 @@ async fn tls_bootstrap(
         ca_pem,
         &cert,
         &key,
+        existing(args),
     )
-    .map_err(CliError::TlsBootstrap)?;
-    // The kubelet removes its temporary key once the certificate holds it.
+    .map_err(|e| match e {
+        // Created by another process since the check before discovery.
+        csr::Error::Write { path, source }
+            if source.kind() == std::io::ErrorKind::AlreadyExists =>
+        {
+            let flag = if path == args.kubelet_kubeconfig {
+                "--kubelet-kubeconfig"
+            } else {
+                "--cert-dir"
+            };
+            CliError::Exists {
+                flag,
+                path,
+                command: "join",
+            }
+        }
+        e => CliError::TlsBootstrap(e),
+    })?;
+    // The kubelet removes its temporary key once the certificate holds it (a key left by a join
+    // that was stopped is this command's own file, and its key is now in the certificate file).
     let _ = std::fs::remove_file(&key_path);
     crate::output::print(&format!(
         "wrote the client certificate of {user} (valid until {until}) to {pem}\n\
@@ -187,10 +263,11 @@ async fn tls_bootstrap(
 }
 
 /// Everything the flags alone can tell, checked before discovery runs (which may take minutes):
-/// the node name, and that each file `join` will write can be created where it goes (its
-/// directory exists and takes a file; `--cert-dir` is created if missing, so its nearest
-/// existing ancestor must take one). Errors name the flag, the path and the OS reason.
-/// Returns the node name, parsed, when the TLS bootstrap is asked for.
+/// the node name, and that each file `join` will write can be created where it goes (it does
+/// not exist unless --force, two flags do not name the same file, its directory exists and
+/// takes a file; `--cert-dir` is created if missing, so its nearest existing ancestor must
+/// take one). Errors name the flag, the path and the OS reason. Returns the node name, parsed,
+/// when the TLS bootstrap is asked for.
 fn preflight(args: &JoinArgs) -> Result<Option<k8s_bootstrap::tls_bootstrap::NodeName>, CliError> {
     use std::path::Path;
     let writable_dir = |flag: &str, dir: &Path| -> Result<(), CliError> {
@@ -215,11 +292,24 @@ fn preflight(args: &JoinArgs) -> Result<Option<k8s_bootstrap::tls_bootstrap::Nod
                 drop(file);
                 let _ = std::fs::remove_file(&probe);
             })
-            .map_err(|e| {
-                CliError::JoinFlags(format!("{flag}: cannot write in {}: {e}", dir.display()))
-            })
+            .map_err(|e| CliError::Usage(format!("{flag}: cannot write in {}: {e}", dir.display())))
     };
     let parent = |p: &Path| p.parent().map(Path::to_owned).unwrap_or_default();
+    let new_file = |flag: &'static str, path: &Path| -> Result<(), CliError> {
+        match std::fs::symlink_metadata(path) {
+            Ok(_) if !args.force => Err(CliError::Exists {
+                flag,
+                path: path.to_owned(),
+                command: "join",
+            }),
+            Ok(m) if m.is_dir() => Err(CliError::Usage(format!(
+                "{flag} {}: a directory, not a file",
+                path.display()
+            ))),
+            _ => Ok(()),
+        }
+    };
+    new_file("--tls-bootstrap-kubeconfig", &args.tls_bootstrap_kubeconfig)?;
     writable_dir(
         &format!(
             "--tls-bootstrap-kubeconfig {}",
@@ -232,7 +322,31 @@ fn preflight(args: &JoinArgs) -> Result<Option<k8s_bootstrap::tls_bootstrap::Nod
     };
     let node = node_name
         .parse::<k8s_bootstrap::tls_bootstrap::NodeName>()
-        .map_err(|e| CliError::JoinFlags(format!("--node-name {node_name:?}: {e}")))?;
+        .map_err(|e| CliError::Usage(format!("--node-name {node_name:?}: {e}")))?;
+    let pem = args.cert_dir.join("kubelet-client-current.pem");
+    let same = |a: &Path, b: &Path| {
+        a == b
+            || matches!((std::path::absolute(a), std::path::absolute(b)), (Ok(a), Ok(b)) if a == b)
+    };
+    for (flag, path) in [
+        ("--kubelet-kubeconfig", &args.kubelet_kubeconfig),
+        ("--cert-dir", &pem),
+    ] {
+        if same(path, &args.tls_bootstrap_kubeconfig) {
+            return Err(CliError::Usage(format!(
+                "{flag} and --tls-bootstrap-kubeconfig both name {}: give each its own file",
+                path.display()
+            )));
+        }
+    }
+    if same(&pem, &args.kubelet_kubeconfig) {
+        return Err(CliError::Usage(format!(
+            "--cert-dir and --kubelet-kubeconfig both name {}: give each its own file",
+            pem.display()
+        )));
+    }
+    new_file("--kubelet-kubeconfig", &args.kubelet_kubeconfig)?;
+    new_file("--cert-dir", &pem)?;
     writable_dir(
         &format!("--kubelet-kubeconfig {}", args.kubelet_kubeconfig.display()),
         &parent(&args.kubelet_kubeconfig),
@@ -243,7 +357,7 @@ fn preflight(args: &JoinArgs) -> Result<Option<k8s_bootstrap::tls_bootstrap::Nod
         existing = parent(&existing);
     }
     if !existing.as_os_str().is_empty() && !existing.is_dir() {
-        return Err(CliError::JoinFlags(format!(
+        return Err(CliError::Usage(format!(
             "--cert-dir {}: {} is not a directory",
             args.cert_dir.display(),
             existing.display()
@@ -256,23 +370,13 @@ fn preflight(args: &JoinArgs) -> Result<Option<k8s_bootstrap::tls_bootstrap::Nod
     Ok(Some(node))
 }
 
-/// Writes a file only its owner can read.
-fn write_private(path: &std::path::Path, contents: &[u8]) -> Result<(), CliError> {
-    use std::io::Write as _;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
+/// Whether `join` may replace its output files (`--force`).
+fn existing(args: &JoinArgs) -> Existing {
+    if args.force {
+        Existing::Replace
+    } else {
+        Existing::Refuse
     }
-    options
-        .open(path)
-        .and_then(|mut f| f.write_all(contents).and_then(|()| f.sync_all()))
-        .map_err(|source| CliError::Read {
-            path: path.to_owned(),
-            source,
-        })
 }
 
 /// The discovery source kubeadm would choose (`--discovery-file` wins over token discovery),
@@ -297,22 +401,21 @@ fn source(
         }
         let path = file.strip_prefix("file://").unwrap_or(file);
         if file.contains("://") && !file.starts_with("file://") {
-            return Err(CliError::JoinFlags(
-                "discovery.file.kubeConfigPath: Invalid value: if a URL is used, the scheme must be https"
-                    .to_owned(),
-            ));
+            return Err(CliError::Usage(format!(
+                "--discovery-file {file:?}: a URL must be https:// (or give a file path)"
+            )));
         }
         let kubeconfig = PathBuf::from(path);
         match std::fs::metadata(&kubeconfig) {
             Ok(m) if m.is_file() => {}
             Ok(_) => {
-                return Err(CliError::JoinFlags(format!(
+                return Err(CliError::Usage(format!(
                     "--discovery-file {}: not a file (give a kubeconfig file or an https:// URL)",
                     kubeconfig.display()
                 )));
             }
             Err(e) => {
-                return Err(CliError::JoinFlags(format!(
+                return Err(CliError::Usage(format!(
                     "--discovery-file {}: {e} (give a kubeconfig file or an https:// URL)",
                     kubeconfig.display()
                 )));
@@ -323,7 +426,7 @@ fn source(
     }
 
     let Some(endpoint) = &args.endpoint else {
-        return Err(CliError::JoinFlags(
+        return Err(CliError::Usage(
             "no API server endpoint: give it as the first argument (host:port, as \
              `k8s-bootstrap join 10.0.0.1:6443 --token ...`), or use --discovery-file"
                 .to_owned(),
@@ -337,36 +440,39 @@ fn source(
             rest.trim_end_matches('/')
         }
         Some(("https", _)) => {
-            return Err(CliError::JoinFlags(format!(
+            return Err(CliError::Usage(format!(
                 "API server endpoint {endpoint:?}: give host:port (or https://host:port), without a path"
             )));
         }
         Some((scheme, _)) => {
             let scheme: String = scheme.chars().take(16).collect();
-            return Err(CliError::JoinFlags(format!(
+            return Err(CliError::Usage(format!(
                 "API server endpoint {endpoint:?}: discovery uses HTTPS, not {scheme:?}: give host:port"
             )));
         }
     };
     let token = match &args.discovery_token {
-        Some(t) => parse_token(Some(t), "--discovery-token")?,
+        Some(t) => parse_token(Some(t.as_str()), "--discovery-token")?,
         None => parse_token(token.value, token.flag)?,
     }
     .ok_or_else(|| {
-        CliError::JoinFlags(
-            "discovery.bootstrapToken.token: Invalid value: \"\": the bootstrap token is invalid (pass --token or --discovery-token)"
+        CliError::Usage(
+            "no token for discovery: give --token (or --token-file, or $K8S_BOOTSTRAP_TOKEN) or \
+             --discovery-token"
                 .to_owned(),
         )
     })?;
     let mut pins = PinSet::new();
     for hash in &args.ca_cert_hashes {
         pins.allow(hash).map_err(|e| {
-            CliError::JoinFlags(format!("invalid discovery token CA certificate hash: {e}"))
+            CliError::Usage(format!(
+                "--discovery-token-ca-cert-hash: invalid discovery token CA certificate hash: {e}"
+            ))
         })?;
     }
     let mut config = TokenDiscoveryConfig::new(endpoint, token)
         .map_err(|e| {
-            CliError::JoinFlags(format!(
+            CliError::Usage(format!(
                 "API server endpoint {endpoint:?}: {e} (give host:port, as 10.0.0.1:6443)"
             ))
         })?
@@ -383,10 +489,18 @@ fn source(
     // The core decides whether the configuration may start (pins or the explicit opt-in); its
     // state machine does no I/O, so checking here reports kubeadm's flag error before any
     // network traffic.
-    if let Err(e) = config.clone().start(now()) {
-        return Err(CliError::JoinFlags(format!(
-            "discovery.bootstrapToken.caCertHashes: Invalid value: \"\": {e}"
-        )));
+    match config.clone().start(now()) {
+        Ok(_) => {}
+        Err(k8s_bootstrap::clusterinfo::Error::NoPins) => {
+            return Err(CliError::Usage(format!(
+                "no --discovery-token-ca-cert-hash: {}; pass --discovery-token-ca-cert-hash \
+                 sha256:<hex> (`k8s-bootstrap pin ca.crt` prints it, as does `token create \
+                 --print-join-command`), or --discovery-token-unsafe-skip-ca-verification to \
+                 trust the token's signature alone",
+                k8s_bootstrap::clusterinfo::Error::NoPins
+            )));
+        }
+        Err(e) => return Err(CliError::Usage(format!("token discovery: {e}"))),
     }
     Ok((
         Source::Token(config),
@@ -397,8 +511,27 @@ fn source(
 /// The shared token (`--token`, `$K8S_BOOTSTRAP_TOKEN` or `--token-file`) and the flag to name
 /// when it is not a token.
 struct Token<'a> {
-    value: Option<&'a String>,
+    value: Option<&'a str>,
     flag: &'static str,
+}
+
+/// The environment variable that holds the shared token.
+const TOKEN_ENV: &str = "K8S_BOOTSTRAP_TOKEN";
+
+/// [`TOKEN_ENV`] as errors name it.
+const TOKEN_ENV_NAMED: &str = "the environment variable K8S_BOOTSTRAP_TOKEN";
+
+/// The token in [`TOKEN_ENV`], when it is set and not empty (an empty one is unset, as clap
+/// reads a flag's variable), kept in memory that is wiped when dropped.
+fn token_from_env() -> Result<Option<zeroize::Zeroizing<String>>, CliError> {
+    match std::env::var(TOKEN_ENV) {
+        Ok(v) if v.is_empty() => Ok(None),
+        Ok(v) => Ok(Some(zeroize::Zeroizing::new(v))),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(CliError::Usage(format!(
+            "{TOKEN_ENV_NAMED} is not UTF-8 text, so not a bootstrap token"
+        ))),
+    }
 }
 
 /// The most a token file may hold: a token is 23 bytes.
@@ -442,13 +575,13 @@ fn read_token_file(path: &std::path::Path) -> Result<zeroize::Zeroizing<String>,
 
 /// A token flag's value, parsed without echoing it on error.
 fn parse_token(
-    value: Option<&String>,
+    value: Option<&str>,
     what: &'static str,
 ) -> Result<Option<BootstrapToken>, CliError> {
     value
         .map(|s| {
             s.parse::<BootstrapToken>()
-                .map_err(|_| CliError::InvalidToken { what })
+                .map_err(|source| CliError::InvalidToken { what, source })
         })
         .transpose()
 }

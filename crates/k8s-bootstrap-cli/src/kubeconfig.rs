@@ -50,8 +50,8 @@ fn cli_error(e: exec::Error) -> CliError {
 /// The `token create --print-join-command` line: `k8s-bootstrap join` or `kubeadm join`, the
 /// endpoint (the current cluster's server without `https://`), `--token`, and one
 /// `--discovery-token-ca-cert-hash` per CA certificate of that cluster. kubeadm's form is
-/// kubeadm's template with its continuations and tabs removed, which leaves a trailing space;
-/// this tool's form has none.
+/// kubeadm's template with its continuations and tabs removed (and not the trailing space
+/// that leaves: a pasted line should not end in one).
 pub(crate) fn join_command(
     config: &kube::Config,
     token: &BootstrapToken,
@@ -81,9 +81,6 @@ pub(crate) fn join_command(
     let mut line = format!("{program} join {endpoint} --token {token}");
     for pin in bundle.pins() {
         line.push_str(&format!(" --discovery-token-ca-cert-hash {pin}"));
-    }
-    if format == JoinCommandFormat::Kubeadm {
-        line.push(' ');
     }
     Ok(line)
 }

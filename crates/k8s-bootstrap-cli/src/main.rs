@@ -5,7 +5,7 @@
 //!
 //! Exit codes: 0 on success, 1 on a runtime failure (one `error: …` line on stderr naming the
 //! step; with `--log-format json`, a JSON log line whose message it is), 2 on a usage error
-//! (clap's).
+//! (clap's, or a flag, value or path refused before any work).
 
 mod args;
 mod completion;
@@ -38,7 +38,7 @@ use crate::error::CliError;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let mut cli = Cli::parse();
+    let mut cli = Cli::try_parse().unwrap_or_else(|e| args::without_misleading_tip(e).exit());
     if let Err(e) = cli.hoist_cluster_args() {
         e.exit();
     }
@@ -57,7 +57,7 @@ async fn main() -> ExitCode {
                 // one more of them.
                 LogFormat::Json => eprintln!("{}", json_error(&message)),
             }
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_code())
         }
     }
 }

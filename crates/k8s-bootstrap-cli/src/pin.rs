@@ -23,7 +23,18 @@ pub(crate) fn run(args: &PinArgs) -> Result<(), CliError> {
         source,
     })?;
     let mut out = String::new();
-    for pin in bundle.pins() {
+    for (index, (pin, is_ca)) in bundle.pins().zip(bundle.ca_flags()).enumerate() {
+        if !is_ca {
+            // The pin is printed all the same (stdout stays one pin per certificate).
+            eprintln!(
+                "warning: {path}: certificate {n} is not a CA (no basicConstraints CA:TRUE): \
+                 its pin {pin} is not a cluster CA's, which is what \
+                 --discovery-token-ca-cert-hash pins (kubeadm pins the CA, e.g. \
+                 /etc/kubernetes/pki/ca.crt)",
+                path = args.ca.display(),
+                n = index.saturating_add(1),
+            );
+        }
         out.push_str(&format!("{pin}\n"));
     }
     crate::output::print(&out)

@@ -1,5 +1,6 @@
 //! A progress indicator on stderr while a future runs: a spinner redrawn every second on a
-//! terminal, a plain line every ten seconds otherwise.
+//! terminal; otherwise a plain line every ten seconds for the first minute, then every minute
+//! (a wait of an hour writes some seventy lines, not three hundred and sixty).
 
 use std::future::Future;
 use std::io::{IsTerminal as _, Write as _};
@@ -7,13 +8,8 @@ use std::time::Duration;
 
 const FRAMES: [char; 4] = ['|', '/', '-', '\\'];
 
-/// Runs `work` to completion, reporting `what` on stderr until it finishes.
-pub(crate) async fn report<F: Future>(what: &str, work: F) -> F::Output {
-    report_with(what, || None, work).await
-}
-
-/// As [`report`], each progress line ending with what `status` says then (why the last
-/// attempt failed, say).
+/// Runs `work` to completion, reporting `what` on stderr until it finishes, each progress line
+/// ending with what `status` says then (why the last attempt failed, say).
 pub(crate) async fn report_with<F: Future>(
     what: &str,
     status: impl Fn() -> Option<String>,
@@ -45,7 +41,7 @@ pub(crate) async fn report_with<F: Future>(
                     // The line is redrawn: clear what a longer one left.
                     eprint!("\r\x1b[K{frame} still waiting ({seconds}s){why}");
                     let _ = std::io::stderr().flush();
-                } else {
+                } else if seconds <= 60 || seconds.is_multiple_of(60) {
                     eprintln!("still waiting ({seconds}s){why}");
                 }
             }

@@ -34,8 +34,9 @@ async fn create(args: CreateArgs) -> Result<(), CliError> {
     let token = match &args.token {
         Some(s) => s
             .parse::<BootstrapToken>()
-            .map_err(|_| CliError::InvalidToken {
-                what: "token create",
+            .map_err(|source| CliError::InvalidToken {
+                what: "token create <TOKEN>",
+                source,
             })?,
         None => token::generate()?,
     };
@@ -46,6 +47,13 @@ async fn create(args: CreateArgs) -> Result<(), CliError> {
     }
     options.usages = args.usages;
     options.groups = args.groups;
+    // The flags are checked as token::create checks them (kubeadm's rules), before the
+    // kubeconfig is read or the server asked: a usage error.
+    options
+        .clone()
+        .with_defaults()
+        .validate("token")
+        .map_err(|e| CliError::Usage(flag_terms(&e)))?;
 
     let (client, config) = kubeconfig::client(&args.cluster).await?;
     // Built before creating, so a kubeconfig without a CA does not leave a token behind.
@@ -93,6 +101,17 @@ async fn list(args: &ListArgs) -> Result<(), CliError> {
 }
 
 async fn delete(args: &DeleteArgs) -> Result<(), CliError> {
+    // Every argument is checked before the kubeconfig is read (none is echoed: it may be a
+    // mistyped secret).
+    for (i, arg) in args.tokens.iter().enumerate() {
+        if k8s_bootstrap::bootstrap_token::parse_delete_argument(arg).is_err() {
+            return Err(CliError::Usage(format!(
+                "token delete: argument {}: {}",
+                i.saturating_add(1),
+                token::Error::DeleteArgument
+            )));
+        }
+    }
     let (client, _) = kubeconfig::client(&args.cluster).await?;
     let api = token::secrets_api(client);
     for arg in &args.tokens {
@@ -100,4 +119,27 @@ async fn delete(args: &DeleteArgs) -> Result<(), CliError> {
         output::print(&format!("bootstrap token {:?} deleted\n", id.as_str()))?;
     }
     Ok(())
+}
+
+/// kubeadm's field errors for the options (`token.usages: Invalid value: ...`) in the flags'
+/// terms (`--usages "signing,auth": invalid bootstrap token usage string: auth, ...`).
+fn flag_terms(e: &k8s_bootstrap::bootstrap_token::Error) -> String {
+    let k8s_bootstrap::bootstrap_token::Error::Validation(errors) = e else {
+        return e.to_string();
+    };
+    let mut out = Vec::new();
+    for field in errors {
+        let flag = match field.path.strip_prefix("token") {
+            Some(".usages") => "--usages",
+            Some(".groups") => "--groups",
+            Some(".token") => "<TOKEN>",
+            _ => "--ttl",
+        };
+        if field.value.is_empty() {
+            out.push(format!("{flag}: {}", field.detail));
+        } else {
+            out.push(format!("{flag} {}: {}", field.value, field.detail));
+        }
+    }
+    out.join("; ")
 }

@@ -236,7 +236,8 @@ async fn unknown_controller_and_bad_durations_are_refused() {
             .await
             .unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        // Refused before any work: usage errors, as clap's.
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains(expected), "{stderr}");
     }
     let output = Command::new(BIN)

@@ -262,11 +262,38 @@ async fn a_restarted_join_finds_its_request_and_a_manual_approval_completes_it()
     let env = Env::start(false).await;
     let mut first = env.join(&["--tls-bootstrap-timeout", "1m"]);
     let name = env.filed().await;
-    first.kill().await.unwrap();
-    let _ = first.wait().await;
+    first.start_kill().unwrap();
+    let out = first.wait_with_output().await.unwrap();
+    // While it waits, it names the request and the command that approves it.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "certificate signing request {name}, to be approved and signed"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("kubectl certificate approve {name}")),
+        "{err}"
+    );
     assert!(env.dir.path().join("pki/kubelet-client.key.tmp").exists());
 
-    let second = env.join(&["--tls-bootstrap-timeout", "1m"]);
+    // The first run wrote the bootstrap kubeconfig: a restart replaces it only when told to.
+    let out = env
+        .join(&["--tls-bootstrap-timeout", "1m"])
+        .wait_with_output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(
+            "error: --tls-bootstrap-kubeconfig bootstrap-kubelet.conf: the file already exists"
+        ),
+        "{err}"
+    );
+
+    let second = env.join(&["--tls-bootstrap-timeout", "1m", "--force"]);
     tokio::time::sleep(Duration::from_millis(500)).await;
     let csrs = env.csrs().await;
     assert_eq!(csrs.len(), 1, "a second request was filed");

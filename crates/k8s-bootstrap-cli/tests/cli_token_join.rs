@@ -17,7 +17,8 @@ use loopback_apiserver::LoopbackApiServer;
 use tokio::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
-const NO_PINS: &str = "using token-based discovery without caCertHashes can be unsafe. Set unsafeSkipCAVerification as true in your kubeadm config file or pass --discovery-token-unsafe-skip-ca-verification flag to continue";
+const NO_PINS: &str =
+    "no --discovery-token-ca-cert-hash: using token-based discovery without a CA pin can be unsafe";
 
 struct Env {
     server: LoopbackApiServer,
@@ -229,8 +230,8 @@ async fn join_with_unsafe_skip_ca_verification() {
 
 /// The endpoint may be written as a URL (`https://host:port`, a trailing slash allowed), as
 /// kubeadm users write it; another scheme, a path, no endpoint at all and a discovery file that
-/// cannot be read are errors that say what to give, naming the flag, the path and the OS reason,
-/// before any request.
+/// cannot be read are usage errors (exit 2) that say what to give, naming the flag, the path and
+/// the OS reason, before any request.
 #[tokio::test]
 async fn join_endpoints_as_urls_and_flag_errors_in_the_users_words() {
     let env = Env::start().await;
@@ -286,7 +287,7 @@ async fn join_endpoints_as_urls_and_flag_errors_in_the_users_words() {
         let mut all = args.clone();
         all.extend_from_slice(&token);
         let out = env.run(&all).await;
-        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
         assert!(
             stderr(&out).starts_with(&format!("error: {expected}")),
             "{}",
@@ -319,7 +320,7 @@ async fn join_endpoints_as_urls_and_flag_errors_in_the_users_words() {
         all.extend_from_slice(&token);
         all.extend_from_slice(&extra);
         let out = env.run(&all).await;
-        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
         assert!(stderr(&out).starts_with(&format!("error: {expected}")), "{}", stderr(&out));
     }
     let out = env
@@ -394,16 +395,15 @@ async fn serve_loopback_removes_its_admin_kubeconfig_on_exit() {
         None,
     )
     .await;
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
         err.starts_with(&format!(
-            "error: --admin-kubeconfig {}: ",
+            "error: --admin-kubeconfig {}: a directory",
             dir.path().display()
         )),
         "{err}"
     );
-    assert!(err.contains("os error"), "{err}");
 }
 
 /// While discovery retries, each progress line says why the last attempt failed, as kubeadm
@@ -455,6 +455,19 @@ async fn join_progress_lines_say_why_the_last_attempt_failed() {
         assert!(line.contains(why), "{line}");
         assert!(!err.contains("0123456789abcdef"), "{err}");
     }
+    // No signature for the token: what that may mean, in the progress line itself.
+    let err = stderr(&unsigned);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("still waiting (10s): "))
+        .unwrap();
+    assert!(
+        line.contains(
+            "the token may have been deleted, have expired or be mistyped, or the cluster's \
+             bootstrap signer has not signed for it yet"
+        ),
+        "{line}"
+    );
     assert!(
         stderr(&refused)
             .to_lowercase()
@@ -465,9 +478,9 @@ async fn join_progress_lines_say_why_the_last_attempt_failed() {
     assert!(!env.dir.path().join("never-written.conf").exists());
 }
 
-/// `--join-command-format kubeadm` prints kubeadm's line (its template's trailing space
-/// included) with the same endpoint, flags and pin as this tool's line; its arguments after
-/// `kubeadm` run as `k8s-bootstrap join` too.
+/// `--join-command-format kubeadm` prints kubeadm's line (without the trailing space its
+/// template leaves) with the same endpoint, flags and pin as this tool's line; its arguments
+/// after `kubeadm` run as `k8s-bootstrap join` too.
 #[tokio::test]
 async fn print_join_command_in_kubeadms_format() {
     let env = Env::start().await;
@@ -487,7 +500,7 @@ async fn print_join_command_in_kubeadms_format() {
     assert_ok(&out);
     let line = stdout(&out);
     let line = line.strip_suffix('\n').unwrap();
-    assert!(line.ends_with(' '), "{line:?}");
+    assert!(!line.ends_with(' '), "{line:?}");
     let words: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(words.len(), ours.len(), "{line}");
     assert_eq!(&words[..2], ["kubeadm", "join"]);
@@ -583,20 +596,37 @@ async fn join_reads_the_token_from_a_file_or_the_environment() {
     let text = std::fs::read_to_string(home.join("from-env.conf")).unwrap();
     assert!(text.contains(&format!("token: {token}\n")), "{text}");
 
-    // Two sources: a usage error, exit 2, the token not echoed.
-    for (extra, vars) in [
+    // Two sources: a usage error, exit 2, naming exactly the sources given, the token not
+    // echoed. The variable with --token was once silently overridden by the flag (exit 0).
+    let bad = "zzzzzz.zzzzzzzzzzzzzzzz".to_owned();
+    for (extra, vars, named) in [
         (
             vec!["--token", token, "--token-file", file.to_str().unwrap()],
             vec![],
+            "error: --token and --token-file are both set; give the token in one of them\n",
         ),
         (
             vec!["--token-file", file.to_str().unwrap()],
             vec![("K8S_BOOTSTRAP_TOKEN", token.to_owned())],
+            "error: --token-file and the environment variable K8S_BOOTSTRAP_TOKEN are both set; \
+             give the token in one of them\n",
+        ),
+        (
+            vec!["--token", token],
+            vec![("K8S_BOOTSTRAP_TOKEN", bad.clone())],
+            "error: --token and the environment variable K8S_BOOTSTRAP_TOKEN are both set; give \
+             the token in one of them\n",
+        ),
+        (
+            vec!["--token", token, "--token-file", file.to_str().unwrap()],
+            vec![("K8S_BOOTSTRAP_TOKEN", bad.clone())],
+            "error: --token, --token-file and the environment variable K8S_BOOTSTRAP_TOKEN are \
+             all set; give the token in one of them\n",
         ),
     ] {
         let out = run(join("never.conf", &extra), vars).await;
         assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-        assert!(stderr(&out).contains("--token-file"), "{}", stderr(&out));
+        assert_eq!(stderr(&out), named);
         no_token(&out);
     }
     assert!(!home.join("never.conf").exists());
@@ -625,13 +655,15 @@ async fn join_reads_the_token_from_a_file_or_the_environment() {
     std::fs::write(&wrong, format!("{wrong_token}\n")).unwrap();
     let unreadable = home.join("dir");
     std::fs::create_dir(&unreadable).unwrap();
-    for (path, reason) in [
-        (&missing, "No such file or directory"),
-        (&large, "larger than 4096 bytes"),
-        (&unreadable, "Is a directory"),
+    for (path, reason, code) in [
+        (&missing, "No such file or directory", 1),
+        (&large, "larger than 4096 bytes", 1),
+        (&unreadable, "Is a directory", 1),
         (
             &wrong,
-            "the bootstrap token given to --token-file was not of the form",
+            "--token-file: a bootstrap token is 6 characters of [a-z0-9], a dot, and 16 \
+             characters of [a-z0-9], as 07401b.f395accd246ae52d",
+            2,
         ),
     ] {
         let out = run(
@@ -639,7 +671,7 @@ async fn join_reads_the_token_from_a_file_or_the_environment() {
             vec![],
         )
         .await;
-        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert_eq!(out.status.code(), Some(code), "{}", stderr(&out));
         let err = stderr(&out);
         assert!(err.contains(reason), "{err}");
         if path != &wrong {
@@ -654,8 +686,9 @@ async fn join_reads_the_token_from_a_file_or_the_environment() {
     assert!(!home.join("never.conf").exists());
 }
 
+/// No pin: a usage error naming the flags that give one or skip it (no kubeadm config file).
 #[tokio::test]
-async fn join_without_ca_hash_fails_with_kubeadms_message() {
+async fn join_without_ca_hash_fails_naming_the_flags() {
     let dir = tempfile::tempdir().unwrap();
     let out = run_bin(
         &[
@@ -668,15 +701,20 @@ async fn join_without_ca_hash_fails_with_kubeadms_message() {
         None,
     )
     .await;
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("error: "), "{err}");
     assert!(err.contains(NO_PINS), "{err}");
+    assert!(
+        err.contains("or --discovery-token-unsafe-skip-ca-verification"),
+        "{err}"
+    );
+    assert!(!err.contains("config file"), "{err}");
     assert!(!err.contains("0123456789abcdef"), "{err}");
     assert!(!dir.path().join("bootstrap-kubelet.conf").exists());
 
-    // A malformed hash is kubeadm's hash error, also exit 1.
+    // A malformed hash is kubeadm's hash error, also a usage error.
     let out = run_bin(
         &[
             "join",
@@ -690,9 +728,11 @@ async fn join_without_ca_hash_fails_with_kubeadms_message() {
         None,
     )
     .await;
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("invalid discovery token CA certificate hash"),
+        stderr(&out).contains(
+            "--discovery-token-ca-cert-hash: invalid discovery token CA certificate hash"
+        ),
         "{}",
         stderr(&out)
     );
@@ -774,6 +814,31 @@ async fn token_create_list_delete_generate() {
         .run(&["token", "create", "123456.aabbccddeeffgghh", "--ttl", "0"])
         .await;
     assert_ok(&out);
+    // A token that never expires (`<forever>`, `<never>`) lines up with one that does: every
+    // column starts where its header does, on every row.
+    let out = env.run(&["token", "list"]).await;
+    assert_ok(&out);
+    let table = stdout(&out);
+    assert!(table.contains("<never>"), "{table}");
+    let mut lines = table.lines();
+    let header = lines.next().unwrap();
+    let starts = |line: &str| -> Vec<usize> {
+        let bytes = line.as_bytes();
+        (0..bytes.len())
+            .filter(|&i| bytes[i] != b' ' && (i == 0 || bytes[i - 1] == b' '))
+            .collect()
+    };
+    // "EXTRA GROUPS" is one header of two words.
+    let mut columns = starts(header);
+    columns.pop();
+    for row in lines {
+        let mut cells = starts(row);
+        // The descriptions are two words ("cli test") or `<none>`.
+        if row.contains("cli test") {
+            cells.remove(5);
+        }
+        assert_eq!(cells, columns, "{table}");
+    }
     let out = env
         .run(&["token", "delete", "abcdef.0123456789abcdef", "123456"])
         .await;
@@ -791,11 +856,14 @@ async fn token_create_list_delete_generate() {
     );
     assert_eq!(err.lines().count(), 1);
 
-    // A malformed delete argument: kubeadm's pattern message, argument not echoed.
+    // A malformed delete argument: a usage error saying the forms in words, with examples
+    // (not the regular expressions), the argument not echoed.
     let out = env.run(&["token", "delete", "abcdef.secretsecret"]).await;
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("given token didn't match pattern"));
-    assert!(!stderr(&out).contains("secretsecret"));
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("as 07401b.f395accd246ae52d"), "{err}");
+    assert!(!err.contains("\\A"), "{err}");
+    assert!(!err.contains("secretsecret"), "{err}");
 
     // The list is now empty: the header alone.
     let out = env.run(&["token", "list"]).await;
@@ -896,6 +964,17 @@ async fn usage_errors_exit_2() {
         &[],
         &["pin"],
         &["join", "--discovery-token-ca-cert-hash"],
+        // Refused by the command itself before any work, as clap refuses the above.
+        &["join", "127.0.0.1:6443", "--token", "bad"],
+        &[
+            "join",
+            "127.0.0.1:6443",
+            "--token",
+            "abcdef.0123456789abcdef",
+        ],
+        &["token", "create", "bad"],
+        &["token", "delete", "zz"],
+        &["token", "create", "--usages", "signing,auth"],
     ] {
         let out = run_bin(args, dir.path(), None).await;
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
@@ -930,6 +1009,42 @@ async fn pin_matches_openssl() {
         )
     );
 
+    // CA certificates: no warning.
+    assert_eq!(stderr(&out), "");
+    // A certificate that is not a CA (CA:FALSE): its pin all the same, and a warning on stderr
+    // (kubeadm pins the cluster CA).
+    let leaf = env.dir.path().join("leaf.pem");
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+        ])
+        .args(["-keyout", env.dir.path().join("leaf.key").to_str().unwrap()])
+        .args([
+            "-out",
+            leaf.to_str().unwrap(),
+            "-subj",
+            "/CN=leaf",
+            "-days",
+            "1",
+        ])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .output()
+        .await
+        .unwrap();
+    assert!(made.status.success(), "{}", stderr(&made));
+    let out = run_bin(&["pin", leaf.to_str().unwrap()], env.dir.path(), None).await;
+    assert_ok(&out);
+    assert_eq!(stdout(&out), format!("{}\n", openssl_pin(&leaf).await));
+    let err = stderr(&out);
+    assert!(err.starts_with("warning: "), "{err}");
+    assert!(err.contains("certificate 1 is not a CA"), "{err}");
+
     // Not a certificate: exit 1.
     let junk = env.dir.path().join("junk.pem");
     std::fs::write(&junk, "not a pem").unwrap();
@@ -950,7 +1065,7 @@ async fn demo_runs_the_whole_flow_with_the_real_commands() {
     assert!(out.status.success(), "{text}\n{}", stderr(&out));
     for expected in [
         "$ k8s-bootstrap token create --kubeconfig",
-        "--description k8s-bootstrap demo --print-join-command",
+        "--description 'k8s-bootstrap demo' --print-join-command",
         "k8s-bootstrap join 127.0.0.1:",
         "same hash as in the join command",
         "wrote the TLS-bootstrap kubeconfig for https://127.0.0.1:",
@@ -1229,4 +1344,346 @@ fn write_executable(path: &std::path::Path, contents: &str) {
         "writing {}",
         path.display()
     );
+}
+
+/// A file with the user's bytes and mode 0644, and a check that both are unchanged.
+fn user_file(path: &Path) -> impl Fn() {
+    std::fs::write(path, b"the user's own file\n").unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let path = path.to_owned();
+    move || {
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            b"the user's own file\n",
+            "{path:?}"
+        );
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644, "{path:?}");
+    }
+}
+
+/// The error for a file the command refuses to replace: exit 2, the flag and the path named,
+/// `--force` offered.
+fn assert_refused(out: &Output, flag: &str, path: &Path) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error: {flag} {}: the file already exists",
+            path.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("--force"), "{err}");
+}
+
+/// `join` replaces no file it did not create: the TLS-bootstrap kubeconfig, and with
+/// --node-name the node's kubeconfig and certificate, are refused before any request (the
+/// user's bytes and mode unchanged), and replaced with --force. A second join with the same
+/// paths is refused the same way.
+#[tokio::test]
+async fn join_replaces_no_file_it_did_not_create() {
+    let env = Env::start().await;
+    let out = env.run(&["token", "create", "--print-join-command"]).await;
+    assert_ok(&out);
+    let line = stdout(&out);
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let (endpoint, token, hash) = (words[2], words[4], words[6]);
+    let home = env.dir.path();
+    let join = |extra: &[&str]| {
+        let mut args = vec![
+            "join",
+            endpoint,
+            "--token",
+            token,
+            "--discovery-token-ca-cert-hash",
+            hash,
+        ];
+        args.extend_from_slice(extra);
+        let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            run_bin(&args, home, None).await
+        }
+    };
+    let cluster_info_requests = || {
+        env.server
+            .requests()
+            .into_iter()
+            .filter(|r| r.path.ends_with("/configmaps/cluster-info"))
+            .count()
+    };
+
+    let existing = home.join("existing.conf");
+    let unchanged = user_file(&existing);
+    let before = cluster_info_requests();
+    let out = join(&["--tls-bootstrap-kubeconfig", existing.to_str().unwrap()]).await;
+    assert_refused(&out, "--tls-bootstrap-kubeconfig", &existing);
+    unchanged();
+    assert_eq!(cluster_info_requests(), before, "discovery ran");
+
+    // With --node-name: the node's kubeconfig and its certificate file too, each named.
+    let kubelet = home.join("kubelet.conf");
+    let unchanged_kubelet = user_file(&kubelet);
+    let out = join(&[
+        "--tls-bootstrap-kubeconfig",
+        "new.conf",
+        "--node-name",
+        "worker-1",
+    ])
+    .await;
+    assert_refused(&out, "--kubelet-kubeconfig", Path::new("kubelet.conf"));
+    unchanged_kubelet();
+    std::fs::create_dir(home.join("pki")).unwrap();
+    let pem = home.join("pki/kubelet-client-current.pem");
+    let unchanged_pem = user_file(&pem);
+    let out = join(&[
+        "--tls-bootstrap-kubeconfig",
+        "new.conf",
+        "--node-name",
+        "worker-1",
+        "--kubelet-kubeconfig",
+        "node.conf",
+    ])
+    .await;
+    assert_refused(
+        &out,
+        "--cert-dir",
+        Path::new("pki/kubelet-client-current.pem"),
+    );
+    unchanged_pem();
+    assert!(!home.join("new.conf").exists());
+    assert!(!home.join("node.conf").exists());
+    assert_eq!(cluster_info_requests(), before, "discovery ran");
+
+    // --force replaces them all, 0600.
+    let out = join(&[
+        "--tls-bootstrap-kubeconfig",
+        existing.to_str().unwrap(),
+        "--node-name",
+        "worker-1",
+        "--force",
+    ])
+    .await;
+    assert_ok(&out);
+    for path in [&existing, &kubelet, &pem] {
+        let text = std::fs::read_to_string(path).unwrap();
+        assert!(!text.contains("the user's own file"), "{path:?}");
+        let mode = std::fs::metadata(path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{path:?}");
+    }
+
+    // The default paths: a first join writes bootstrap-kubelet.conf, a second is refused.
+    let out = join(&[]).await;
+    assert_ok(&out);
+    let written = std::fs::read(home.join("bootstrap-kubelet.conf")).unwrap();
+    let out = join(&[]).await;
+    assert_refused(
+        &out,
+        "--tls-bootstrap-kubeconfig",
+        Path::new("bootstrap-kubelet.conf"),
+    );
+    assert_eq!(
+        std::fs::read(home.join("bootstrap-kubelet.conf")).unwrap(),
+        written
+    );
+}
+
+/// `serve-loopback` leaves a file at --admin-kubeconfig or --serving-certificate alone (refused
+/// before the server starts, and not removed on exit); with --force it replaces it and removes
+/// what it wrote on exit. A busy --port is named with the OS reason.
+#[tokio::test]
+async fn serve_loopback_leaves_the_users_files_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let admin = dir.path().join("loopback-admin.conf");
+    let unchanged = user_file(&admin);
+    let out = run_bin(&["serve-loopback"], dir.path(), None).await;
+    assert_refused(&out, "--admin-kubeconfig", Path::new("loopback-admin.conf"));
+    unchanged();
+    let cert = dir.path().join("serving.crt");
+    let unchanged_cert = user_file(&cert);
+    let out = run_bin(
+        &[
+            "serve-loopback",
+            "--admin-kubeconfig",
+            "other.conf",
+            "--serving-certificate",
+            cert.to_str().unwrap(),
+        ],
+        dir.path(),
+        None,
+    )
+    .await;
+    assert_refused(&out, "--serving-certificate", &cert);
+    unchanged_cert();
+    assert!(!dir.path().join("other.conf").exists());
+
+    // A busy port: the flag, the address and the OS reason; nothing written.
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port().to_string();
+    let out = run_bin(
+        &[
+            "serve-loopback",
+            "--port",
+            &port,
+            "--admin-kubeconfig",
+            "other.conf",
+        ],
+        dir.path(),
+        None,
+    )
+    .await;
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error: --port {port}: cannot listen on 127.0.0.1:{port}: "
+        )),
+        "{err}"
+    );
+    assert!(err.contains("os error"), "{err}");
+    assert!(!dir.path().join("other.conf").exists());
+
+    // --force: replaced while it runs, removed on exit.
+    let mut child = Command::new(BIN)
+        .args(["serve-loopback", "--force"])
+        .current_dir(dir.path())
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !std::fs::read_to_string(&admin)
+        .unwrap_or_default()
+        .contains("apiVersion")
+    {
+        assert!(tokio::time::Instant::now() < deadline, "not replaced");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let pid = child.id().unwrap().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = tokio::time::timeout(std::time::Duration::from_secs(10), child.wait())
+        .await
+        .expect("serve-loopback exits within 10 s of SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(!admin.exists());
+    unchanged_cert();
+}
+
+/// `demo --dir` takes a new or empty directory: one that holds files could hold one of the
+/// demo's, and the demo replaces none.
+#[tokio::test]
+async fn demo_dir_must_be_new_or_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let admin = dir.path().join("admin.conf");
+    let unchanged = user_file(&admin);
+    let out = run_bin(
+        &["demo", "--dir", dir.path().to_str().unwrap()],
+        dir.path(),
+        None,
+    )
+    .await;
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error: --dir {}: the directory is not empty",
+            dir.path().display()
+        )),
+        "{err}"
+    );
+    unchanged();
+}
+
+/// Errors in the command's own terms: the flag the user gave, the format in words with an
+/// example, the file KUBECONFIG names, no tip towards an output path, the reason a duration
+/// is refused.
+#[tokio::test]
+async fn errors_speak_of_the_flags_the_user_gave() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let token_format = "a bootstrap token is 6 characters of [a-z0-9], a dot, and 16 characters \
+                        of [a-z0-9], as 07401b.f395accd246ae52d";
+    for (args, expected) in [
+        (
+            &[
+                "join",
+                "127.0.0.1:6443",
+                "--token",
+                "bad",
+                "--discovery-token-unsafe-skip-ca-verification",
+            ][..],
+            format!("error: --token: {token_format}\n"),
+        ),
+        (
+            &["token", "create", "bad", "--kubeconfig", "/nonexistent"],
+            format!("error: token create <TOKEN>: {token_format}\n"),
+        ),
+        // Checked before the kubeconfig is read; about the usage given, not a default group.
+        (
+            &[
+                "token",
+                "create",
+                "--usages",
+                "signing,auth",
+                "--kubeconfig",
+                "/nonexistent",
+            ],
+            "error: --usages \"signing,auth\": invalid bootstrap token usage string: auth, valid \
+             usage options: signing,authentication\n"
+                .to_owned(),
+        ),
+    ] {
+        let out = run_bin(args, home, None).await;
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr(&out), expected, "{args:?}");
+    }
+
+    // KUBECONFIG names a file that does not exist: said so, with the OS reason.
+    let missing = home.join("missing.conf");
+    let out = run_bin(&["token", "list"], home, Some(missing.to_str().unwrap())).await;
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "the file {} named by KUBECONFIG cannot be read: No such file or directory",
+            missing.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("no KUBECONFIG"), "{err}");
+
+    // join takes no --kubeconfig: no tip towards --kubelet-kubeconfig, an output path.
+    let out = run_bin(&["join", "--kubeconfig", "admin.conf"], home, None).await;
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("unexpected argument '--kubeconfig' found"),
+        "{err}"
+    );
+    assert!(!err.contains("--kubelet-kubeconfig"), "{err}");
+    assert!(err.contains("token create|list|delete"), "{err}");
+
+    // A negative timeout is refused for what it is, not as an unexpected `-1`.
+    for flag in ["--tls-bootstrap-timeout", "--discovery-timeout"] {
+        let out = run_bin(&["join", "127.0.0.1:6443", flag, "-1s"], home, None).await;
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!(
+                "invalid value '-1s' for '{flag} <DURATION>': must be positive"
+            )),
+            "{err}"
+        );
+        assert!(!err.contains("-- -1"), "{err}");
+    }
 }

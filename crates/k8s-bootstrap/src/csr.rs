@@ -33,6 +33,7 @@
 //!     ca_pem,
 //!     &cert,
 //!     &key,
+//!     k8s_bootstrap::files::Existing::Refuse,
 //! )?;
 //! # Ok(()) }
 //! ```
@@ -232,13 +233,28 @@ pub async fn request_certificate(
     }
 }
 
-/// Writes the node's credentials as the kubelet keeps them: `pem_path` (the certificate, then
-/// the key; mode 0600) and `kubeconfig_path` (mode 0600), whose user names `pem_path` as both
-/// its `client-certificate` and `client-key` (made absolute).
+/// The name of the certificate signing request [`request_certificate`] files for `node` and
+/// `key` (`node-csr-<hash>`, as the kubelet names it): what an administrator approves with
+/// `kubectl certificate approve <name>`.
 ///
 /// # Errors
 ///
-/// [`Error::Write`], or [`Error::Request`] when `server` is not `https://`.
+/// [`Error::Request`] when the request cannot be built.
+pub fn request_name(node: &NodeName, key: &NodeKey) -> Result<String, Error> {
+    let request = CertificateRequest::for_node(node, key).map_err(Error::Request)?;
+    let object = CertificateSigningRequest::for_node(&request, None).map_err(Error::Request)?;
+    Ok(object.name().unwrap_or_default().to_owned())
+}
+
+/// Writes the node's credentials as the kubelet keeps them: `pem_path` (the certificate, then
+/// the key; mode 0600) and `kubeconfig_path` (mode 0600), whose user names `pem_path` as both
+/// its `client-certificate` and `client-key` (made absolute). Each file is written whole, and
+/// over an existing one only with [`Existing::Replace`](crate::files::Existing).
+///
+/// # Errors
+///
+/// [`Error::Write`] (with [`std::io::ErrorKind::AlreadyExists`] for a file `existing`
+/// refuses), or [`Error::Request`] when `server` is not `https://`.
 pub fn write_credentials(
     pem_path: &Path,
     kubeconfig_path: &Path,
@@ -246,6 +262,7 @@ pub fn write_credentials(
     ca_pem: &str,
     certificate: &IssuedCertificate,
     key: &NodeKey,
+    existing: crate::files::Existing,
 ) -> Result<(), Error> {
     let write_err = |path: &Path| {
         let path = path.to_owned();
@@ -255,11 +272,11 @@ pub fn write_credentials(
         std::fs::create_dir_all(dir).map_err(write_err(pem_path))?;
     }
     let pem = certificate.to_kubelet_pem(key).map_err(Error::Request)?;
-    crate::files::write_private(pem_path, pem.as_bytes()).map_err(write_err(pem_path))?;
+    crate::files::write_private(pem_path, pem.as_bytes(), existing).map_err(write_err(pem_path))?;
     let absolute = std::path::absolute(pem_path).map_err(write_err(pem_path))?;
     let kubeconfig = tls_bootstrap::kubelet_kubeconfig(server, ca_pem, &absolute.to_string_lossy())
         .map_err(Error::Request)?;
-    crate::files::write_private(kubeconfig_path, kubeconfig.as_bytes())
+    crate::files::write_private(kubeconfig_path, kubeconfig.as_bytes(), existing)
         .map_err(write_err(kubeconfig_path))
 }
 

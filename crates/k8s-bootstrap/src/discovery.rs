@@ -27,6 +27,7 @@
 //! use k8s_bootstrap::bootstrap_token::BootstrapToken;
 //! use k8s_bootstrap::clusterinfo::{PinSet, TokenDiscoveryConfig};
 //! use k8s_bootstrap::discovery::{self, Source};
+//! use k8s_bootstrap::files::Existing;
 //!
 //! let token: BootstrapToken = "abcdef.0123456789abcdef".parse()?;
 //! let mut pins = PinSet::new();
@@ -35,7 +36,7 @@
 //!
 //! let found = discovery::discover(Source::Token(config)).await?;
 //! let kubeconfig = found.cluster_info().tls_bootstrap_kubeconfig(&token);
-//! discovery::write_kubeconfig("bootstrap-kubelet.conf", kubeconfig.expose_secret())?;
+//! discovery::write_kubeconfig("bootstrap-kubelet.conf", kubeconfig.expose_secret(), Existing::Refuse)?;
 //! # Ok(()) }
 //! ```
 
@@ -584,15 +585,22 @@ async fn read_bounded(path: &Path) -> Result<Vec<u8>, Error> {
     Ok(bytes)
 }
 
-/// Writes a kubeconfig as kubeadm does: mode 0600, atomically (a temporary file in the same
-/// directory, synced, then renamed over `path`). Blocking; the file is small.
+/// Writes a kubeconfig as kubeadm does: mode 0600, whole (a temporary file in the same
+/// directory, synced, then moved to `path`), and over an existing file only with
+/// [`Existing::Replace`](crate::files::Existing) (see [`crate::files`]). Blocking; the file is
+/// small.
 ///
 /// # Errors
 ///
-/// [`Error::Write`] when the directory cannot take the file.
-pub fn write_kubeconfig(path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> Result<(), Error> {
+/// [`Error::Write`] when the directory cannot take the file, or with
+/// [`std::io::ErrorKind::AlreadyExists`] when `path` exists and `existing` refuses it.
+pub fn write_kubeconfig(
+    path: impl AsRef<Path>,
+    contents: impl AsRef<[u8]>,
+    existing: crate::files::Existing,
+) -> Result<(), Error> {
     let path = path.as_ref();
-    crate::files::write_private(path, contents.as_ref()).map_err(|source| Error::Write {
+    crate::files::write_private(path, contents.as_ref(), existing).map_err(|source| Error::Write {
         path: path.to_owned(),
         source,
     })
@@ -600,7 +608,7 @@ pub fn write_kubeconfig(path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> R
 
 /// The common case in one call: token discovery with `config` (default options), then the
 /// TLS-bootstrap kubeconfig (the discovered cluster, the token as credential) written to `path`
-/// as [`write_kubeconfig`] writes it: what `kubeadm join --token ...
+/// as [`write_kubeconfig`] writes it, never over an existing file: what `kubeadm join --token ...
 /// --discovery-token-ca-cert-hash ...` does before the TLS bootstrap. Returns what was
 /// discovered (the server, the CA, any warnings).
 ///
@@ -628,6 +636,10 @@ pub async fn token_to_kubeconfig(
     let token = config.token().clone();
     let found = discover(Source::Token(config)).await?;
     let kubeconfig = found.cluster_info().tls_bootstrap_kubeconfig(&token);
-    write_kubeconfig(path, kubeconfig.expose_secret())?;
+    write_kubeconfig(
+        path,
+        kubeconfig.expose_secret(),
+        crate::files::Existing::Refuse,
+    )?;
     Ok(found)
 }

@@ -58,7 +58,7 @@ pub mod discovery;
 #[cfg(feature = "exec")]
 pub mod exec;
 #[cfg(any(feature = "discovery", feature = "tls-bootstrap"))]
-mod files;
+pub mod files;
 #[cfg(feature = "forward-proxy")]
 pub mod forward_proxy;
 #[cfg(any(feature = "controllers", feature = "forward-proxy"))]

@@ -18,6 +18,7 @@ use k8s_bootstrap::clusterinfo::{
     self, CaBundle, ClusterInfo, FileDiscoveryConfig, PinSet, Refresh, TokenDiscoveryConfig,
 };
 use k8s_bootstrap::discovery::{self, Discoverer, Error, Source};
+use k8s_bootstrap::files::Existing;
 use loopback_apiserver::LoopbackApiServer;
 use serde_json::json;
 
@@ -515,6 +516,13 @@ async fn token_to_kubeconfig_writes_the_tls_bootstrap_kubeconfig() {
         .unwrap_err();
     assert!(matches!(err, Error::Failed(_)), "{err:?}");
     assert!(!other.exists());
+    // The file written before is not replaced.
+    let config = token_config(&endpoint(&server), token(), pins_for(server.ca_pem()));
+    let err = discovery::token_to_kubeconfig(config, &path)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Write { .. }), "{err:?}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), written);
 }
 
 #[test]
@@ -522,7 +530,15 @@ fn the_kubeconfig_is_written_0600_and_atomically() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bootstrap-kubelet.conf");
     std::fs::write(&path, "old").unwrap();
-    discovery::write_kubeconfig(&path, b"apiVersion: v1\n").unwrap();
+    // An existing file is kept unless replacing it is asked for.
+    let err =
+        discovery::write_kubeconfig(&path, b"apiVersion: v1\n", Existing::Refuse).unwrap_err();
+    assert!(
+        matches!(&err, Error::Write { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists),
+        "{err:?}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), b"old");
+    discovery::write_kubeconfig(&path, b"apiVersion: v1\n", Existing::Replace).unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), b"apiVersion: v1\n");
     #[cfg(unix)]
     {
@@ -536,7 +552,12 @@ fn the_kubeconfig_is_written_0600_and_atomically() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names.len(), 1, "{names:?}");
-    let err = discovery::write_kubeconfig(dir.path().join("no/such/dir/x.conf"), b"x").unwrap_err();
+    let err = discovery::write_kubeconfig(
+        dir.path().join("no/such/dir/x.conf"),
+        b"x",
+        Existing::Refuse,
+    )
+    .unwrap_err();
     assert!(matches!(err, Error::Write { .. }), "{err:?}");
 }
 

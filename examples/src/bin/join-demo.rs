@@ -18,6 +18,7 @@ use std::time::{Duration, SystemTime};
 use k8s_bootstrap::bootstrap_token::{BootstrapToken, KubeadmToken};
 use k8s_bootstrap::clusterinfo::{CaBundle, ClusterInfo, PinSet, TokenDiscoveryConfig};
 use k8s_bootstrap::discovery::{self, Source};
+use k8s_bootstrap::files::Existing;
 use k8s_bootstrap::token;
 use k8s_bootstrap_examples::BoxError;
 use loopback_apiserver::LoopbackApiServer;
@@ -93,13 +94,22 @@ async fn run() -> Result<(), BoxError> {
         found.cluster_info().server()
     ));
 
-    discovery::write_kubeconfig(&args.out, found.to_client_kubeconfig_yaml())?;
+    // The demo's own output files: a second run writes them again.
+    discovery::write_kubeconfig(
+        &args.out,
+        found.to_client_kubeconfig_yaml(),
+        Existing::Replace,
+    )?;
     say(&format!(
         "wrote kubeconfig (no credentials) to {}",
         args.out
     ));
     let bootstrap = found.cluster_info().tls_bootstrap_kubeconfig(&token);
-    discovery::write_kubeconfig(&args.bootstrap_out, bootstrap.expose_secret())?;
+    discovery::write_kubeconfig(
+        &args.bootstrap_out,
+        bootstrap.expose_secret(),
+        Existing::Replace,
+    )?;
     say(&format!(
         "wrote TLS-bootstrap kubeconfig (user {}, token ID {}) to {}",
         k8s_bootstrap::clusterinfo::TLS_BOOTSTRAP_USER,

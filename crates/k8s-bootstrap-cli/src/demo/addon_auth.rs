@@ -111,8 +111,12 @@ pub(in crate::demo) async fn run(
                            "spec": {"selector": {"app": SERVICE}, "ports": [{"port": 80}]}}),
     )?;
     let certificate = dir.join("serving.crt");
-    std::fs::write(&certificate, server.serving_certificate_pem())
-        .map_err(|e| super::demo_err("writing serving.crt", e))?;
+    k8s_bootstrap::files::write_readable(
+        &certificate,
+        server.serving_certificate_pem().as_bytes(),
+        k8s_bootstrap::files::Existing::Refuse,
+    )
+    .map_err(|e| super::demo_err("writing serving.crt", e))?;
     let mut forward_proxy = ForwardProxy::start(demo, addon, &certificate, admin).await?;
     let port = forward_proxy.listen.port();
     server.insert(
@@ -213,7 +217,7 @@ impl ForwardProxy {
             "--algorithm=ES256".to_owned(),
             "--http-address=127.0.0.1:0".to_owned(),
         ];
-        println!("$ k8s-bootstrap {}", args.join(" "));
+        println!("$ k8s-bootstrap {}", super::shell_words(&args));
         let mut child = tokio::process::Command::new(&demo.me)
             .args(&args)
             .env("KUBECONFIG", admin)

@@ -42,6 +42,20 @@ pub enum Error {
         in_cluster: Option<kube::config::InClusterError>,
     },
 
+    /// `KUBECONFIG` is set, but none of the files it names can be read (kubectl skips the
+    /// missing ones; when all are missing there is no configuration to use).
+    #[error(
+        "finding the kubeconfig: {} named by KUBECONFIG cannot be read: {source}",
+        shown_paths(.paths)
+    )]
+    KubeconfigEnvMissing {
+        /// The files `KUBECONFIG` names.
+        paths: Vec<PathBuf>,
+        /// Why the first of them cannot be read.
+        #[source]
+        source: std::io::Error,
+    },
+
     /// The kuberc file could not be read.
     #[error("kuberc: {}: {source}", .path.display())]
     ReadKuberc {
@@ -191,5 +205,22 @@ impl Error {
             current = e.source();
         }
         None
+    }
+}
+
+/// `the file /a` or `the files /a, /b` (at most 8 named).
+fn shown_paths(paths: &[PathBuf]) -> String {
+    const MAX: usize = 8;
+    let mut names: Vec<String> = paths
+        .iter()
+        .take(MAX)
+        .map(|p| p.display().to_string())
+        .collect();
+    if paths.len() > MAX {
+        names.push("...".to_owned());
+    }
+    match paths {
+        [_] => format!("the file {}", names.join(", ")),
+        _ => format!("the files {}", names.join(", ")),
     }
 }

@@ -179,8 +179,8 @@ pub async fn infer_kube_client() -> Result<kube::Client, Error> {
 ///
 /// # Errors
 ///
-/// [`Error::NoKubeconfig`], [`Error::ReadKubeconfig`], [`Error::FileTooLarge`],
-/// [`Error::ParseKubeconfig`], [`Error::NoCurrentContext`], [`Error::MissingEntry`],
+/// [`Error::NoKubeconfig`], [`Error::KubeconfigEnvMissing`], [`Error::ReadKubeconfig`],
+/// [`Error::FileTooLarge`], [`Error::ParseKubeconfig`], [`Error::NoCurrentContext`], [`Error::MissingEntry`],
 /// [`Error::InvalidExecStanza`], [`Error::InvalidCluster`],
 /// [`Error::ReadCertificateAuthority`], [`Error::ReadKuberc`], [`Error::Kuberc`],
 /// [`Error::Authenticator`], [`Error::KubeConfig`], [`Error::KubeClient`].
@@ -410,15 +410,24 @@ async fn read_kubeconfigs(options: &KubeconfigOptions) -> Result<Option<Kubeconf
                     _ => return Ok(None),
                 }
             } else {
-                // kubectl skips the files of the list that do not exist.
+                // kubectl skips the files of the list that do not exist; when none does, the
+                // variable names nothing usable, and saying so beats falling back elsewhere.
                 let mut present = Vec::new();
-                for path in listed {
-                    if exists(&path).await {
-                        present.push(path);
+                let mut first_error = None;
+                for path in &listed {
+                    match tokio::fs::metadata(path).await {
+                        Ok(_) => present.push(path.clone()),
+                        Err(e) => {
+                            first_error.get_or_insert(e);
+                        }
                     }
                 }
                 if present.is_empty() {
-                    return Ok(None);
+                    return Err(Error::KubeconfigEnvMissing {
+                        paths: listed,
+                        source: first_error
+                            .unwrap_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound)),
+                    });
                 }
                 present
             }

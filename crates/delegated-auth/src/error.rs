@@ -69,4 +69,11 @@ pub enum Error {
         /// What is wrong (a fixed description naming the field or flag).
         reason: &'static str,
     },
+    /// Comparing rules for escalation would expand more than `limit` single-verb,
+    /// single-resource rules (`verbs` × `apiGroups` × `resources` × `resourceNames`).
+    #[error("the requested rules expand to more than {limit} single rules")]
+    TooManyRules {
+        /// The bound on the expansion.
+        limit: usize,
+    },
 }

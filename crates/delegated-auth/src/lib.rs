@@ -16,3 +16,12 @@ mod request_info;
 mod request_path;
 pub use request_info::{ApiPrefixes, RequestInfo};
 pub use request_path::{MAX_REQUEST_TARGET_BYTES, RequestPath};
+mod rbac;
+#[cfg(feature = "yaml")]
+mod yaml;
+pub use rbac::{
+    AggregationRule, ClusterRole, ClusterRoleBinding, LabelSelector, LabelSelectorRequirement,
+    MAX_RBAC_DOCUMENT_BYTES, MAX_RULE_BREAKDOWN, ObjectMeta, Policy, PolicyRule, RBAC_API_VERSION,
+    RbacDecision, RbacObjects, Role, RoleBinding, RoleRef, Subject, UserRules,
+    aggregate_cluster_roles, covers, uncovered_rules,
+};

@@ -25,3 +25,5 @@ pub use rbac::{
     RbacDecision, RbacObjects, Role, RoleBinding, RoleRef, Subject, UserRules,
     aggregate_cluster_roles, covers, uncovered_rules,
 };
+mod kubelet;
+pub use kubelet::{KubeletAuthz, kubelet_attributes};

@@ -27,3 +27,8 @@ pub use rbac::{
 };
 mod kubelet;
 pub use kubelet::{KubeletAuthz, kubelet_attributes};
+mod path_pattern;
+mod rbac_proxy_config;
+pub use rbac_proxy_config::{
+    MAX_PROXY_CONFIG_BYTES, PathRule, RbacProxyConfig, StaticAuthorization, StaticUser,
+};

@@ -62,6 +62,9 @@ replay! {
     delegated_auth_access_review: 5 files, 1 accepted;
     delegated_auth_oidc_discovery: 3 files, 1 accepted;
     delegated_auth_configmap: 3 files, 2 accepted;
+    delegated_auth_request_info: 8 files, 5 accepted;
+    delegated_auth_rbac_objects: 5 files, 3 accepted;
+    delegated_auth_proxy_config: 5 files, 3 accepted;
 }
 
 #[test]

@@ -152,7 +152,9 @@ async fn forwards_path_query_headers_and_bodies_without_the_credential() {
             ("connection", "x-hop"),
             ("x-hop", "dropped"),
             ("x-remote-user", "mallory"),
-            ("impersonate-user", "mallory"),
+            // Impersonation is served (the admin as itself) and never forwarded.
+            ("impersonate-user", "loopback-admin"),
+            ("impersonate-group", "system:masters"),
         ],
         "",
     )
@@ -168,7 +170,13 @@ async fn forwards_path_query_headers_and_bodies_without_the_credential() {
     // The client's bearer token never reaches the Service (kube-apiserver removes
     // `Authorization` once it has authenticated the request).
     assert!(h.get("authorization").is_none(), "{h}");
-    for gone in ["x-hop", "connection", "x-remote-user", "impersonate-user"] {
+    for gone in [
+        "x-hop",
+        "connection",
+        "x-remote-user",
+        "impersonate-user",
+        "impersonate-group",
+    ] {
         assert!(h.get(gone).is_none(), "{gone} forwarded: {h}");
     }
     assert_eq!(h["x-forwarded-for"], json!(["192.0.2.7, 127.0.0.1"]));

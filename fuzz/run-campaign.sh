@@ -20,6 +20,7 @@ if [ $# -gt 0 ]; then targets=("$@"); else
     exec_credential_plugin_output exec_credential_exec_info
     addon_jwt_verify addon_jwt_jwks addon_jwt_sidecar addon_jwt_add_auth
     tls_bootstrap_csr_json tls_bootstrap_csr_yaml tls_bootstrap_certificate tls_bootstrap_request
+    delegated_auth_request_info delegated_auth_rbac_objects delegated_auth_proxy_config
   )
 fi
 cargo fuzz build -O

@@ -49,6 +49,12 @@ pub struct ResourceAttributes {
     pub subresource: String,
     /// The object's name, empty for collections and for `create` without a name.
     pub name: String,
+    /// The raw field selector of a `list`, `watch` or `deletecollection`, empty for none
+    /// (`SubjectAccessReview`'s `fieldSelector.rawSelector`); RBAC does not read it.
+    pub field_selector: String,
+    /// The raw label selector of a `list`, `watch` or `deletecollection`, empty for none
+    /// (`SubjectAccessReview`'s `labelSelector.rawSelector`); RBAC does not read it.
+    pub label_selector: String,
 }
 
 impl ResourceAttributes {

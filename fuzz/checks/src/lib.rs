@@ -13,6 +13,7 @@
 mod addon_jwt;
 mod bootstrap_token;
 mod clusterinfo;
+mod delegated_auth;
 mod exec_credential;
 mod fixtures;
 mod hygiene;
@@ -33,6 +34,9 @@ pub use bootstrap_token::{
 pub use clusterinfo::{
     clusterinfo_ca_bundle, clusterinfo_configmap, clusterinfo_discovery, clusterinfo_kubeconfig,
     clusterinfo_pin,
+};
+pub use delegated_auth::{
+    delegated_auth_proxy_config, delegated_auth_rbac_objects, delegated_auth_request_info,
 };
 pub use exec_credential::{
     exec_credential_authenticator, exec_credential_cache_entry, exec_credential_exec_info,

@@ -57,6 +57,9 @@ replay! {
     tls_bootstrap_csr_json: 3 files, 2 accepted;
     tls_bootstrap_csr_yaml: 3 files, 2 accepted;
     tls_bootstrap_certificate: 4 files, 2 accepted;
+    delegated_auth_request_info: 8 files, 5 accepted;
+    delegated_auth_rbac_objects: 5 files, 3 accepted;
+    delegated_auth_proxy_config: 5 files, 3 accepted;
 }
 
 #[test]

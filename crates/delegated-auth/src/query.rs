@@ -1,0 +1,89 @@
+//! A raw query string read as Go's `url.ParseQuery` reads it (what `URL.Query()` returns).
+
+use crate::request_path::hex_value;
+
+/// One decoded query value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct QueryValue {
+    /// The value; bytes that are not UTF-8 replaced by U+FFFD.
+    pub(crate) value: String,
+    /// Whether the decoded bytes were UTF-8 (the value is exactly what Go would see).
+    pub(crate) exact: bool,
+}
+
+/// The values of `key`, in order, as Go's `url.Values` holds them: pairs split on `&`, a pair
+/// containing `;` dropped (Go 1.17+), empty pairs skipped, key and value split at the first
+/// `=`, `+` read as a space, a pair with a malformed `%` escape dropped.
+pub(crate) fn values(query: &str, key: &str) -> Vec<QueryValue> {
+    let mut out = Vec::new();
+    for pair in query.split('&') {
+        if pair.is_empty() || pair.contains(';') {
+            continue;
+        }
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let Some(k) = unescape(k) else { continue };
+        if k.value != key {
+            continue;
+        }
+        let Some(v) = unescape(v) else { continue };
+        out.push(v);
+    }
+    out
+}
+
+/// The first value of `key`, if any.
+pub(crate) fn first(query: &str, key: &str) -> Option<QueryValue> {
+    values(query, key).into_iter().next()
+}
+
+/// Go's `QueryUnescape`: `+` is a space, `%XX` a byte; `None` for a malformed escape.
+fn unescape(s: &str) -> Option<QueryValue> {
+    if !s.contains(['%', '+']) {
+        return Some(QueryValue {
+            value: s.to_owned(),
+            exact: true,
+        });
+    }
+    let mut out = Vec::with_capacity(s.len());
+    let mut bytes = s.bytes();
+    while let Some(b) = bytes.next() {
+        match b {
+            b'%' => {
+                let hi = bytes.next().and_then(hex_value)?;
+                let lo = bytes.next().and_then(hex_value)?;
+                out.push(hi.wrapping_shl(4) | lo);
+            }
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+    }
+    Some(match String::from_utf8(out) {
+        Ok(value) => QueryValue { value, exact: true },
+        Err(e) => QueryValue {
+            value: String::from_utf8_lossy(e.as_bytes()).into_owned(),
+            exact: false,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vals(q: &str, k: &str) -> Vec<String> {
+        values(q, k).into_iter().map(|v| v.value).collect()
+    }
+
+    #[test]
+    fn reads_as_go_parse_query() {
+        assert_eq!(vals("a=1&a=2&b=3", "a"), ["1", "2"]);
+        assert_eq!(vals("a", "a"), [""]);
+        assert_eq!(vals("a=&&a=x%20y+z", "a"), ["", "x y z"]);
+        assert_eq!(vals("a=1;b=2&a=3", "a"), ["3"]);
+        assert_eq!(vals("a=%zz&a=4", "a"), ["4"]);
+        assert_eq!(vals("%61=5", "a"), ["5"]);
+        assert_eq!(vals("a=b=c", "a"), ["b=c"]);
+        let v = first("a=%ff", "a").unwrap();
+        assert!(!v.exact);
+    }
+}

@@ -1,0 +1,233 @@
+//! A request's path as it is authorized: percent-decoded as Go's `URL.Path`, and clean, as Go's
+//! `ServeMux` requires before any handler (kube-rbac-proxy's authorization filter, the kubelet's)
+//! sees it.
+
+use crate::error::Error;
+
+/// The longest request target (path and query) this crate reads, in bytes.
+pub const MAX_REQUEST_TARGET_BYTES: usize = 64 * 1024;
+
+/// A request path, percent-decoded and clean: absolute, without `.` or `..` segments and
+/// without empty segments (`//`); a trailing `/` is kept, as Go's `ServeMux` keeps it.
+///
+/// This is the path an authorizer may compare against non-resource rules (`/metrics`,
+/// `/healthz/*`): a path that is not clean is never authorized, because the server behind may
+/// clean it and serve another one (`/metrics/../secret` serves `/secret`). Parsing such a path
+/// fails with [`Error::PathNotClean`], which carries the clean path for a 301 redirect, as Go's
+/// `ServeMux` answers in front of kube-rbac-proxy and the kubelet; the redirected request is then
+/// authorized for the path it will be served.
+///
+/// Comparison stays exact, as Kubernetes compares: `/METRICS` is not `/metrics`, and `/metrics/`
+/// is not `/metrics` (but is matched by a rule `/metrics/*`).
+///
+/// ```
+/// use delegated_auth::{Error, RequestPath};
+///
+/// # fn main() -> Result<(), Error> {
+/// assert_eq!(RequestPath::parse("/metrics")?.as_str(), "/metrics");
+/// assert_eq!(RequestPath::parse("/a%20b")?.as_str(), "/a b");
+/// match RequestPath::parse("/metrics/%2e%2e/secret") {
+///     Err(Error::PathNotClean { clean }) => assert_eq!(clean, "/secret"),
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RequestPath(String);
+
+impl RequestPath {
+    /// Reads the path of a request target as it arrives on the wire (still percent-encoded,
+    /// as `http::Uri::path` gives it), decodes it as Go's `url.URL.Path` is decoded and requires
+    /// it to be clean.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TooLarge`] over [`MAX_REQUEST_TARGET_BYTES`]; [`Error::InvalidPath`] for a path
+    /// that is not absolute (`*`, `metrics`), has a control character or a space, a malformed
+    /// percent-escape, or decodes to bytes that are not UTF-8; [`Error::PathNotClean`] with the
+    /// clean path to redirect to, when the decoded path is not clean (the empty path redirects
+    /// to `/`).
+    pub fn parse(raw: &str) -> Result<Self, Error> {
+        if raw.len() > MAX_REQUEST_TARGET_BYTES {
+            return Err(Error::TooLarge {
+                what: "request path",
+                limit: MAX_REQUEST_TARGET_BYTES,
+            });
+        }
+        if raw.is_empty() {
+            return Err(Error::PathNotClean {
+                clean: "/".to_owned(),
+            });
+        }
+        if !raw.starts_with('/') {
+            return Err(Error::InvalidPath {
+                reason: "not an absolute path",
+            });
+        }
+        if raw.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return Err(Error::InvalidPath {
+                reason: "control character or space",
+            });
+        }
+        let decoded = percent_decode(raw)?;
+        let clean = clean_path(&decoded);
+        if clean == decoded {
+            Ok(Self(decoded))
+        } else {
+            Err(Error::PathNotClean { clean })
+        }
+    }
+
+    /// The decoded, clean path.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The path as a `String`.
+    #[must_use]
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl std::fmt::Display for RequestPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for RequestPath {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Decodes `%XX` escapes as Go's path unescaping does (`+` stays `+`); a `%` not followed by
+/// two hex digits is an error, as in Go.
+fn percent_decode(raw: &str) -> Result<String, Error> {
+    if !raw.contains('%') {
+        return Ok(raw.to_owned());
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    let mut bytes = raw.bytes();
+    while let Some(b) = bytes.next() {
+        if b == b'%' {
+            let (Some(hi), Some(lo)) = (
+                bytes.next().and_then(hex_value),
+                bytes.next().and_then(hex_value),
+            ) else {
+                return Err(Error::InvalidPath {
+                    reason: "malformed percent-escape",
+                });
+            };
+            out.push(hi.wrapping_shl(4) | lo);
+        } else {
+            out.push(b);
+        }
+    }
+    String::from_utf8(out).map_err(|_| Error::InvalidPath {
+        reason: "decodes to bytes that are not UTF-8",
+    })
+}
+
+/// The value of one hex digit.
+pub(crate) fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b.wrapping_sub(b'0')),
+        b'a'..=b'f' => Some(b.wrapping_sub(b'a').wrapping_add(10)),
+        b'A'..=b'F' => Some(b.wrapping_sub(b'A').wrapping_add(10)),
+        _ => None,
+    }
+}
+
+/// Go's `cleanPath` in `net/http`: `path.Clean` of the rooted path, with a trailing slash put
+/// back.
+fn clean_path(p: &str) -> String {
+    let mut segments: Vec<&str> = Vec::new();
+    for segment in p.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                segments.pop();
+            }
+            s => segments.push(s),
+        }
+    }
+    let mut clean = String::with_capacity(p.len());
+    for s in &segments {
+        clean.push('/');
+        clean.push_str(s);
+    }
+    if clean.is_empty() || p.ends_with('/') {
+        clean.push('/');
+    }
+    clean
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redirect(raw: &str) -> String {
+        match RequestPath::parse(raw) {
+            Err(Error::PathNotClean { clean }) => clean,
+            other => panic!("{raw}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn clean_paths_pass_unchanged() {
+        for p in [
+            "/",
+            "/metrics",
+            "/metrics/",
+            "/METRICS",
+            "/a/b/c",
+            "/api/v1/pods",
+            "/a+b",
+        ] {
+            assert_eq!(RequestPath::parse(p).unwrap().as_str(), p);
+        }
+    }
+
+    #[test]
+    fn unclean_paths_redirect_as_go_servemux() {
+        assert_eq!(redirect("/metrics/../secret"), "/secret");
+        assert_eq!(redirect("/metrics/%2e%2e/secret"), "/secret");
+        assert_eq!(redirect("/metrics/%2E%2E/secret"), "/secret");
+        assert_eq!(redirect("/metrics%2f..%2fsecret"), "/secret");
+        assert_eq!(redirect("/%2e%2e/"), "/");
+        assert_eq!(redirect("//metrics"), "/metrics");
+        assert_eq!(redirect("/metrics//"), "/metrics/");
+        assert_eq!(redirect("/./metrics"), "/metrics");
+        assert_eq!(redirect("/.."), "/");
+        assert_eq!(redirect("/metrics/."), "/metrics");
+        assert_eq!(redirect("/metrics/./"), "/metrics/");
+        assert_eq!(redirect(""), "/");
+    }
+
+    #[test]
+    fn malformed_paths_are_refused() {
+        for p in [
+            "*", "metrics", "/a%", "/a%2", "/a%zz", "/%ff", "/a b", "/a\u{0}", "/a\n",
+        ] {
+            assert!(
+                matches!(RequestPath::parse(p), Err(Error::InvalidPath { .. })),
+                "{p:?}"
+            );
+        }
+        let long = format!("/{}", "a".repeat(MAX_REQUEST_TARGET_BYTES));
+        assert!(matches!(
+            RequestPath::parse(&long),
+            Err(Error::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn decoded_utf8_and_slashes() {
+        assert_eq!(RequestPath::parse("/%C3%A9").unwrap().as_str(), "/é");
+        assert_eq!(RequestPath::parse("/a%2Fb").unwrap().as_str(), "/a/b");
+    }
+}

@@ -221,18 +221,8 @@ fn access_review(store: &Store, attrs: &Attributes) -> Value {
 fn rules_review(store: &Store, user: &UserInfo, namespace: &str) -> Value {
     let mut rules: Vec<PolicyRule> = Vec::new();
     if user.groups.iter().any(|g| g == MASTERS) {
-        let all = vec!["*".to_owned()];
-        rules.push(PolicyRule {
-            verbs: all.clone(),
-            api_groups: all.clone(),
-            resources: all.clone(),
-            ..PolicyRule::default()
-        });
-        rules.push(PolicyRule {
-            verbs: all.clone(),
-            non_resource_urls: all,
-            ..PolicyRule::default()
-        });
+        rules.push(PolicyRule::new(["*"]).groups(["*"]).resources(["*"]));
+        rules.push(PolicyRule::new(["*"]).urls(["*"]));
     }
     let held = Policy::from_store(store).rules_for(user, namespace);
     rules.extend(held.rules);

@@ -253,14 +253,9 @@ fn is_revoked(user: &User, revoked: &BTreeSet<String>) -> bool {
 /// The rules the node authorizer grants every node (the part of the `system:node` role the
 /// double serves resources for).
 fn node_rules() -> [PolicyRule; 1] {
-    [PolicyRule {
-        verbs: ["create", "get", "list", "watch"]
-            .map(str::to_owned)
-            .to_vec(),
-        api_groups: vec!["certificates.k8s.io".to_owned()],
-        resources: vec!["certificatesigningrequests".to_owned()],
-        ..PolicyRule::default()
-    }]
+    [PolicyRule::new(["create", "get", "list", "watch"])
+        .groups(["certificates.k8s.io"])
+        .resources(["certificatesigningrequests"])]
 }
 
 /// The decision of the authorizer chain on `attrs` (whose user is the requester), with the

@@ -89,7 +89,8 @@ pub(crate) fn confirm(
         _ => return Ok(()),
     };
     let held = policy.rules_for(user, namespace);
-    let missing = rbac::missing_rules(&held.rules, &rules);
+    let missing = rbac::missing_rules(&held.rules, &rules)
+        .map_err(|e| ApiError::forbidden(resource.qualified(), Some(name), &e.to_string()))?;
     if missing.is_empty() {
         return Ok(());
     }

@@ -676,8 +676,61 @@ async fn kubectl_rbac_objects_and_can_i() {
     let binding: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(binding["subjects"][0]["name"], "system:masters");
 
-    // kubectl auth can-i, as the admin and --as others.
+    // delegated-auth's evaluator over the same objects, as kubectl prints them.
+    let out = kubectl(
+        &kc,
+        &[
+            "get",
+            "roles,rolebindings,clusterroles,clusterrolebindings",
+            "-A",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert!(out.status.success());
+    let mut objects = delegated_auth::RbacObjects::new();
+    objects.add_json(&out.stdout).unwrap();
+    delegated_auth::aggregate_cluster_roles(&mut objects.cluster_roles).unwrap();
+    let policy = delegated_auth::Policy::new(&objects);
+
+    // kubectl auth can-i, as the admin and --as others; the core decides the same.
     for (user, verb, what, ns, expected) in CAN_I {
+        let info = match *user {
+            "" => delegated_auth::UserInfo::new("loopback-admin")
+                .with_groups(["system:masters", "system:authenticated"]),
+            sa if sa.starts_with("system:serviceaccount:") => {
+                let sa_ns = sa.split(':').nth(2).unwrap();
+                delegated_auth::UserInfo::new(sa).with_groups([
+                    "system:serviceaccounts".to_owned(),
+                    format!("system:serviceaccounts:{sa_ns}"),
+                    "system:authenticated".to_owned(),
+                ])
+            }
+            name => delegated_auth::UserInfo::new(name).with_groups(["system:authenticated"]),
+        };
+        let attrs = if what.starts_with('/') {
+            delegated_auth::Attributes::non_resource(info, *verb, *what)
+        } else {
+            let (resource, name) = what.split_once('/').unwrap_or((what, ""));
+            let group = if resource == "certificatesigningrequests" {
+                "certificates.k8s.io"
+            } else {
+                ""
+            };
+            delegated_auth::Attributes::resource(
+                info,
+                *verb,
+                delegated_auth::ResourceAttributes::new(group, "v1", resource)
+                    .in_namespace(*ns)
+                    .with_name(name),
+            )
+        };
+        assert_eq!(
+            policy.authorize(&attrs).is_allowed(),
+            *expected,
+            "delegated-auth: {user} {verb} {what} {ns}"
+        );
         let mut args = vec!["auth", "can-i", *verb, *what];
         if !ns.is_empty() {
             args.extend(["-n", *ns]);

@@ -1,5 +1,5 @@
-//! Authentication (client certificates, admin token, static tokens, bootstrap tokens,
-//! anonymous) and the double's tiny authorizer.
+//! Authentication (client certificates, admin token, static tokens, bootstrap tokens, the
+//! service-account tokens the double issued, anonymous) and the authorizer chain.
 //!
 //! Authentication follows kube-apiserver's union authenticator, in its order: the x509 client
 //! certificate authenticator first, then the bearer-token authenticators, then anonymous. A

@@ -641,6 +641,58 @@ mod tests {
     }
 
     #[test]
+    fn decodes_a_role_binding_and_a_token_request_by_their_field_tables() {
+        let rule = [bytes(1, b"get"), bytes(2, b""), bytes(3, b"secrets")].concat();
+        let role = [bytes(1, &bytes(1, b"reader")), bytes(2, &rule)].concat();
+        let v = decode(
+            &envelope("rbac.authorization.k8s.io/v1", "Role", &role),
+            "rbac.authorization.k8s.io/v1",
+            "Role",
+        )
+        .unwrap();
+        assert_eq!(v["metadata"]["name"], "reader");
+        assert_eq!(
+            v["rules"],
+            serde_json::json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["secrets"]}])
+        );
+        let subject = [bytes(1, b"User"), bytes(3, b"jane")].concat();
+        let role_ref = [
+            bytes(1, b"rbac.authorization.k8s.io"),
+            bytes(2, b"Role"),
+            bytes(3, b"reader"),
+        ]
+        .concat();
+        let binding = [bytes(2, &subject), bytes(3, &role_ref)].concat();
+        let v = decode(
+            &envelope("rbac.authorization.k8s.io/v1", "RoleBinding", &binding),
+            "rbac.authorization.k8s.io/v1",
+            "RoleBinding",
+        )
+        .unwrap();
+        assert_eq!(v["subjects"][0]["name"], "jane");
+        assert_eq!(v["roleRef"]["kind"], "Role");
+        let spec = [bytes(1, b"a"), bytes(1, b"b"), vec![key(4, 0), 0xb0, 0x09]].concat();
+        let v = decode(
+            &envelope("authentication.k8s.io/v1", "TokenRequest", &bytes(2, &spec)),
+            "authentication.k8s.io/v1",
+            "TokenRequest",
+        )
+        .unwrap();
+        assert_eq!(v["spec"]["audiences"], serde_json::json!(["a", "b"]));
+        assert_eq!(v["spec"]["expirationSeconds"], 1200);
+        // A string where a message is expected, and messages nested past the bound.
+        let wrong = [key(2, 0), 1].to_vec();
+        assert!(
+            decode(
+                &envelope("rbac.authorization.k8s.io/v1", "Role", &wrong),
+                "rbac.authorization.k8s.io/v1",
+                "Role"
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
     fn refuses_other_kinds_and_garbage() {
         let e = decode(
             &envelope("v1", "Secret", &[]),

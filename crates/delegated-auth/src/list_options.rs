@@ -2,7 +2,8 @@
 //! `ListOptions` from it (`metainternalversionscheme.ParameterCodec.DecodeParameters`) in
 //! `RequestInfoFactory.NewRequestInfo`.
 
-use crate::{label_selector, query};
+use crate::label_selector;
+use crate::query::ListParams;
 
 /// The verb and name a `GET` without a name in its path resolves to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,19 +19,36 @@ pub(crate) struct ListOutcome {
 /// `0` or `false` (any case); on a decoding failure (a malformed field or label selector, a
 /// `limit` or `timeoutSeconds` that is no integer) the name is not taken and `watch` is read
 /// again on its own.
-pub(crate) fn resolve(query: &str) -> ListOutcome {
-    if decodes(query) {
-        let watch = query::first(query, "watch").is_some_and(|v| !is_false_folded(&v.value));
-        let name = query::first(query, "fieldSelector")
-            .filter(|v| v.exact)
-            .and_then(|v| exact_name(&v.value).ok().flatten())
-            .filter(|name| is_valid_path_segment(name));
+pub(crate) fn resolve(params: &ListParams) -> ListOutcome {
+    let field = params
+        .field_selector
+        .as_ref()
+        .map(|v| (v.exact, exact_name(&v.value)));
+    let int_ok = |v: &Option<crate::query::QueryValue>| {
+        v.as_ref().is_none_or(|v| v.value.parse::<i64>().is_ok())
+    };
+    let decodes = int_ok(&params.limit)
+        && int_ok(&params.timeout_seconds)
+        && field.as_ref().is_none_or(|(_, name)| name.is_ok())
+        && params
+            .label_selector
+            .as_ref()
+            .is_none_or(|v| label_selector::is_valid(&v.value));
+    if decodes {
+        let watch = params
+            .watch
+            .as_ref()
+            .is_some_and(|v| !is_false_folded(&v.value));
+        let name = match field {
+            Some((true, Ok(Some(name)))) if is_valid_path_segment(&name) => Some(name),
+            _ => None,
+        };
         ListOutcome {
             verb: if watch { "watch" } else { "list" },
             name,
         }
     } else {
-        let watch = query::first(query, "watch").is_some_and(|v| {
+        let watch = params.watch.as_ref().is_some_and(|v| {
             let lower = v.value.to_lowercase();
             lower != "false" && lower != "0"
         });
@@ -39,16 +57,6 @@ pub(crate) fn resolve(query: &str) -> ListOutcome {
             name: None,
         }
     }
-}
-
-/// Whether the `ListOptions` parameters decode.
-fn decodes(query: &str) -> bool {
-    let int_ok = |key| query::first(query, key).is_none_or(|v| v.value.parse::<i64>().is_ok());
-    let field_ok =
-        query::first(query, "fieldSelector").is_none_or(|v| exact_name(&v.value).is_ok());
-    let label_ok =
-        query::first(query, "labelSelector").is_none_or(|v| label_selector::is_valid(&v.value));
-    int_ok("limit") && int_ok("timeoutSeconds") && field_ok && label_ok
 }
 
 /// Go's `Convert_Slice_string_To_bool` false: `0`, or `false` under Unicode simple case
@@ -176,6 +184,10 @@ mod tests {
         assert_eq!(exact_name("metadata.name=a\\"), Err(()));
         assert_eq!(exact_name(""), Ok(None));
         assert_eq!(exact_name(",,"), Ok(None));
+    }
+
+    fn resolve(q: &str) -> ListOutcome {
+        super::resolve(&ListParams::read(q))
     }
 
     #[test]

@@ -32,8 +32,48 @@ pub(crate) fn values(query: &str, key: &str) -> Vec<QueryValue> {
 }
 
 /// The first value of `key`, if any.
+#[cfg(test)]
 pub(crate) fn first(query: &str, key: &str) -> Option<QueryValue> {
     values(query, key).into_iter().next()
+}
+
+/// The first values of the list options a request carries, read in one pass (each as
+/// [`values`] would give it first).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ListParams {
+    pub(crate) watch: Option<QueryValue>,
+    pub(crate) field_selector: Option<QueryValue>,
+    pub(crate) label_selector: Option<QueryValue>,
+    pub(crate) limit: Option<QueryValue>,
+    pub(crate) timeout_seconds: Option<QueryValue>,
+}
+
+impl ListParams {
+    pub(crate) fn read(query: &str) -> Self {
+        let mut params = Self::default();
+        if query.is_empty() {
+            return params;
+        }
+        for pair in query.split('&') {
+            if pair.is_empty() || pair.contains(';') {
+                continue;
+            }
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let Some(k) = unescape(k) else { continue };
+            let slot = match k.value.as_str() {
+                "watch" => &mut params.watch,
+                "fieldSelector" => &mut params.field_selector,
+                "labelSelector" => &mut params.label_selector,
+                "limit" => &mut params.limit,
+                "timeoutSeconds" => &mut params.timeout_seconds,
+                _ => continue,
+            };
+            if slot.is_none() {
+                *slot = unescape(v);
+            }
+        }
+        params
+    }
 }
 
 /// Go's `QueryUnescape`: `+` is a space, `%XX` a byte; `None` for a malformed escape.

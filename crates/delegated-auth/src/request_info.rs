@@ -4,6 +4,7 @@
 use crate::attributes::{Attributes, ResourceAttributes};
 use crate::error::Error;
 use crate::list_options;
+use crate::query::ListParams;
 use crate::request_path::{MAX_REQUEST_TARGET_BYTES, RequestPath};
 use crate::user::UserInfo;
 
@@ -191,8 +192,9 @@ fn resolve(method: &str, path: &str, query: &str, prefixes: &ApiPrefixes) -> Req
     }
     info.resource = parts.first().copied().unwrap_or_default().to_owned();
 
+    let params = ListParams::read(query);
     if info.name.is_empty() && info.verb == "get" {
-        let list = list_options::resolve(query);
+        let list = list_options::resolve(&params);
         info.verb = list.verb.to_owned();
         if let Some(name) = list.name {
             info.name = name;
@@ -202,10 +204,10 @@ fn resolve(method: &str, path: &str, query: &str, prefixes: &ApiPrefixes) -> Req
         info.verb = "deletecollection".to_owned();
     }
     if !verb_from_path && matches!(info.verb.as_str(), "list" | "watch" | "deletecollection") {
-        if let Some(v) = crate::query::first(query, "fieldSelector") {
+        if let Some(v) = params.field_selector {
             info.field_selector = v.value;
         }
-        if let Some(v) = crate::query::first(query, "labelSelector") {
+        if let Some(v) = params.label_selector {
             info.label_selector = v.value;
         }
     }

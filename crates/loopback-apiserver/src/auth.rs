@@ -1,5 +1,5 @@
-//! Authentication (client certificates, admin token, static tokens, bootstrap tokens,
-//! anonymous) and the double's tiny authorizer.
+//! Authentication (client certificates, admin token, static tokens, bootstrap tokens, the
+//! service-account tokens the double issued, anonymous) and the authorizer chain.
 //!
 //! Authentication follows kube-apiserver's union authenticator, in its order: the x509 client
 //! certificate authenticator first, then the bearer-token authenticators, then anonymous. A
@@ -12,28 +12,27 @@
 //! ([`crate::LoopbackApiServer::revoke_client_certificate`]) is refused the same way, checked on
 //! every request (a kept-alive connection does not keep a revoked user in).
 //!
-//! Authorization, documented (the RBAC kubeadm installs, and the node authorizer):
+//! Authorization is kube-apiserver's chain (`--authorization-mode=Node,RBAC`, behind the
+//! privileged-group authorizer), each step [`authorize`] tries in turn:
 //!
-//! * group `system:masters` may do everything, and so may group `kubeadm:cluster-admins` (the
-//!   group of kubeadm's `admin.conf` since 1.29, bound to the `cluster-admin` ClusterRole);
-//! * any authenticated user may read discovery (`/version`, `/api*`, `/apis*`, `/openapi*`,
-//!   health checks) and create `selfsubjectreviews` (`system:basic-user`);
-//! * anyone, anonymous included, may `get` `kube-public/configmaps/cluster-info` and read
-//!   `/version` and the health checks;
-//! * members of `system:bootstrappers` (every bootstrap token's user; kubeadm binds
-//!   `system:node-bootstrapper` to `system:bootstrappers:kubeadm:default-node-token`, the double
-//!   to the whole group) may create, get, list and watch `certificatesigningrequests`;
-//! * nodes (group `system:nodes` and a user name `system:node:<name>`, as the node authorizer
-//!   identifies them) may do the same, to renew their certificates;
-//! * the `approval` and `status` subresources, and the Service proxy (`services/proxy`), are for
-//!   those two groups only;
-//! * everything else is forbidden.
+//! * group `system:masters` may do everything, whatever the policy objects say (kube-apiserver's
+//!   privileged-group authorizer);
+//! * the node authorizer: a node (group `system:nodes` and a user name `system:node:<name>`)
+//!   may create, get, list and watch `certificatesigningrequests`, the one rule of the
+//!   `system:node` role the double serves a resource for (kube-apiserver's node authorizer
+//!   grants it from that role's rules, not from a binding);
+//! * RBAC over the stored Roles, ClusterRoles and bindings ([`super::rbac`]), seeded with the
+//!   default policy kube-apiserver and kubeadm create ([`super::policy`]).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::SystemTime;
 
 use axum::http::HeaderMap;
+use delegated_auth::{Attributes, Target, UserInfo};
 use zeroize::Zeroizing;
 
+use super::rbac::{Decision, Policy, PolicyRule};
+use super::sa_token::{Refusal, TokenIssuer};
 use super::store::Store;
 use super::x509::CertIdentity;
 
@@ -41,11 +40,6 @@ use super::x509::CertIdentity;
 pub(crate) const ANONYMOUS: &str = "system:anonymous";
 /// The group everything may do.
 pub(crate) const MASTERS: &str = "system:masters";
-/// The group of kubeadm's `admin.conf` user (1.29 and later), bound to `cluster-admin`.
-pub(crate) const CLUSTER_ADMINS: &str = "kubeadm:cluster-admins";
-
-/// The group of bootstrap-token users.
-const BOOTSTRAPPERS: &str = "system:bootstrappers";
 /// The group of nodes.
 const NODES: &str = "system:nodes";
 /// The user-name prefix of nodes.
@@ -62,7 +56,7 @@ pub(crate) struct User {
 }
 
 impl User {
-    fn anonymous() -> User {
+    pub(crate) fn anonymous() -> User {
         User {
             name: ANONYMOUS.to_owned(),
             uid: None,
@@ -72,7 +66,7 @@ impl User {
         }
     }
 
-    fn authenticated(name: String, groups: Vec<String>) -> User {
+    pub(crate) fn authenticated(name: String, groups: Vec<String>) -> User {
         User::authenticated_with(name, None, groups, BTreeMap::new())
     }
 
@@ -96,18 +90,16 @@ impl User {
         }
     }
 
-    fn in_group(&self, group: &str) -> bool {
-        self.groups.iter().any(|g| g == group)
-    }
-
-    /// A node, as the node authorizer identifies one: group `system:nodes` and a user name
-    /// `system:node:<non-empty name>`.
-    fn is_node(&self) -> bool {
-        self.in_group(NODES)
-            && self
-                .name
-                .strip_prefix(NODE_PREFIX)
-                .is_some_and(|n| !n.is_empty())
+    /// The user as the authorizer reads it.
+    pub(crate) fn info(&self) -> UserInfo {
+        let mut info = UserInfo::new(self.name.clone()).with_groups(self.groups.iter().cloned());
+        if let Some(uid) = &self.uid {
+            info = info.with_uid(uid.clone());
+        }
+        for (k, v) in &self.extra {
+            info = info.with_extra(k.clone(), v.iter().cloned());
+        }
+        info
     }
 }
 
@@ -136,15 +128,84 @@ pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// The bearer-token authenticators, in kube-apiserver's order: the admin token and the static
+/// tokens (`--token-auth-file`), bootstrap tokens, then the service-account tokens the double
+/// issued.
+pub(crate) struct TokenAuthenticators<'a> {
+    pub(crate) admin: &'a str,
+    pub(crate) statics: &'a [StaticToken],
+    pub(crate) store: &'a Store,
+    pub(crate) issuer: &'a TokenIssuer,
+}
+
+impl TokenAuthenticators<'_> {
+    /// The user of `token` presented for `audiences`, with the audiences it is accepted for;
+    /// `Err(None)` when no authenticator knows it, `Err(Some(why))` when one refused it (the
+    /// text kube-apiserver gives in a TokenReview's `status.error`).
+    ///
+    /// The admin, static and bootstrap tokens are for the API server's own audience (the
+    /// issuer URL) only, as kube-apiserver's audience-agnostic authenticators.
+    pub(crate) fn authenticate(
+        &self,
+        token: &str,
+        audiences: &[String],
+        now: SystemTime,
+    ) -> Result<(User, Vec<String>), Option<String>> {
+        let own: Vec<String> = audiences
+            .iter()
+            .filter(|a| a.as_str() == self.issuer.issuer())
+            .cloned()
+            .collect();
+        if !own.is_empty()
+            && let Some(user) = self.audience_agnostic(token, now)
+        {
+            return Ok((user, own));
+        }
+        match self.issuer.authenticate(token, audiences, self.store, now) {
+            Ok(found) => Ok(found),
+            Err(Refusal::NotOurs) => Err(None),
+            Err(Refusal::Refused(why)) => Err(Some(why)),
+        }
+    }
+
+    /// The admin token, a static token or a bootstrap token.
+    fn audience_agnostic(&self, token: &str, now: SystemTime) -> Option<User> {
+        if ct_eq(token.as_bytes(), self.admin.as_bytes()) {
+            return Some(User::authenticated(
+                super::ADMIN_USER.to_owned(),
+                vec![MASTERS.to_owned()],
+            ));
+        }
+        let mut found = None;
+        for s in self.statics {
+            if ct_eq(token.as_bytes(), s.token.as_bytes()) {
+                found = Some(User::authenticated(s.user.clone(), s.groups.clone()));
+            }
+        }
+        if found.is_some() {
+            return found;
+        }
+        let outcome = bootstrap_token::authenticate(token, now, |id| {
+            Ok::<_, std::convert::Infallible>(self.store.bootstrap_secret(id.as_str()))
+        });
+        match outcome {
+            Ok(bootstrap_token::AuthOutcome::Authenticated(a)) => Some(User::authenticated(
+                a.user_name().to_owned(),
+                a.groups().iter().map(|g| g.to_string()).collect(),
+            )),
+            _ => None,
+        }
+    }
+}
+
 /// Authenticate a request whose connection presented `cert`; `None` means 401. `revoked` holds
 /// the SHA-256 fingerprints (lowercase hex) of the client certificates no longer accepted.
 pub(crate) fn authenticate(
     headers: &HeaderMap,
     cert: &CertIdentity,
     revoked: &BTreeSet<String>,
-    admin: &str,
-    statics: &[StaticToken],
-    store: &Store,
+    tokens: &TokenAuthenticators<'_>,
+    now: SystemTime,
 ) -> Option<User> {
     // kube-apiserver's union: x509 first; a certificate error fails the request unless a later
     // authenticator succeeds (no anonymous fallback after an error).
@@ -170,31 +231,10 @@ pub(crate) fn authenticate(
     if token.is_empty() {
         return fallback;
     }
-    if ct_eq(token.as_bytes(), admin.as_bytes()) {
-        return Some(User::authenticated(
-            super::ADMIN_USER.to_owned(),
-            vec![MASTERS.to_owned()],
-        ));
-    }
-    let mut found = None;
-    for s in statics {
-        if ct_eq(token.as_bytes(), s.token.as_bytes()) {
-            found = Some(User::authenticated(s.user.clone(), s.groups.clone()));
-        }
-    }
-    if found.is_some() {
-        return found;
-    }
-    let outcome = bootstrap_token::authenticate(token, crate::clock::now(), |id| {
-        Ok::<_, std::convert::Infallible>(store.bootstrap_secret(id.as_str()))
-    });
-    match outcome {
-        Ok(bootstrap_token::AuthOutcome::Authenticated(a)) => Some(User::authenticated(
-            a.user_name().to_owned(),
-            a.groups().iter().map(|g| g.to_string()).collect(),
-        )),
-        _ => None,
-    }
+    tokens
+        .authenticate(token, &[tokens.issuer.issuer().to_owned()], now)
+        .ok()
+        .map(|(user, _)| user)
 }
 
 /// Whether `user` came from a client certificate whose fingerprint is in `revoked`.
@@ -210,101 +250,65 @@ fn is_revoked(user: &User, revoked: &BTreeSet<String>) -> bool {
         .any(|fingerprint| revoked.contains(fingerprint))
 }
 
-/// What a request asks to do, as the authorizer sees it.
-#[derive(Debug, Clone)]
-pub(crate) enum Attributes<'a> {
-    Resource {
-        verb: &'static str,
-        /// The API group (empty for the core group).
-        group: &'static str,
-        resource: &'static str,
-        subresource: Option<&'a str>,
-        namespace: &'a str,
-        name: Option<&'a str>,
-    },
-    NonResource {
-        verb: &'static str,
-        path: &'a str,
-    },
+/// The rules the node authorizer grants every node (the part of the `system:node` role the
+/// double serves resources for).
+fn node_rules() -> [PolicyRule; 1] {
+    [PolicyRule::new(["create", "get", "list", "watch"])
+        .groups(["certificates.k8s.io"])
+        .resources(["certificatesigningrequests"])]
 }
 
-/// Public paths anyone may read (`system:public-info-viewer`).
-fn public_path(path: &str) -> bool {
-    matches!(
-        path,
-        "/version" | "/version/" | "/healthz" | "/livez" | "/readyz"
-    )
-}
-
-/// Discovery paths an authenticated user may read (`system:discovery`).
-fn discovery_path(path: &str) -> bool {
-    public_path(path)
-        || ["/api", "/apis", "/openapi"]
-            .iter()
-            .any(|p| path == *p || path.strip_prefix(p).is_some_and(|r| r.starts_with('/')))
-}
-
-/// The decision: `Ok` or the authorizer's sentence for a 403.
-pub(crate) fn authorize(user: &User, attrs: &Attributes<'_>) -> Result<(), String> {
-    if user
-        .groups
-        .iter()
-        .any(|g| g == MASTERS || g == CLUSTER_ADMINS)
-    {
-        return Ok(());
+/// The decision of the authorizer chain on `attrs` (whose user is the requester), with the
+/// policy objects of `store`.
+pub(crate) fn authorize(store: &Store, attrs: &Attributes) -> Decision {
+    if attrs.user.groups.iter().any(|g| g == MASTERS) {
+        return Decision::Allow(String::new());
     }
-    match attrs {
-        Attributes::NonResource { verb, path } => {
-            let allowed = *verb == "get"
-                && (public_path(path) || (user.authenticated && discovery_path(path)));
-            if allowed {
-                Ok(())
-            } else {
-                Err(format!("User {:?} cannot {verb} path {path:?}", user.name))
-            }
-        }
-        Attributes::Resource {
-            verb,
-            group,
-            resource,
-            subresource,
-            namespace,
-            name,
-        } => {
-            let cluster_info = *verb == "get"
-                && *resource == "configmaps"
-                && *namespace == clusterinfo::CLUSTER_INFO_NAMESPACE
-                && *name == Some(clusterinfo::CLUSTER_INFO_NAME);
-            let self_review = *verb == "create"
-                && *group == "authentication.k8s.io"
-                && *resource == "selfsubjectreviews"
-                && user.authenticated;
-            let csr = *group == "certificates.k8s.io"
-                && *resource == "certificatesigningrequests"
-                && subresource.is_none()
-                && matches!(*verb, "create" | "get" | "list" | "watch")
-                && (user.is_node()
-                    || user.groups.iter().any(|g| {
-                        g == BOOTSTRAPPERS
-                            || g.strip_prefix(BOOTSTRAPPERS)
-                                .is_some_and(|rest| rest.starts_with(':'))
-                    }));
-            if cluster_info || self_review || csr {
-                return Ok(());
-            }
-            let scope = if namespace.is_empty() {
+    if is_node(&attrs.user) && node_rules().iter().any(|r| r.allows(attrs)) {
+        return Decision::Allow(String::new());
+    }
+    Policy::from_store(store).authorize(attrs)
+}
+
+/// The sentence of a 403 for `attrs`, as kube-apiserver's `forbiddenMessage` words it
+/// (`User "u" cannot list resource "secrets" in API group "" in the namespace "ns"`), with the
+/// authorizer's reason after a colon when it gave one.
+pub(crate) fn forbidden_sentence(attrs: &Attributes, reason: &str) -> String {
+    let who = format!("User {:?}", attrs.user.name);
+    let verb = &attrs.verb;
+    let mut sentence = match &attrs.target {
+        Target::Resource(r) => {
+            let scope = if r.namespace.is_empty() {
                 "at the cluster scope".to_owned()
             } else {
-                format!("in the namespace {namespace:?}")
+                format!("in the namespace {:?}", r.namespace)
             };
-            let resource = match subresource {
-                Some(sub) => format!("{resource}/{sub}"),
-                None => (*resource).to_owned(),
+            let resource = if r.subresource.is_empty() {
+                r.resource.clone()
+            } else {
+                format!("{}/{}", r.resource, r.subresource)
             };
-            Err(format!(
-                "User {:?} cannot {verb} resource {resource:?} in API group {group:?} {scope}",
-                user.name
-            ))
+            format!(
+                "{who} cannot {verb} resource {resource:?} in API group {:?} {scope}",
+                r.api_group
+            )
         }
+        Target::NonResource { path } => format!("{who} cannot {verb} path {path:?}"),
+        _ => format!("{who} cannot {verb}"),
+    };
+    if !reason.is_empty() {
+        sentence.push_str(": ");
+        sentence.push_str(reason);
     }
+    sentence
+}
+
+/// A node, as the node authorizer identifies one: group `system:nodes` and a user name
+/// `system:node:<non-empty name>`.
+fn is_node(user: &UserInfo) -> bool {
+    user.groups.iter().any(|g| g == NODES)
+        && user
+            .name
+            .strip_prefix(NODE_PREFIX)
+            .is_some_and(|n| !n.is_empty())
 }

@@ -32,13 +32,17 @@ pub(crate) fn api_versions(address: &str) -> Value {
     })
 }
 
-/// `/apis`: the API groups the double serves, `authentication.k8s.io` (SelfSubjectReviews),
-/// `certificates.k8s.io` (CertificateSigningRequests), `coordination.k8s.io` (Leases) and
-/// `discovery.k8s.io` (EndpointSlices), in kube-apiserver's order.
+/// `/apis`: the API groups the double serves, `authentication.k8s.io` (TokenReviews,
+/// SelfSubjectReviews), `authorization.k8s.io` (the access reviews), `certificates.k8s.io`
+/// (CertificateSigningRequests), `rbac.authorization.k8s.io` (the policy objects),
+/// `coordination.k8s.io` (Leases) and `discovery.k8s.io` (EndpointSlices), in kube-apiserver's
+/// order.
 pub(crate) fn api_groups() -> Value {
     let groups: Vec<Value> = [
         "authentication.k8s.io",
+        "authorization.k8s.io",
         "certificates.k8s.io",
+        "rbac.authorization.k8s.io",
         "coordination.k8s.io",
         "discovery.k8s.io",
     ]
@@ -55,19 +59,76 @@ pub(crate) fn api_groups() -> Value {
     })
 }
 
+/// A resource that is only created (a review), in `group_version`.
+fn create_only(name: &str, kind: &str, namespaced: bool) -> Value {
+    json!({
+        "name": name,
+        "singularName": name.strip_suffix('s').unwrap_or(name),
+        "namespaced": namespaced,
+        "kind": kind,
+        "verbs": ["create"],
+    })
+}
+
 /// `/apis/authentication.k8s.io/v1`.
 pub(crate) fn authentication_v1() -> Value {
     json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",
         "groupVersion": "authentication.k8s.io/v1",
-        "resources": [{
-            "name": "selfsubjectreviews",
-            "singularName": "selfsubjectreview",
-            "namespaced": false,
-            "kind": "SelfSubjectReview",
-            "verbs": ["create"],
-        }],
+        "resources": [
+            create_only("selfsubjectreviews", "SelfSubjectReview", false),
+            create_only("tokenreviews", "TokenReview", false),
+        ],
+    })
+}
+
+/// `/apis/authorization.k8s.io/v1`.
+pub(crate) fn authorization_v1() -> Value {
+    json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": "authorization.k8s.io/v1",
+        "resources": [
+            create_only("localsubjectaccessreviews", "LocalSubjectAccessReview", true),
+            create_only("selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
+            create_only("selfsubjectrulesreviews", "SelfSubjectRulesReview", false),
+            create_only("subjectaccessreviews", "SubjectAccessReview", false),
+        ],
+    })
+}
+
+/// `/apis/rbac.authorization.k8s.io/v1`.
+pub(crate) fn rbac_v1() -> Value {
+    let rw = [
+        "create",
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "update",
+        "watch",
+    ];
+    let resource = |name: &str, kind: &str, namespaced: bool| {
+        json!({
+            "name": name,
+            "singularName": name.strip_suffix('s').unwrap_or(name),
+            "namespaced": namespaced,
+            "kind": kind,
+            "verbs": rw,
+        })
+    };
+    json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": "rbac.authorization.k8s.io/v1",
+        "resources": [
+            resource("clusterrolebindings", "ClusterRoleBinding", false),
+            resource("clusterroles", "ClusterRole", false),
+            resource("rolebindings", "RoleBinding", true),
+            resource("roles", "Role", true),
+        ],
     })
 }
 
@@ -167,6 +228,23 @@ pub(crate) fn core_v1() -> Value {
                 "verbs": rw,
             },
             {
+                "name": "serviceaccounts",
+                "singularName": "serviceaccount",
+                "namespaced": true,
+                "kind": "ServiceAccount",
+                "verbs": rw,
+                "shortNames": ["sa"],
+            },
+            {
+                "name": "serviceaccounts/token",
+                "singularName": "",
+                "namespaced": true,
+                "group": "authentication.k8s.io",
+                "version": "v1",
+                "kind": "TokenRequest",
+                "verbs": ["create"],
+            },
+            {
                 "name": "services",
                 "singularName": "service",
                 "namespaced": true,
@@ -190,6 +268,7 @@ pub(crate) fn openapi_v3_root() -> Value {
             "api/v1": url("api/v1"),
             "apis/certificates.k8s.io/v1": url("apis/certificates.k8s.io/v1"),
             "apis/discovery.k8s.io/v1": url("apis/discovery.k8s.io/v1"),
+            "apis/rbac.authorization.k8s.io/v1": url("apis/rbac.authorization.k8s.io/v1"),
         },
     })
 }
@@ -222,6 +301,44 @@ pub(crate) fn openapi_v3_core() -> Value {
             "patchCoreV1NamespacedService",
             "",
             "Service",
+        ),
+        (
+            "/api/v1/namespaces/{namespace}/serviceaccounts/{name}",
+            "patchCoreV1NamespacedServiceAccount",
+            "",
+            "ServiceAccount",
+        ),
+    ])
+}
+
+/// `/openapi/v3/apis/rbac.authorization.k8s.io/v1`, as [`openapi_v3_core`] for the policy
+/// objects.
+pub(crate) fn openapi_v3_rbac() -> Value {
+    const GROUP: &str = "rbac.authorization.k8s.io";
+    openapi_v3_document(&[
+        (
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{name}",
+            "patchRbacAuthorizationV1ClusterRoleBinding",
+            GROUP,
+            "ClusterRoleBinding",
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}",
+            "patchRbacAuthorizationV1ClusterRole",
+            GROUP,
+            "ClusterRole",
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings/{name}",
+            "patchRbacAuthorizationV1NamespacedRoleBinding",
+            GROUP,
+            "RoleBinding",
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles/{name}",
+            "patchRbacAuthorizationV1NamespacedRole",
+            GROUP,
+            "Role",
         ),
     ])
 }

@@ -12,12 +12,19 @@ use serde_json::{Value, json};
 use zeroize::Zeroizing;
 
 use super::RecordedRequest;
-use super::auth::{self, Attributes, StaticToken, User};
+use delegated_auth::{Attributes, ResourceAttributes};
+
+use super::access_review;
+use super::auth::{self, StaticToken, User};
 use super::ca::Ca;
 use super::csr;
 use super::discovery;
+use super::escalation;
+use super::impersonation;
 use super::protobuf;
+use super::rbac::Decision;
 use super::review;
+use super::sa_token::TokenIssuer;
 use super::selector::Selector;
 use super::server::Peer;
 use super::service_proxy::{self, ProxyService};
@@ -56,6 +63,33 @@ pub(crate) struct Shared {
     pub(crate) proxy: Mutex<ProxyService>,
     /// The longest a proxied request may take.
     pub(crate) proxy_max_duration: Duration,
+    /// The service-account token issuer.
+    pub(crate) issuer: TokenIssuer,
+    /// How far the double's clock for credentials runs ahead of the wall clock
+    /// (`LoopbackApiServer::advance_clock`).
+    pub(crate) clock_offset: Mutex<Duration>,
+}
+
+impl Shared {
+    /// The double's time for credentials: the wall clock plus the offset tests set.
+    pub(crate) fn now(&self) -> std::time::SystemTime {
+        let now = crate::clock::now();
+        now.checked_add(*lock(&self.clock_offset)).unwrap_or(now)
+    }
+
+    /// The bearer-token authenticators over `store` and `statics` (both locked by the caller).
+    pub(crate) fn token_authenticators<'a>(
+        &'a self,
+        store: &'a Store,
+        statics: &'a [StaticToken],
+    ) -> auth::TokenAuthenticators<'a> {
+        auth::TokenAuthenticators {
+            admin: &self.admin_token,
+            statics,
+            store,
+            issuer: &self.issuer,
+        }
+    }
 }
 
 /// Lock, ignoring poisoning (every critical section leaves the data consistent).
@@ -94,6 +128,16 @@ enum Route<'a> {
     ServiceProxy(service_proxy::ProxyPath),
     /// `POST /apis/authentication.k8s.io/v1/selfsubjectreviews` (nothing is stored).
     SelfSubjectReview,
+    /// `POST` of a TokenReview or an access review (nothing is stored).
+    Review {
+        kind: access_review::Kind,
+        namespace: &'a str,
+    },
+    /// `POST /api/v1/namespaces/<ns>/serviceaccounts/<name>/token` (TokenRequest).
+    TokenRequest {
+        namespace: &'a str,
+        name: &'a str,
+    },
     Resource {
         resource: Resource,
         namespace: &'a str,
@@ -121,6 +165,37 @@ fn route(path: &str) -> Route<'_> {
     };
     if group_version == "authentication.k8s.io/v1" && rest == ["selfsubjectreviews"] {
         return Route::SelfSubjectReview;
+    }
+    match rest {
+        [r] => {
+            if let Some(kind) =
+                access_review::Kind::from_plural(&group_version, r).filter(|k| !k.namespaced())
+            {
+                return Route::Review {
+                    kind,
+                    namespace: "",
+                };
+            }
+        }
+        ["namespaces", ns, r] if !ns.is_empty() => {
+            if let Some(kind) =
+                access_review::Kind::from_plural(&group_version, r).filter(|k| k.namespaced())
+            {
+                return Route::Review {
+                    kind,
+                    namespace: ns,
+                };
+            }
+        }
+        ["namespaces", ns, "serviceaccounts", name, "token"]
+            if group_version == "v1" && !ns.is_empty() && !name.is_empty() =>
+        {
+            return Route::TokenRequest {
+                namespace: ns,
+                name,
+            };
+        }
+        _ => {}
     }
     let res = |s: &str| Resource::in_group(&group_version, s);
     let cluster = |s: &str| res(s).filter(|r| !r.namespaced());
@@ -199,7 +274,7 @@ impl Params {
     }
 }
 
-async fn process(shared: &Arc<Shared>, req: Request) -> (Option<String>, Response) {
+async fn process(shared: &Arc<Shared>, mut req: Request) -> (Option<String>, Response) {
     let user = {
         // The connection's client certificate, as the accept loop attached it.
         let cert = req
@@ -207,21 +282,27 @@ async fn process(shared: &Arc<Shared>, req: Request) -> (Option<String>, Respons
             .get::<CertIdentity>()
             .cloned()
             .unwrap_or(CertIdentity::None);
+        let now = shared.now();
         let store = lock(&shared.store);
         let statics = lock(&shared.statics);
         let revoked = lock(&shared.revoked);
-        auth::authenticate(
-            req.headers(),
-            &cert,
-            &revoked,
-            &shared.admin_token,
-            &statics,
-            &store,
-        )
+        let tokens = shared.token_authenticators(&store, &statics);
+        auth::authenticate(req.headers(), &cert, &revoked, &tokens, now)
     };
-    let Some(user) = user else {
+    let Some(mut user) = user else {
         return (None, ApiError::unauthorized().into_response());
     };
+    if impersonation::requested(req.headers()) {
+        let impersonated = impersonation::impersonate(&lock(&shared.store), &user, req.headers());
+        match impersonated {
+            Ok(as_user) => user = as_user,
+            Err(e) => {
+                let recorded = user.authenticated.then(|| user.name.clone());
+                return (recorded, e.into_response());
+            }
+        }
+        impersonation::remove_headers(req.headers_mut());
+    }
     let recorded = user.authenticated.then(|| user.name.clone());
     let response = match dispatch(shared, &user, req).await {
         Ok(r) => r,
@@ -250,31 +331,96 @@ async fn dispatch(shared: &Arc<Shared>, user: &User, req: Request) -> Result<Res
             } else {
                 "post"
             };
-            auth::authorize(user, &Attributes::NonResource { verb, path: &path })
-                .map_err(|s| ApiError::forbidden("", None, &s))?;
+            authorize(
+                shared,
+                &Attributes::non_resource(user.info(), verb, path.as_str()),
+                "",
+                None,
+            )?;
             if verb != "get" {
                 return Err(ApiError::path_not_found());
             }
             non_resource(shared, &path)
         }
+        Route::Review { kind, namespace } => {
+            if method != Method::POST {
+                return Err(ApiError::method_not_allowed());
+            }
+            let qualified = format!("{}.{}", kind.plural(), kind.group());
+            authorize(
+                shared,
+                &Attributes::resource(
+                    user.info(),
+                    "create",
+                    ResourceAttributes::new(kind.group(), "v1", kind.plural())
+                        .in_namespace(namespace),
+                ),
+                &qualified,
+                None,
+            )?;
+            let content_type = header_str(&req, header::CONTENT_TYPE);
+            let namespace = namespace.to_owned();
+            let body = axum::body::to_bytes(req.into_body(), MAX_BODY)
+                .await
+                .map_err(|_| ApiError::too_large(MAX_BODY))?;
+            let api_version = format!("{}/v1", kind.group());
+            let body = parse_body(&content_type, &body, &api_version, kind.kind())?;
+            let now = shared.now();
+            let store = lock(&shared.store);
+            let statics = lock(&shared.statics);
+            let tokens = shared.token_authenticators(&store, &statics);
+            let review = access_review::create(kind, &body, &namespace, user, &tokens, now)?;
+            Ok(json_response(StatusCode::CREATED, &review))
+        }
+        Route::TokenRequest { namespace, name } => {
+            if method != Method::POST {
+                return Err(ApiError::method_not_allowed());
+            }
+            authorize(
+                shared,
+                &Attributes::resource(
+                    user.info(),
+                    "create",
+                    ResourceAttributes::new("", "v1", "serviceaccounts")
+                        .in_namespace(namespace)
+                        .with_subresource("token")
+                        .with_name(name),
+                ),
+                Resource::ServiceAccounts.qualified(),
+                Some(name),
+            )?;
+            let (namespace, name) = (namespace.to_owned(), name.to_owned());
+            let content_type = header_str(&req, header::CONTENT_TYPE);
+            let body = axum::body::to_bytes(req.into_body(), MAX_BODY)
+                .await
+                .map_err(|_| ApiError::too_large(MAX_BODY))?;
+            let body = parse_body(
+                &content_type,
+                &body,
+                "authentication.k8s.io/v1",
+                "TokenRequest",
+            )?;
+            let now = shared.now();
+            let created =
+                shared
+                    .issuer
+                    .token_request(&lock(&shared.store), &namespace, &name, &body, now)?;
+            Ok(json_response(StatusCode::CREATED, &created))
+        }
         Route::SelfSubjectReview => {
             if method != Method::POST {
                 return Err(ApiError::method_not_allowed());
             }
-            auth::authorize(
-                user,
-                &Attributes::Resource {
-                    verb: "create",
-                    group: "authentication.k8s.io",
-                    resource: "selfsubjectreviews",
-                    subresource: None,
-                    namespace: "",
-                    name: None,
-                },
-            )
-            .map_err(|s| {
-                ApiError::forbidden("selfsubjectreviews.authentication.k8s.io", None, &s)
-            })?;
+            authorize(
+                shared,
+                &Attributes::resource(
+                    user.info(),
+                    "create",
+                    ResourceAttributes::new("authentication.k8s.io", "v1", "selfsubjectreviews"),
+                ),
+                "selfsubjectreviews.authentication.k8s.io",
+                None,
+            )?;
             let content_type = header_str(&req, header::CONTENT_TYPE);
             let body = axum::body::to_bytes(req.into_body(), MAX_BODY)
                 .await
@@ -306,18 +452,26 @@ async fn dispatch(shared: &Arc<Shared>, user: &User, req: Request) -> Result<Res
                 (&Method::DELETE, None, _) => "deletecollection",
                 _ => return Err(ApiError::method_not_allowed()),
             };
-            auth::authorize(
-                user,
-                &Attributes::Resource {
-                    verb,
-                    group: resource.group(),
-                    resource: resource.plural(),
-                    subresource: subresource.map(Subresource::as_str),
-                    namespace,
-                    name,
-                },
+            let mut target = ResourceAttributes::new(
+                resource.group(),
+                resource
+                    .group_version()
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or_default(),
+                resource.plural(),
             )
-            .map_err(|s| ApiError::forbidden(resource.qualified(), name, &s))?;
+            .in_namespace(namespace)
+            .with_name(name.unwrap_or_default());
+            if let Some(sub) = subresource {
+                target = target.with_subresource(sub.as_str());
+            }
+            authorize(
+                shared,
+                &Attributes::resource(user.info(), verb, target),
+                resource.qualified(),
+                name,
+            )?;
             let namespace = namespace.to_owned();
             let name = name.map(str::to_owned);
             let accept = header_str(&req, header::ACCEPT);
@@ -362,18 +516,19 @@ async fn service_proxy(
         id,
         rest,
     } = target;
-    auth::authorize(
-        user,
-        &Attributes::Resource {
+    authorize(
+        shared,
+        &Attributes::resource(
+            user.info(),
             verb,
-            group: "",
-            resource: "services",
-            subresource: Some("proxy"),
-            namespace: &namespace,
-            name: Some(&id),
-        },
-    )
-    .map_err(|s| ApiError::forbidden("services", Some(&id), &s))?;
+            ResourceAttributes::new("", "v1", "services")
+                .in_namespace(namespace.as_str())
+                .with_subresource("proxy")
+                .with_name(id.as_str()),
+        ),
+        "services",
+        Some(&id),
+    )?;
     let (scheme, addr, service_name) =
         service_proxy::resolve(&lock(&shared.store), &namespace, &id)?;
     let path = service_proxy::upstream_path(rest.as_deref());
@@ -415,6 +570,12 @@ fn non_resource(shared: &Shared, path: &str) -> Result<Response, ApiError> {
         "/apis/authentication.k8s.io/v1" | "/apis/authentication.k8s.io/v1/" => {
             discovery::authentication_v1()
         }
+        "/apis/authorization.k8s.io/v1" | "/apis/authorization.k8s.io/v1/" => {
+            discovery::authorization_v1()
+        }
+        "/apis/rbac.authorization.k8s.io/v1" | "/apis/rbac.authorization.k8s.io/v1/" => {
+            discovery::rbac_v1()
+        }
         "/apis/certificates.k8s.io/v1" | "/apis/certificates.k8s.io/v1/" => {
             discovery::certificates_v1()
         }
@@ -423,6 +584,18 @@ fn non_resource(shared: &Shared, path: &str) -> Result<Response, ApiError> {
         "/openapi/v3/api/v1" => discovery::openapi_v3_core(),
         "/openapi/v3/apis/certificates.k8s.io/v1" => discovery::openapi_v3_certificates(),
         "/openapi/v3/apis/discovery.k8s.io/v1" => discovery::openapi_v3_discovery(),
+        "/openapi/v3/apis/rbac.authorization.k8s.io/v1" => discovery::openapi_v3_rbac(),
+        "/.well-known/openid-configuration" | "/.well-known/openid-configuration/" => {
+            shared.issuer.openid_configuration()
+        }
+        "/openid/v1/jwks" | "/openid/v1/jwks/" => {
+            return Ok((
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "application/jwk-set+json")],
+                shared.issuer.jwks().to_string(),
+            )
+                .into_response());
+        }
         "/healthz" | "/livez" | "/readyz" => {
             return Ok((
                 StatusCode::OK,
@@ -434,6 +607,24 @@ fn non_resource(shared: &Shared, path: &str) -> Result<Response, ApiError> {
         _ => return Err(ApiError::path_not_found()),
     };
     Ok(json_response(StatusCode::OK, &value))
+}
+
+/// The authorizer's decision on `attrs`, or the 403 kube-apiserver answers (naming `resource`
+/// and `name` as it does).
+pub(crate) fn authorize(
+    shared: &Shared,
+    attrs: &Attributes,
+    resource: &str,
+    name: Option<&str>,
+) -> Result<(), ApiError> {
+    match auth::authorize(&lock(&shared.store), attrs) {
+        Decision::Allow(_) => Ok(()),
+        Decision::NoOpinion(reason) => Err(ApiError::forbidden(
+            resource,
+            name,
+            &auth::forbidden_sentence(attrs, &reason),
+        )),
+    }
 }
 
 /// One resource request.
@@ -488,21 +679,26 @@ impl Call<'_> {
                 }
                 let namespace = if resource.namespaced() { namespace } else { "" };
                 let created =
-                    lock(&self.shared.store).create(resource, namespace, object, dry_run, now)?;
+                    self.guarded(&mut lock(&self.shared.store), dry_run, |store, dry_run| {
+                        store.create(resource, namespace, object.clone(), dry_run, now)
+                    })?;
                 self.changed(&created, dry_run);
                 Ok(json_response(StatusCode::CREATED, &created))
             }
             "update" => {
                 let object = self.parse_body(content_type, body)?;
-                let updated = lock(&self.shared.store).update_part(
-                    resource,
-                    namespace,
-                    name,
-                    self.subresource,
-                    object,
-                    dry_run,
-                    now,
-                )?;
+                let updated =
+                    self.guarded(&mut lock(&self.shared.store), dry_run, |store, dry_run| {
+                        store.update_part(
+                            resource,
+                            namespace,
+                            name,
+                            self.subresource,
+                            object.clone(),
+                            dry_run,
+                            now,
+                        )
+                    })?;
                 self.changed(&updated, dry_run);
                 Ok(json_response(StatusCode::OK, &updated))
             }
@@ -533,9 +729,11 @@ impl Call<'_> {
                     {
                         csr::set_requester(&mut applied, self.user)?;
                     }
-                    let applied_object = store.apply(
-                        resource, namespace, name, &applied, manager, force, dry_run, now,
-                    )?;
+                    let applied_object = self.guarded(&mut store, dry_run, |store, dry_run| {
+                        store.apply(
+                            resource, namespace, name, &applied, manager, force, dry_run, now,
+                        )
+                    })?;
                     drop(store);
                     self.changed(&applied_object, dry_run);
                     return Ok(json_response(StatusCode::OK, &applied_object));
@@ -549,15 +747,17 @@ impl Call<'_> {
                 }
                 let patch = parse_json(body)?;
                 let mut store = lock(&self.shared.store);
-                let patched = store.patch_part(
-                    resource,
-                    namespace,
-                    name,
-                    self.subresource,
-                    &patch,
-                    dry_run,
-                    now,
-                )?;
+                let patched = self.guarded(&mut store, dry_run, |store, dry_run| {
+                    store.patch_part(
+                        resource,
+                        namespace,
+                        name,
+                        self.subresource,
+                        &patch,
+                        dry_run,
+                        now,
+                    )
+                })?;
                 if let (Some(manager), false) = (manager, dry_run) {
                     let key = (resource, namespace.to_owned(), name.to_owned());
                     store.take_ownership(&key, &patch, manager);
@@ -577,6 +777,33 @@ impl Call<'_> {
             }
             _ => Err(ApiError::method_not_allowed()),
         }
+    }
+
+    /// A write through `op`; for a Role, ClusterRole or binding, first as a dry run whose result
+    /// must not grant more than the requester holds (kube-apiserver's RBAC registry), then for
+    /// real (`dry_run` as asked). The store stays locked throughout.
+    fn guarded(
+        &self,
+        store: &mut Store,
+        dry_run: bool,
+        op: impl Fn(&mut Store, bool) -> Result<Value, ApiError>,
+    ) -> Result<Value, ApiError> {
+        if self.resource.is_rbac() {
+            let old = self
+                .name
+                .as_deref()
+                .and_then(|name| store.get(self.resource, &self.namespace, name))
+                .cloned();
+            let preview = op(store, true)?;
+            escalation::confirm(
+                store,
+                self.resource,
+                &self.user.info(),
+                &preview,
+                old.as_ref(),
+            )?;
+        }
+        op(store, dry_run)
     }
 
     /// A create or update body: JSON, or protobuf for the kinds the double reads that way.

@@ -4,15 +4,16 @@
 //! object, writes the result through the `approval` or `status` subresource, and (for the
 //! signer) has its CA issue the certificate the plan describes.
 //!
-//! The approver's SubjectAccessReviews are answered by the RBAC kubeadm installs:
-//! `certificatesigningrequests/nodeclient` for group
-//! `system:bootstrappers:kubeadm:default-node-token` (ClusterRoleBinding
+//! The approver's SubjectAccessReviews are answered by the double's authorizer over the stored
+//! policy, which holds the RBAC kubeadm installs: `certificatesigningrequests/nodeclient` for
+//! group `system:bootstrappers:kubeadm:default-node-token` (ClusterRoleBinding
 //! `kubeadm:node-autoapprove-bootstrap`), `certificatesigningrequests/selfnodeclient` for group
 //! `system:nodes` (`kubeadm:node-autoapprove-certificate-rotation`), everything for
 //! `system:masters`.
 
 use std::time::SystemTime;
 
+use delegated_auth::{Attributes, ResourceAttributes, UserInfo};
 use rcgen::{
     CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyUsagePurpose, PublicKeyData,
     SerialNumber, SignatureAlgorithm,
@@ -24,17 +25,16 @@ use tls_bootstrap::{
 };
 
 use super::handler::{Shared, lock};
+use super::rbac::Decision;
 use super::store::{Resource, Subresource};
-
-/// kubeadm's default-node-token group.
-const DEFAULT_NODE_TOKEN_GROUP: &str = "system:bootstrappers:kubeadm:default-node-token";
 
 /// The approver on the object `name`, once.
 pub(crate) fn approve(shared: &Shared, name: &str) {
     let Some((object, csr)) = read(shared, name) else {
         return;
     };
-    match tls_bootstrap::approve(&csr, kubeadm_rbac) {
+    let authorized = |review: &AccessReview<'_>| access_review(shared, review);
+    match tls_bootstrap::approve(&csr, authorized) {
         Approval::Approve {
             recognizer,
             condition,
@@ -77,15 +77,25 @@ pub(crate) fn sign(shared: &Shared, name: &str) {
     }
 }
 
-/// kubeadm's RBAC for the approver's SubjectAccessReviews.
-fn kubeadm_rbac(review: &AccessReview<'_>) -> bool {
-    let member = |g: &str| review.groups.iter().any(|x| x == g);
-    member(super::auth::MASTERS)
-        || match review.subresource {
-            "nodeclient" => member(DEFAULT_NODE_TOKEN_GROUP),
-            "selfnodeclient" => member(tls_bootstrap::NODES_GROUP),
-            _ => false,
-        }
+/// The approver's SubjectAccessReview, answered by the double's authorizer.
+fn access_review(shared: &Shared, review: &AccessReview<'_>) -> bool {
+    let mut user = UserInfo::new(review.user).with_groups(review.groups.iter().cloned());
+    if let Some(uid) = review.uid {
+        user = user.with_uid(uid);
+    }
+    for (k, v) in review.extra {
+        user = user.with_extra(k.clone(), v.iter().cloned());
+    }
+    let attrs = Attributes::resource(
+        user,
+        review.verb,
+        ResourceAttributes::new(review.group, "*", review.resource)
+            .with_subresource(review.subresource),
+    );
+    matches!(
+        super::auth::authorize(&lock(&shared.store), &attrs),
+        Decision::Allow(_)
+    )
 }
 
 /// The object and its parsed form; `None` if it is gone or does not parse (as the

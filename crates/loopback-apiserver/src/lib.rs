@@ -1,17 +1,23 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod access_review;
 mod auth;
 mod ca;
 mod clock;
 mod crypto;
 mod csr;
 mod discovery;
+mod escalation;
 mod handler;
 mod ids;
+mod impersonation;
 mod kcm;
+mod policy;
 mod protobuf;
+mod rbac;
 mod review;
+mod sa_token;
 mod selector;
 mod server;
 mod service_proxy;
@@ -148,6 +154,7 @@ pub struct Builder {
     proxy_layer: Option<service_proxy::LayerFn>,
     proxy_max_duration: Duration,
     loopback_endpoints: bool,
+    max_token_expiration: Option<Duration>,
 }
 
 impl fmt::Debug for Builder {
@@ -169,6 +176,10 @@ impl fmt::Debug for Builder {
             .field(
                 "dangerous_allow_loopback_endpoints",
                 &self.loopback_endpoints,
+            )
+            .field(
+                "service_account_max_token_expiration",
+                &self.max_token_expiration,
             )
             .finish()
     }
@@ -318,6 +329,15 @@ impl Builder {
         self
     }
 
+    /// The longest lifetime a TokenRequest is granted (kube-apiserver's
+    /// `--service-account-max-token-expiration`): a longer `expirationSeconds` is cut to it.
+    /// Default: none (a request may ask for up to 2^32 seconds; the shortest is 10 minutes).
+    #[must_use]
+    pub fn service_account_max_token_expiration(mut self, max: Duration) -> Builder {
+        self.max_token_expiration = Some(max);
+        self
+    }
+
     /// Generate the certificates, bind, seed the namespaces (and cluster-info), and serve.
     /// Must be called within a tokio runtime; the server runs on it until dropped.
     ///
@@ -357,6 +377,7 @@ impl Builder {
                 now,
             )?;
         }
+        policy::bootstrap(&mut store, now)?;
         if self.cluster_info {
             let bundle =
                 clusterinfo::CaBundle::from_pem(ca.pem().as_bytes()).map_err(Error::ClusterInfo)?;
@@ -387,6 +408,8 @@ impl Builder {
             revoked: Mutex::new(std::collections::BTreeSet::new()),
             proxy: Mutex::new(service_proxy::service(self.proxy_layer.as_ref())),
             proxy_max_duration: self.proxy_max_duration,
+            issuer: sa_token::TokenIssuer::generate(&url, self.max_token_expiration)?,
+            clock_offset: Mutex::new(Duration::ZERO),
         });
         let router = axum::Router::new()
             .fallback(handler::handle)
@@ -481,6 +504,7 @@ impl LoopbackApiServer {
             proxy_layer: None,
             proxy_max_duration: DEFAULT_SERVICE_PROXY_MAX_DURATION,
             loopback_endpoints: false,
+            max_token_expiration: None,
         }
     }
 
@@ -703,6 +727,21 @@ impl LoopbackApiServer {
             self.shared.after_csr_change(name);
         }
         Ok(created)
+    }
+
+    /// Test helper: moves the double's clock for credentials forward by `by` (added to any
+    /// earlier advance), so that tests can see tokens expire without waiting: service-account
+    /// tokens are issued, authenticated and reviewed, and bootstrap tokens authenticated, at
+    /// the advanced time. Other timestamps (object creation, certificates) keep the wall clock.
+    pub fn advance_clock(&self, by: Duration) {
+        let mut offset = lock(&self.shared.clock_offset);
+        *offset = offset.checked_add(by).unwrap_or(*offset);
+    }
+
+    /// The service-account token issuer's URL (`iss` of the tokens TokenRequest signs, and the
+    /// API server's audience): the server's URL, as [`Self::url`].
+    pub fn service_account_issuer(&self) -> &str {
+        self.shared.issuer.issuer()
     }
 
     /// Test helper: compacts the watch history, as etcd compaction does on a real cluster. Every

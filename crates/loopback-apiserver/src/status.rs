@@ -326,6 +326,15 @@ impl FieldError {
         }
     }
 
+    /// `Required value: <detail>`.
+    pub(crate) fn required_detail(field: impl Into<String>, detail: &str) -> FieldError {
+        FieldError {
+            field: field.into(),
+            reason: "FieldValueRequired",
+            body: format!("Required value: {detail}"),
+        }
+    }
+
     /// `Invalid value: <value>: <detail>`; `value` is already rendered as Go renders it
     /// (`"text"` quoted, numbers bare).
     pub(crate) fn invalid(field: impl Into<String>, value: &str, detail: &str) -> FieldError {

@@ -13,6 +13,7 @@ use tokio::sync::broadcast;
 
 use super::csr;
 use super::ids;
+use super::rbac;
 use super::status::{ApiError, FieldError};
 
 /// Most objects the store holds by default (all resources together).
@@ -27,7 +28,8 @@ pub(crate) const EVENT_HISTORY: usize = 1_000;
 const CHANNEL_CAPACITY: usize = 1_024;
 
 /// The resources the double stores (core/v1, `coordination.k8s.io/v1` Leases,
-/// `certificates.k8s.io/v1` CertificateSigningRequests and `discovery.k8s.io/v1` EndpointSlices).
+/// `certificates.k8s.io/v1` CertificateSigningRequests, `discovery.k8s.io/v1` EndpointSlices and
+/// the `rbac.authorization.k8s.io/v1` policy objects).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum Resource {
     Namespaces,
@@ -37,6 +39,11 @@ pub(crate) enum Resource {
     Leases,
     CertificateSigningRequests,
     EndpointSlices,
+    ServiceAccounts,
+    Roles,
+    ClusterRoles,
+    RoleBindings,
+    ClusterRoleBindings,
 }
 
 impl Resource {
@@ -49,6 +56,11 @@ impl Resource {
             "leases" => Some(Resource::Leases),
             "certificatesigningrequests" => Some(Resource::CertificateSigningRequests),
             "endpointslices" => Some(Resource::EndpointSlices),
+            "serviceaccounts" => Some(Resource::ServiceAccounts),
+            "roles" => Some(Resource::Roles),
+            "clusterroles" => Some(Resource::ClusterRoles),
+            "rolebindings" => Some(Resource::RoleBindings),
+            "clusterrolebindings" => Some(Resource::ClusterRoleBindings),
             _ => None,
         }
     }
@@ -64,10 +76,15 @@ impl Resource {
             Resource::Leases => "coordination.k8s.io/v1",
             Resource::CertificateSigningRequests => "certificates.k8s.io/v1",
             Resource::EndpointSlices => "discovery.k8s.io/v1",
+            Resource::Roles
+            | Resource::ClusterRoles
+            | Resource::RoleBindings
+            | Resource::ClusterRoleBindings => "rbac.authorization.k8s.io/v1",
             Resource::Namespaces
             | Resource::Secrets
             | Resource::ConfigMaps
-            | Resource::Services => "v1",
+            | Resource::Services
+            | Resource::ServiceAccounts => "v1",
         }
     }
 
@@ -87,11 +104,28 @@ impl Resource {
                 "certificatesigningrequests.certificates.k8s.io"
             }
             Resource::EndpointSlices => "endpointslices.discovery.k8s.io",
+            Resource::Roles => "roles.rbac.authorization.k8s.io",
+            Resource::ClusterRoles => "clusterroles.rbac.authorization.k8s.io",
+            Resource::RoleBindings => "rolebindings.rbac.authorization.k8s.io",
+            Resource::ClusterRoleBindings => "clusterrolebindings.rbac.authorization.k8s.io",
             Resource::Namespaces
             | Resource::Secrets
             | Resource::ConfigMaps
-            | Resource::Services => self.plural(),
+            | Resource::Services
+            | Resource::ServiceAccounts => self.plural(),
         }
+    }
+
+    /// Whether it is an `rbac.authorization.k8s.io` object (whose writes are checked for
+    /// escalation).
+    pub(crate) fn is_rbac(self) -> bool {
+        matches!(
+            self,
+            Resource::Roles
+                | Resource::ClusterRoles
+                | Resource::RoleBindings
+                | Resource::ClusterRoleBindings
+        )
     }
 
     /// The subresources the double serves for the resource.
@@ -112,6 +146,11 @@ impl Resource {
             Resource::Leases => "leases",
             Resource::CertificateSigningRequests => "certificatesigningrequests",
             Resource::EndpointSlices => "endpointslices",
+            Resource::ServiceAccounts => "serviceaccounts",
+            Resource::Roles => "roles",
+            Resource::ClusterRoles => "clusterroles",
+            Resource::RoleBindings => "rolebindings",
+            Resource::ClusterRoleBindings => "clusterrolebindings",
         }
     }
 
@@ -124,13 +163,21 @@ impl Resource {
             Resource::Leases => "Lease",
             Resource::CertificateSigningRequests => "CertificateSigningRequest",
             Resource::EndpointSlices => "EndpointSlice",
+            Resource::ServiceAccounts => "ServiceAccount",
+            Resource::Roles => "Role",
+            Resource::ClusterRoles => "ClusterRole",
+            Resource::RoleBindings => "RoleBinding",
+            Resource::ClusterRoleBindings => "ClusterRoleBinding",
         }
     }
 
     pub(crate) fn namespaced(self) -> bool {
         !matches!(
             self,
-            Resource::Namespaces | Resource::CertificateSigningRequests
+            Resource::Namespaces
+                | Resource::CertificateSigningRequests
+                | Resource::ClusterRoles
+                | Resource::ClusterRoleBindings
         )
     }
 
@@ -142,8 +189,12 @@ impl Resource {
             Resource::ConfigMaps
             | Resource::Services
             | Resource::Leases
-            | Resource::EndpointSlices => &["metadata.name", "metadata.namespace"],
+            | Resource::EndpointSlices
+            | Resource::ServiceAccounts
+            | Resource::Roles
+            | Resource::RoleBindings => &["metadata.name", "metadata.namespace"],
             Resource::CertificateSigningRequests => &["metadata.name", "spec.signerName"],
+            Resource::ClusterRoles | Resource::ClusterRoleBindings => &["metadata.name"],
         }
     }
 }
@@ -337,6 +388,9 @@ impl Store {
         if resource == Resource::EndpointSlices {
             validate_endpoint_slice(&object, &name, self.loopback_endpoints)?;
         }
+        if resource.is_rbac() {
+            rbac::validate(resource, &object, &name, None)?;
+        }
         let meta = meta_mut(&mut object)?;
         if resource.namespaced() && self.get(Resource::Namespaces, "", namespace).is_none() {
             return Err(ApiError::not_found("namespaces", namespace));
@@ -414,6 +468,9 @@ impl Store {
         }
         if resource == Resource::EndpointSlices {
             validate_endpoint_slice(&object, name, self.loopback_endpoints)?;
+        }
+        if resource.is_rbac() {
+            rbac::validate(resource, &object, name, Some(old))?;
         }
         if &object == old || dry_run {
             return Ok(object);
@@ -689,7 +746,12 @@ impl Store {
             | Resource::Services
             | Resource::Leases
             | Resource::CertificateSigningRequests
-            | Resource::EndpointSlices => false,
+            | Resource::EndpointSlices
+            | Resource::ServiceAccounts
+            | Resource::Roles
+            | Resource::ClusterRoles
+            | Resource::RoleBindings
+            | Resource::ClusterRoleBindings => false,
         };
         if trigger && self.signer {
             self.sign(now);
@@ -879,7 +941,12 @@ fn normalise(resource: Resource, namespace: &str, object: Value) -> Result<Value
         | Resource::Services
         | Resource::Leases
         | Resource::CertificateSigningRequests
-        | Resource::EndpointSlices => {}
+        | Resource::EndpointSlices
+        | Resource::ServiceAccounts
+        | Resource::Roles
+        | Resource::ClusterRoles
+        | Resource::RoleBindings
+        | Resource::ClusterRoleBindings => {}
         Resource::Namespaces => {
             obj.insert("spec".to_owned(), json!({"finalizers": ["kubernetes"]}));
             obj.insert("status".to_owned(), json!({"phase": "Active"}));
@@ -939,7 +1006,9 @@ fn normalise_secret(obj: &mut Map<String, Value>) -> Result<(), ApiError> {
 /// RFC 1123 subdomain (RFC 1123 label for namespaces), as the API server validates names;
 /// CertificateSigningRequests may have any name that is a path segment.
 fn validate_name(resource: Resource, name: &str) -> Result<(), ApiError> {
-    if resource == Resource::CertificateSigningRequests {
+    // CertificateSigningRequests and the RBAC objects (`system:node-bootstrapper`) may have any
+    // name that is a path segment.
+    if resource == Resource::CertificateSigningRequests || resource.is_rbac() {
         return csr::validate_name(name);
     }
     let label_ok = |l: &str| {

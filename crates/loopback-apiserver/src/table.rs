@@ -174,6 +174,35 @@ pub(crate) fn table(
             ),
             age_col,
         ],
+        Resource::ServiceAccounts => vec![
+            name_col,
+            column(
+                "Secrets",
+                "string",
+                "",
+                "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.",
+            ),
+            age_col,
+        ],
+        Resource::Roles | Resource::ClusterRoles => vec![
+            name_col,
+            column(
+                "Created At",
+                "string",
+                "date",
+                "CreationTimestamp is a timestamp representing the server time when this object was created.",
+            ),
+        ],
+        Resource::RoleBindings | Resource::ClusterRoleBindings => vec![
+            name_col,
+            column(
+                "Role",
+                "string",
+                "",
+                "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace.",
+            ),
+            age_col,
+        ],
         Resource::CertificateSigningRequests => vec![
             name_col,
             age_col,
@@ -237,6 +266,21 @@ pub(crate) fn table(
                     s("/addressType"),
                     slice_ports(o),
                     slice_endpoints(o),
+                    age
+                ]),
+                Resource::ServiceAccounts => json!([
+                    name,
+                    o.get("secrets")
+                        .and_then(Value::as_array)
+                        .map_or(0, Vec::len),
+                    age
+                ]),
+                Resource::Roles | Resource::ClusterRoles => {
+                    json!([name, s("/metadata/creationTimestamp")])
+                }
+                Resource::RoleBindings | Resource::ClusterRoleBindings => json!([
+                    name,
+                    format!("{}/{}", s("/roleRef/kind"), s("/roleRef/name")),
                     age
                 ]),
                 Resource::CertificateSigningRequests => {

@@ -161,7 +161,9 @@ async fn forwards_path_query_headers_and_bodies_without_the_credential() {
             ("x-remote-uid", "mallory-uid"),
             ("x-remote-group", "system:masters"),
             ("x-remote-extra-scopes", "all"),
-            ("impersonate-user", "mallory"),
+            // Impersonation is served (the admin as itself) and never forwarded.
+            ("impersonate-user", "loopback-admin"),
+            ("impersonate-group", "system:masters"),
         ],
         "",
     )
@@ -185,6 +187,7 @@ async fn forwards_path_query_headers_and_bodies_without_the_credential() {
         "x-remote-group",
         "x-remote-extra-scopes",
         "impersonate-user",
+        "impersonate-group",
     ] {
         assert!(h.get(gone).is_none(), "{gone} forwarded: {h}");
     }

@@ -6,8 +6,8 @@
 use delegated_auth::{
     AccessReviewKind, ApiPrefixes, Attributes, AuthenticationConfigMap, BearerToken, Decision,
     Error, KubeletAuthz, OidcDiscovery, Policy, RbacObjects, RbacProxyConfig, RequestInfo,
-    RequestPath, ResourceAttributes, TokenReview, TokenReviewOutcome, UserInfo,
-    kubelet_attributes, read_access_review,
+    RequestPath, ResourceAttributes, TokenReview, TokenReviewOutcome, UserInfo, kubelet_attributes,
+    read_access_review,
 };
 
 use crate::hygiene::assert_hidden;

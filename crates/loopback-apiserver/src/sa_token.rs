@@ -1,0 +1,340 @@
+//! The service-account token issuer, as kube-apiserver's (`pkg/serviceaccount`): TokenRequest
+//! (`serviceaccounts/<name>/token`) signs a JWT for a stored ServiceAccount, the token
+//! authenticator verifies the tokens it issued (on requests and in TokenReviews), and the OIDC
+//! discovery documents publish the key.
+//!
+//! The key is an ECDSA P-256 key the double generates at start (`ES256`; kube-apiserver signs
+//! with whatever key it is given, `RS256` for the RSA keys kubeadm makes). The issuer is the
+//! server's URL, which is also the API server's one audience (kube-apiserver's default for
+//! `--api-audiences`).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use addon_jwt::{Algorithm, Audience, Issuer, KeySet, ServiceAccountVerifier, SigningKey};
+use base64::Engine as _;
+use serde_json::{Value, json};
+use zeroize::Zeroizing;
+
+use super::Error;
+use super::auth::User;
+use super::ids;
+use super::rbac::go_quoted_list;
+use super::status::{ApiError, FieldError};
+use super::store::{Resource, Store};
+
+/// The shortest token a TokenRequest may ask for (kube's validation: 10 minutes).
+const MIN_EXPIRATION_SECONDS: i64 = 600;
+/// The longest (2^32 seconds).
+const MAX_EXPIRATION_SECONDS: i64 = 1 << 32;
+/// The lifetime when the request names none (the API's default: one hour).
+const DEFAULT_EXPIRATION_SECONDS: i64 = 3600;
+/// The `apiVersion` of TokenRequest.
+const API_VERSION: &str = "authentication.k8s.io/v1";
+
+/// The issuer: its key, its URL, and the longest lifetime it grants.
+pub(crate) struct TokenIssuer {
+    key: SigningKey,
+    keys: KeySet,
+    issuer: String,
+    jwk: Value,
+    max_expiration: Option<Duration>,
+}
+
+impl std::fmt::Debug for TokenIssuer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenIssuer")
+            .field("issuer", &self.issuer)
+            .field("key", &"<redacted>")
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a token did not authenticate: no opinion (not one of this issuer's), or refused with
+/// kube-apiserver's error text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    NotOurs,
+    Refused(String),
+}
+
+impl TokenIssuer {
+    /// A new P-256 key, issuing as `issuer`; `max_expiration` caps the lifetime granted
+    /// (`--service-account-max-token-expiration`).
+    pub(crate) fn generate(issuer: &str, max_expiration: Option<Duration>) -> Result<Self, Error> {
+        let pair = super::ca::new_key()?;
+        let pem = Zeroizing::new(pair.serialize_pem());
+        let key = SigningKey::from_pkcs8_pem(&pem).map_err(|_| Error::Random)?;
+        let keys = key.public_key_set().map_err(|_| Error::Random)?;
+        // The uncompressed point ends the SubjectPublicKeyInfo of a P-256 key.
+        let spki = pair.public_key_der();
+        let point = spki
+            .len()
+            .checked_sub(65)
+            .and_then(|start| spki.get(start..))
+            .filter(|p| p.first() == Some(&4))
+            .ok_or(Error::Random)?;
+        let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+        let jwk = json!({
+            "use": "sig",
+            "kty": "EC",
+            "kid": key.key_id(),
+            "crv": "P-256",
+            "alg": "ES256",
+            "x": b64(point.get(1..33).unwrap_or_default()),
+            "y": b64(point.get(33..65).unwrap_or_default()),
+        });
+        Ok(TokenIssuer {
+            key,
+            keys,
+            issuer: issuer.to_owned(),
+            jwk,
+            max_expiration,
+        })
+    }
+
+    /// The issuer URL (`iss`), also the API server's audience.
+    pub(crate) fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// `/.well-known/openid-configuration`.
+    pub(crate) fn openid_configuration(&self) -> Value {
+        json!({
+            "issuer": self.issuer,
+            "jwks_uri": format!("{}/openid/v1/jwks", self.issuer),
+            "response_types_supported": ["id_token"],
+            "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["ES256"],
+        })
+    }
+
+    /// `/openid/v1/jwks`.
+    pub(crate) fn jwks(&self) -> Value {
+        json!({"keys": [self.jwk]})
+    }
+
+    /// A TokenRequest (`body`) for the ServiceAccount `namespace/name`: the created request,
+    /// with the token and its expiry in its status.
+    pub(crate) fn token_request(
+        &self,
+        store: &Store,
+        namespace: &str,
+        name: &str,
+        body: &Value,
+        now: SystemTime,
+    ) -> Result<Value, ApiError> {
+        if !body.is_object() {
+            return Err(ApiError::bad_request(
+                "the request body must be a JSON object",
+            ));
+        }
+        match body.get("kind").and_then(Value::as_str) {
+            None | Some("" | "TokenRequest") => {}
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "the object provided is not a TokenRequest",
+                ));
+            }
+        }
+        let spec = body.get("spec").cloned().unwrap_or(Value::Null);
+        let audiences: Vec<String> = match spec.get("audiences") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(list)) => list
+                .iter()
+                .map(|a| a.as_str().map(str::to_owned))
+                .collect::<Option<_>>()
+                .ok_or_else(|| ApiError::bad_request("spec.audiences must be strings"))?,
+            Some(_) => return Err(ApiError::bad_request("spec.audiences must be a list")),
+        };
+        let audiences = if audiences.is_empty() {
+            vec![self.issuer.clone()]
+        } else {
+            audiences
+        };
+        if audiences.len() > addon_jwt::MAX_AUDIENCES
+            || audiences
+                .iter()
+                .any(|a| a.is_empty() || a.len() > addon_jwt::MAX_SUBJECT_BYTES)
+        {
+            return Err(ApiError::bad_request(format!(
+                "spec.audiences: at most {} non-empty audiences of at most {} bytes",
+                addon_jwt::MAX_AUDIENCES,
+                addon_jwt::MAX_SUBJECT_BYTES
+            )));
+        }
+        let mut seconds = match spec.get("expirationSeconds") {
+            None | Some(Value::Null) => DEFAULT_EXPIRATION_SECONDS,
+            Some(v) => v.as_i64().ok_or_else(|| {
+                ApiError::bad_request("spec.expirationSeconds must be an integer")
+            })?,
+        };
+        let mut errors = Vec::new();
+        if seconds < MIN_EXPIRATION_SECONDS {
+            errors.push(FieldError::invalid(
+                "spec.expirationSeconds",
+                &seconds.to_string(),
+                "may not specify a duration less than 10 minutes",
+            ));
+        }
+        if seconds > MAX_EXPIRATION_SECONDS {
+            errors.push(FieldError::invalid(
+                "spec.expirationSeconds",
+                &seconds.to_string(),
+                "may not specify a duration larger than 2^32 seconds",
+            ));
+        }
+        if spec.get("boundObjectRef").is_some_and(|b| !b.is_null()) {
+            errors.push(FieldError::forbidden(
+                "spec.boundObjectRef",
+                "the loopback API server stores no Pods, Secrets or Nodes to bind a token to",
+            ));
+        }
+        if !errors.is_empty() {
+            return Err(ApiError::invalid_fields(
+                "TokenRequest",
+                "authentication.k8s.io",
+                name,
+                &errors,
+            ));
+        }
+        let Some(account) = store.get(Resource::ServiceAccounts, namespace, name) else {
+            return Err(ApiError::not_found(
+                Resource::ServiceAccounts.qualified(),
+                name,
+            ));
+        };
+        let uid = account
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if let Some(max) = self.max_expiration {
+            let max = i64::try_from(max.as_secs()).unwrap_or(i64::MAX);
+            if max > 0 && seconds > max {
+                seconds = max;
+            }
+        }
+        let iat = now
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let exp = iat.saturating_add(seconds);
+        let jti = ids::uuid().map_err(|_| ApiError::internal("no randomness"))?;
+        let claims = json!({
+            "aud": audiences,
+            "exp": exp,
+            "iat": iat,
+            "iss": self.issuer,
+            "jti": jti,
+            "kubernetes.io": {
+                "namespace": namespace,
+                "serviceaccount": {"name": name, "uid": uid},
+            },
+            "nbf": iat,
+            "sub": format!("system:serviceaccount:{namespace}:{name}"),
+        });
+        let token = self
+            .key
+            .sign_claims(&claims.to_string())
+            .map_err(|_| ApiError::internal("signing the token failed"))?;
+        let expires = UNIX_EPOCH
+            .checked_add(Duration::from_secs(u64::try_from(exp).unwrap_or(0)))
+            .unwrap_or(now);
+        Ok(json!({
+            "kind": "TokenRequest",
+            "apiVersion": API_VERSION,
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "creationTimestamp": ids::timestamp(now),
+            },
+            "spec": {
+                "audiences": audiences,
+                "expirationSeconds": seconds,
+                "boundObjectRef": null,
+            },
+            "status": {
+                "token": token.expose_secret(),
+                "expirationTimestamp": ids::timestamp(expires),
+            },
+        }))
+    }
+
+    /// The user of `token` if this issuer signed it for one of `audiences`, as kube-apiserver's
+    /// service-account token authenticator decides (audiences, then expiry, then the
+    /// ServiceAccount: it must still exist with the UID the token names); with the audiences it
+    /// is accepted for.
+    pub(crate) fn authenticate(
+        &self,
+        token: &str,
+        audiences: &[String],
+        store: &Store,
+        now: SystemTime,
+    ) -> Result<(User, Vec<String>), Refusal> {
+        // Only tokens this key signed, from this issuer, are this authenticator's.
+        let payload = addon_jwt::verify_jws(token, &self.keys, &[Algorithm::Es256])
+            .map_err(|_| Refusal::NotOurs)?;
+        let claims: Value = serde_json::from_slice(&payload).map_err(|_| Refusal::NotOurs)?;
+        if claims.get("iss").and_then(Value::as_str) != Some(self.issuer.as_str()) {
+            return Err(Refusal::NotOurs);
+        }
+        let token_audiences: Vec<String> = match claims.get("aud") {
+            Some(Value::String(a)) => vec![a.clone()],
+            Some(Value::Array(list)) => list
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            _ => Vec::new(),
+        };
+        let accepted: Vec<String> = token_audiences
+            .iter()
+            .filter(|a| audiences.contains(a))
+            .cloned()
+            .collect();
+        if accepted.is_empty() {
+            return Err(Refusal::Refused(format!(
+                "token audiences {} is invalid for the target audiences {}",
+                go_quoted_list(&token_audiences),
+                go_quoted_list(audiences)
+            )));
+        }
+        let accepted_names: Vec<Audience> = accepted.iter().map(Audience::new).collect();
+        let verifier = ServiceAccountVerifier::new(
+            self.keys.clone(),
+            &[Issuer::new(self.issuer.as_str())],
+            &accepted_names,
+        );
+        let verified = verifier.verify(token, now).map_err(|e| match e {
+            addon_jwt::Error::Expired => {
+                Refusal::Refused("service account token has expired".to_owned())
+            }
+            other => Refusal::Refused(format!("invalid bearer token, {other}")),
+        })?;
+        let (namespace, name) = (verified.namespace(), verified.service_account_name());
+        let Some(account) = store.get(Resource::ServiceAccounts, namespace, name) else {
+            return Err(Refusal::Refused(format!(
+                "serviceaccounts {name:?} not found"
+            )));
+        };
+        let uid = account
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let claimed = verified.uid().unwrap_or_default();
+        if uid != claimed {
+            return Err(Refusal::Refused(format!(
+                "service account UID ({uid}) does not match claim ({claimed})"
+            )));
+        }
+        let mut extra = std::collections::BTreeMap::<String, Vec<String>>::new();
+        for (k, v) in verified.extra() {
+            extra.entry(k).or_default().push(v);
+        }
+        let user = User::authenticated_with(
+            verified.user_name().to_owned(),
+            Some(uid.to_owned()),
+            verified.groups(),
+            extra,
+        );
+        Ok((user, accepted))
+    }
+}

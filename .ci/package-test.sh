@@ -15,6 +15,7 @@ crates=(
   "exec-credential:"
   "addon-jwt:${ADDON_JWT_FEATURES:-http}"
   "tls-bootstrap:k8s-openapi,yaml"
+  "delegated-auth:yaml"
   "loopback-apiserver:kube"
   "k8s-bootstrap:discovery,token,exec,tls-bootstrap,accept,sidecar,forward-proxy,controllers"
   "k8s-bootstrap-cli:"

@@ -247,14 +247,14 @@ pub(crate) struct ControllersArgs {
     pub(crate) leader_elect_identity: Option<String>,
     /// How long a standby waits, from when it last saw the Lease renewed, before taking it
     /// over.
-    #[arg(long, default_value = "15s", value_name = "DURATION", value_parser = go_duration)]
+    #[arg(long, default_value = "15s", value_name = "DURATION", allow_hyphen_values = true, value_parser = positive_duration)]
     pub(crate) leader_elect_lease_duration: Duration,
     /// How long the leader may go without a successful renewal before it stops the
     /// controllers (shorter than the lease duration).
-    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = go_duration)]
+    #[arg(long, default_value = "10s", value_name = "DURATION", allow_hyphen_values = true, value_parser = positive_duration)]
     pub(crate) leader_elect_renew_deadline: Duration,
     /// How often the leader renews the Lease and a standby tries to acquire it.
-    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = go_duration)]
+    #[arg(long, default_value = "2s", value_name = "DURATION", allow_hyphen_values = true, value_parser = positive_duration)]
     pub(crate) leader_elect_retry_period: Duration,
     /// Where to serve /healthz, /readyz and /metrics (plain HTTP).
     #[arg(long, default_value = "0.0.0.0:10266", value_name = "ADDR:PORT")]
@@ -301,7 +301,7 @@ pub(crate) struct ForwardProxyArgs {
     #[arg(long, default_value = "/etc/podinfo/labels", value_name = "PATH")]
     pub(crate) pod_labels_file: PathBuf,
     /// How often --audience-from-services lists the Services again.
-    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = go_duration)]
+    #[arg(long, default_value = "30s", value_name = "DURATION", allow_hyphen_values = true, value_parser = positive_duration)]
     pub(crate) audience_refresh_interval: Duration,
     /// The verification keys as a JWKS file (re-read when it changes).
     #[arg(long, value_name = "PATH", conflicts_with = "public_key_file")]
@@ -314,10 +314,10 @@ pub(crate) struct ForwardProxyArgs {
     pub(crate) algorithm: String,
     /// The longest a request may take, response body included: a watch or download is cut
     /// then, so a revoked token stops working within this time.
-    #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = go_duration)]
+    #[arg(long, default_value = "60s", value_name = "DURATION", allow_hyphen_values = true, value_parser = positive_duration)]
     pub(crate) request_timeout: Duration,
     /// The longest a client connection stays open (requests in flight finish first).
-    #[arg(long, default_value = "10m0s", value_name = "DURATION", value_parser = go_duration)]
+    #[arg(long, default_value = "10m0s", value_name = "DURATION", allow_hyphen_values = true, value_parser = positive_duration)]
     pub(crate) max_connection_duration: Duration,
     /// How many verified tokens to remember (until their expiry), so that repeated requests
     /// skip the signature check; 0 verifies every request.
@@ -334,7 +334,7 @@ pub(crate) struct ForwardProxyArgs {
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub(crate) max_concurrent_verifications_without_known_callers: usize,
     /// How often to check the key file for changes.
-    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = go_duration)]
+    #[arg(long, default_value = "5s", value_name = "DURATION", allow_hyphen_values = true, value_parser = positive_duration)]
     pub(crate) reload_interval: Duration,
     /// What a key file that changed and cannot be loaded (broken, deleted) does: `keep` serves
     /// on with the keys loaded before (/readyz stays 200 and says so); `fail-closed` refuses

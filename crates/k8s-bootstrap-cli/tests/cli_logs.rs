@@ -332,7 +332,8 @@ async fn json_errors_are_json_too() {
         .output()
         .await
         .unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    // An unknown controller is refused before any work: a usage error.
+    assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8(output.stderr).unwrap();
     let line: serde_json::Value = serde_json::from_str(stderr.trim()).unwrap();
     assert_eq!(line["level"], "ERROR", "{stderr}");

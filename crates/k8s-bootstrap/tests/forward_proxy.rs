@@ -1622,12 +1622,21 @@ async fn an_operator_reads_what_the_proxy_does_at_info() {
     let proxy = server.local_addr();
     let stop = serve_until_stopped(server);
     let echo = format!("http://{proxy}/echo");
-    assert_eq!(
-        get(&client, &echo, &[("authorization", &bearer)]).await.0,
-        502
-    );
+    // Twenty failures in a row (well within 10 s): one warning, not one per request.
+    for _ in 0..20 {
+        assert_eq!(
+            get(&client, &echo, &[("authorization", &bearer)]).await.0,
+            502
+        );
+    }
     captured.wait_for(&format!("addon={closed}")).await;
     stop().await;
+    let warnings = captured
+        .text()
+        .lines()
+        .filter(|l| l.contains(&format!("addon={closed}")) && l.contains(" WARN "))
+        .count();
+    assert_eq!(warnings, 1, "{}", captured.text());
 
     let log = captured.text();
     let reloaded = log

@@ -64,7 +64,8 @@ pub struct Config {
     /// arrived in the last ten seconds (`None`: [`available_cpus`]); see
     /// [`SidecarLayer::max_concurrent_verifications_without_known_callers`].
     pub max_concurrent_verifications_without_known_callers: Option<NonZeroUsize>,
-    /// How often the key file is checked for changes (default 5 s).
+    /// How often the key file is checked for changes (default 5 s; a zero interval is taken as
+    /// 1 ms).
     pub reload_interval: Duration,
     /// What a changed key file that cannot be loaded does.
     pub key_reload_failure: KeyReloadFailure,

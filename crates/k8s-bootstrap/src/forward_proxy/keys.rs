@@ -158,7 +158,8 @@ impl Inputs {
     /// Checks the key file every `interval` and reloads it when its stamp differs from the
     /// last one seen (`stamp`, taken before the keys in use were loaded).
     pub(super) async fn watch(self: Arc<Self>, mut stamp: KeyStamp, interval: Duration) {
-        let mut ticker = tokio::time::interval(interval);
+        // tokio's interval panics on a zero period.
+        let mut ticker = tokio::time::interval(interval.max(Duration::from_millis(1)));
         loop {
             ticker.tick().await;
             let now = self.config.source.stamp();

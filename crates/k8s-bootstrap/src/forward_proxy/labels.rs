@@ -34,7 +34,7 @@ impl ServiceAudiences {
         }
     }
 
-    /// How often the Services are listed again (default 30 s).
+    /// How often the Services are listed again (default 30 s; a zero interval is taken as 1 ms).
     #[must_use]
     pub fn refresh_interval(mut self, interval: Duration) -> ServiceAudiences {
         self.refresh_interval = interval;
@@ -58,7 +58,9 @@ impl Inputs {
     /// Lists the Services of `services` every refresh interval and takes those that select
     /// the pod; a failed listing keeps the audiences found before.
     pub(super) async fn refresh(self: Arc<Self>, services: ServiceAudiences) {
-        let mut ticker = tokio::time::interval(services.refresh_interval);
+        // tokio's interval panics on a zero period.
+        let mut ticker =
+            tokio::time::interval(services.refresh_interval.max(Duration::from_millis(1)));
         ticker.tick().await;
         loop {
             ticker.tick().await;

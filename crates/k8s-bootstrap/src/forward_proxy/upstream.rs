@@ -55,7 +55,14 @@ pub(crate) struct Upstream {
     /// The runtime the proxy was started on, whose blocking threads look names up: a
     /// connection thread's blocking threads run signature checks at the lowest priority.
     resolver: Option<tokio::runtime::Handle>,
+    /// When a failed exchange was last logged at warn: an add-on that is down is said once
+    /// every [`WARN_EVERY`], not once per request.
+    last_warning: Mutex<Option<std::time::Instant>>,
 }
+
+/// How often, at most, an add-on failure is logged at warn (the others at debug; every one is
+/// counted in `upstream_errors_total`).
+const WARN_EVERY: Duration = Duration::from_secs(10);
 
 impl Upstream {
     /// Forwards to `address` (host:port); `None` when it is not one.
@@ -76,7 +83,22 @@ impl Upstream {
             metrics,
             sidecar,
             resolver: tokio::runtime::Handle::try_current().ok(),
+            last_warning: Mutex::new(None),
         })
+    }
+
+    /// Whether a failure now is to be logged at warn (none was in the last [`WARN_EVERY`]).
+    fn warning_due(&self) -> bool {
+        let now = crate::clock::instant();
+        let mut last = self
+            .last_warning
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let due = last.is_none_or(|at| now.saturating_duration_since(at) >= WARN_EVERY);
+        if due {
+            *last = Some(now);
+        }
+        due
     }
 
     /// Sends `request` to the add-on over `link` and returns its response, whose body ends
@@ -131,7 +153,16 @@ impl Upstream {
             }
             Err(e) => {
                 self.metrics.upstream_errors.inc();
-                tracing::warn!(addon = %self.address, error = %e, "forward-proxy: the add-on did not answer");
+                if self.warning_due() {
+                    tracing::warn!(
+                        addon = %self.address,
+                        error = %e,
+                        "forward-proxy: the add-on did not answer (logged at most every 10 s; \
+                         k8s_bootstrap_forward_proxy_upstream_errors_total counts every failure)"
+                    );
+                } else {
+                    tracing::debug!(addon = %self.address, error = %e, "forward-proxy: the add-on did not answer");
+                }
                 status(StatusCode::BAD_GATEWAY)
             }
         }

@@ -46,7 +46,7 @@ fn demo_runs_end_to_end_and_catches_every_tampering() {
         "caught: wrong CA pin: couldn't validate the identity of the API Server: cluster CA found in cluster-info ConfigMap is invalid: none of the public keys \"sha256:",
         "caught: altered kubeconfig (server URL changed, signature kept): couldn't validate the identity of the API Server: failed to verify JWS signature",
         "could not find a JWS signature in the cluster-info ConfigMap for token ID \"zzzzzz\"",
-        "caught: no pins and no unsafe opt-in: discovery configuration: using token-based discovery without caCertHashes can be unsafe",
+        "caught: no pins and no unsafe opt-in: discovery configuration: using token-based discovery without a CA pin can be unsafe: pin the cluster CA's public key, or skip its verification explicitly",
         "join-demo: all checks passed",
     ] {
         assert!(

@@ -388,7 +388,10 @@ MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
 
 /// `forward-proxy` on `listen` with `KEY`'s public half in `dir`, without `RUST_LOG`, in front
 /// of a port where nothing listens.
-fn forward_proxy(dir: &Path, listen: SocketAddr, extra: &[&str]) -> Command {
+/// `forward-proxy` on ports the kernel picks (`--listen` and `--http-address` on port 0, so no
+/// other process can take a port between a test choosing it and the proxy binding it); the
+/// address it listens on is in its `listening` line ([`listening_on`]).
+fn forward_proxy(dir: &Path, extra: &[&str]) -> Command {
     let key = dir.join("key.pem");
     let public = k8s_bootstrap::addon_jwt::SigningKey::from_pkcs8_pem(KEY)
         .unwrap()
@@ -399,8 +402,8 @@ fn forward_proxy(dir: &Path, listen: SocketAddr, extra: &[&str]) -> Command {
     command
         .args([
             "forward-proxy",
-            &format!("--listen={listen}"),
-            &format!("--http-address={}", free_addr()),
+            "--listen=127.0.0.1:0",
+            "--http-address=127.0.0.1:0",
             "--forward=127.0.0.1:9",
             "--issuer=https://kubernetes.default.svc",
             "--audience=kube-system/dashboard",
@@ -411,6 +414,15 @@ fn forward_proxy(dir: &Path, listen: SocketAddr, extra: &[&str]) -> Command {
         .args(extra)
         .env_remove("RUST_LOG");
     command
+}
+
+/// The address the proxy listens on, from its `listening` line (`local=<addr>`).
+async fn listening_on(process: &Logged) -> SocketAddr {
+    let line = process.line_with(&["INFO", "listening", "local="]).await;
+    line.split_whitespace()
+        .find_map(|field| field.strip_prefix("local="))
+        .and_then(|addr| addr.trim_matches('"').parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line}"))
 }
 
 /// Sends `GET /` with `token` on a connection of its own; the response's status line.
@@ -445,22 +457,19 @@ async fn request(listen: SocketAddr, token: &str) -> String {
 async fn forward_proxy_logs_its_addresses_configuration_and_shutdown_not_each_refusal() {
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("key.pem");
-    let listen = free_addr();
-    let process = Logged::spawn(forward_proxy(dir.path(), listen, &[]));
+    let process = Logged::spawn(forward_proxy(dir.path(), &[]));
     let config = process
         .line_with(&["INFO", "forward-proxy: starting"])
         .await;
     for part in [
-        &format!("listen={listen}"),
+        "listen=127.0.0.1:0",
         "audiences=\"kube-system/dashboard\"",
         "issuer=\"https://kubernetes.default.svc\"",
         key.to_str().unwrap(),
     ] {
         assert!(config.contains(part), "{part} missing from {config}");
     }
-    process
-        .line_with(&["INFO", "listening", &listen.to_string()])
-        .await;
+    let listen = listening_on(&process).await;
     // Refused requests: a 403 each, and no log line each at info (a flood would flood it).
     let forged = "eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJtYWxsb3J5In0.c2lnbmF0dXJl";
     for _ in 0..20 {
@@ -480,9 +489,8 @@ async fn forward_proxy_logs_its_addresses_configuration_and_shutdown_not_each_re
 async fn no_token_in_the_forward_proxy_log_even_at_trace() {
     use k8s_bootstrap::addon_jwt::{Audience, Issuer, Minter, SigningKey};
     let dir = tempfile::tempdir().unwrap();
-    let listen = free_addr();
-    let process = Logged::spawn(forward_proxy(dir.path(), listen, &["-vvv"]));
-    process.line_with(&["listening", &listen.to_string()]).await;
+    let process = Logged::spawn(forward_proxy(dir.path(), &["-vvv"]));
+    let listen = listening_on(&process).await;
     let mut minter = Minter::new(
         SigningKey::from_pkcs8_pem(KEY).unwrap(),
         Issuer::new("https://kubernetes.default.svc"),

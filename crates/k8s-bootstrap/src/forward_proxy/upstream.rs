@@ -346,35 +346,42 @@ impl AddonConnection {
     /// Whether nothing is left to read: the buffer is empty and the socket holds no byte, no
     /// end and no error. Asks the kernel itself (one `recv` with `MSG_PEEK | MSG_DONTWAIT`
     /// of one byte, no allocation), since the runtime's readiness may not have seen bytes
-    /// that arrived since it last polled.
+    /// that arrived since it last polled. When the runtime still holds the socket readable
+    /// (the last read was not refused), the same `recv` goes through it, so its answer of
+    /// nothing to read also clears that readiness and the next read waits for the kernel's
+    /// word instead of making a call of its own that would be refused: one call per reuse.
     fn is_silent(&self) -> bool {
         use rustix::net::RecvFlags;
         if !self.read.is_empty() {
             return false;
         }
-        let mut byte = [0u8; 1];
-        matches!(
+        let peek = || {
+            let mut byte = [0u8; 1];
             rustix::net::recv(
                 &self.stream,
                 &mut byte[..],
-                RecvFlags::PEEK | RecvFlags::DONTWAIT
-            ),
-            Err(rustix::io::Errno::AGAIN)
-        )
+                RecvFlags::PEEK | RecvFlags::DONTWAIT,
+            )
+            .map_err(std::io::Error::from)
+        };
+        let mut asked = false;
+        let through_runtime = self.stream.try_io(tokio::io::Interest::READABLE, || {
+            asked = true;
+            peek()
+        });
+        let answer = if asked { through_runtime } else { peek() };
+        matches!(answer, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
     }
 
     /// Reads what the add-on sent into the buffer; `Ok(0)` at the end of the connection.
+    /// Through `AsyncRead`, so a read that leaves room in the buffer also clears the runtime's
+    /// readiness: the next read (and the kept connection's watch) waits for the kernel's word
+    /// instead of making a call that would be refused.
     fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<usize>> {
-        loop {
-            ready!(self.stream.poll_read_ready(cx))?;
-            if self.read.capacity().saturating_sub(self.read.len()) < READ_SIZE / 4 {
-                self.read.reserve(READ_SIZE);
-            }
-            match self.stream.try_read_buf(&mut self.read) {
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                read => return Poll::Ready(read),
-            }
+        if self.read.capacity().saturating_sub(self.read.len()) < READ_SIZE / 4 {
+            self.read.reserve(READ_SIZE);
         }
+        tokio_util::io::poll_read_buf(Pin::new(&mut self.stream), cx, &mut self.read)
     }
 }
 

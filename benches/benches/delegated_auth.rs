@@ -428,7 +428,7 @@ fn request_attributes(c: &mut Criterion) {
             let info =
                 RequestInfo::resolve(black_box("GET"), &path, None, &ApiPrefixes::Kubernetes)
                     .unwrap();
-            info.to_attributes(user.clone())
+            info.into_attributes(user.clone())
         })
     });
     g.bench_function("ours/list_field_selector", |b| {
@@ -443,7 +443,7 @@ fn request_attributes(c: &mut Criterion) {
                 &ApiPrefixes::Kubernetes,
             )
             .unwrap();
-            info.to_attributes(user.clone())
+            info.into_attributes(user.clone())
         })
     });
     g.bench_function("ours/non_resource", |b| {
@@ -452,7 +452,7 @@ fn request_attributes(c: &mut Criterion) {
             let info =
                 RequestInfo::resolve(black_box("GET"), &path, None, &ApiPrefixes::Kubernetes)
                     .unwrap();
-            info.to_attributes(user.clone())
+            info.into_attributes(user.clone())
         })
     });
     // The floors: a user clone plus a map lookup keyed by the path, and splitting the path.

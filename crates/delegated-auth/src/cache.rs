@@ -11,7 +11,6 @@
 //! read-write lock. Two requests that miss on the same key at once should send one review:
 //! [`TokenCacheKey`] and [`AccessKey`] are what a single-flight map keys on.
 
-use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
@@ -287,7 +286,10 @@ impl core::fmt::Debug for AccessKey {
 #[derive(Debug)]
 pub struct AccessCache {
     store: Store<u64, (Attributes, AccessReviewOutcome), BuildHasherDefault<PassThrough>>,
-    hasher: RandomState,
+    /// Keyed per cache from a process-wide random seed (foldhash): an attacker who cannot read
+    /// it cannot aim requests at one bucket, and two attribute sets that share a hash only
+    /// evict each other (a hit is confirmed by equality).
+    hasher: foldhash::fast::RandomState,
 }
 
 impl AccessCache {
@@ -296,7 +298,7 @@ impl AccessCache {
     pub fn new(config: CacheConfig) -> AccessCache {
         AccessCache {
             store: Store::new(config, BuildHasherDefault::default()),
-            hasher: RandomState::new(),
+            hasher: foldhash::fast::RandomState::default(),
         }
     }
 

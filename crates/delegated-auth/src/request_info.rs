@@ -87,25 +87,46 @@ impl RequestInfo {
         Ok(resolve(method, path.as_str(), query, prefixes))
     }
 
-    /// The attributes an authorizer decides on, for `user`.
+    /// The attributes an authorizer decides on, for `user`; copies what it needs (see
+    /// [`RequestInfo::into_attributes`] to move it instead).
     #[must_use]
     pub fn to_attributes(&self, user: UserInfo) -> Attributes {
+        self.clone().into_attributes(user)
+    }
+
+    /// The attributes an authorizer decides on, for `user`, made of this request's own
+    /// strings (nothing is copied).
+    #[must_use]
+    pub fn into_attributes(self, user: UserInfo) -> Attributes {
         if self.is_resource_request {
-            let mut resource = ResourceAttributes::new(
-                self.api_group.clone(),
-                self.api_version.clone(),
-                self.resource.clone(),
-            )
-            .in_namespace(self.namespace.clone())
-            .with_subresource(self.subresource.clone())
-            .with_name(self.name.clone());
-            resource.field_selector.clone_from(&self.field_selector);
-            resource.label_selector.clone_from(&self.label_selector);
-            Attributes::resource(user, self.verb.clone(), resource)
+            let mut resource =
+                ResourceAttributes::new(self.api_group, self.api_version, self.resource)
+                    .in_namespace(self.namespace)
+                    .with_subresource(self.subresource)
+                    .with_name(self.name);
+            resource.field_selector = self.field_selector;
+            resource.label_selector = self.label_selector;
+            Attributes::resource(user, self.verb, resource)
         } else {
-            Attributes::non_resource(user, self.verb.clone(), self.path.clone())
+            Attributes::non_resource(user, self.verb, self.path)
         }
     }
+}
+
+/// The lowercase name of an HTTP method, as Go's `strings.ToLower` gives it (the common ones
+/// without walking the characters).
+fn lowercase_method(method: &str) -> String {
+    match method {
+        "GET" => "get",
+        "HEAD" => "head",
+        "POST" => "post",
+        "PUT" => "put",
+        "PATCH" => "patch",
+        "DELETE" => "delete",
+        "OPTIONS" => "options",
+        other => return other.to_lowercase(),
+    }
+    .to_owned()
 }
 
 /// The verbs that come from a path segment, and those of them that take no subresource.
@@ -116,20 +137,16 @@ const NAMESPACE_SUBRESOURCES: [&str; 2] = ["status", "finalize"];
 fn resolve(method: &str, path: &str, query: &str, prefixes: &ApiPrefixes) -> RequestInfo {
     let mut info = RequestInfo {
         path: path.to_owned(),
-        verb: method.to_lowercase(),
+        verb: lowercase_method(method),
         ..RequestInfo::default()
     };
-    let segments: Vec<&str> = {
-        let trimmed = path.trim_matches('/');
-        if trimmed.is_empty() {
-            Vec::new()
-        } else {
-            trimmed.split('/').collect()
-        }
-    };
-    if *prefixes == ApiPrefixes::None || segments.len() < 3 {
+    let trimmed = path.trim_matches('/');
+    // Fewer than three segments (`/metrics`, `/healthz/ready`) is never a resource request:
+    // known before the segments are collected.
+    if *prefixes == ApiPrefixes::None || trimmed.splitn(3, '/').count() < 3 {
         return info;
     }
+    let segments: Vec<&str> = trimmed.split('/').collect();
     let mut parts: &[&str] = &segments;
     let (prefix, grouped) = match parts.first() {
         Some(&"api") => ("api", false),

@@ -74,14 +74,19 @@ proptest! {
 
     #[test]
     fn request_info_never_panics(
-        method in "[A-Za-z]{0,8}",
+        method in "[A-Za-z]{0,8}|GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS",
         raw in "/\\PC{0,60}",
         query in "\\PC{0,80}",
     ) {
         if let Ok(path) = RequestPath::parse(&raw) {
             for prefixes in [ApiPrefixes::Kubernetes, ApiPrefixes::None] {
                 let info = RequestInfo::resolve(&method, &path, Some(&query), &prefixes).unwrap();
-                let _ = info.to_attributes(UserInfo::new("u"));
+                if !info.is_resource_request {
+                    // Go's strings.ToLower of the method (the common ones take a shortcut).
+                    prop_assert_eq!(&info.verb, &method.to_lowercase());
+                }
+                let copied = info.to_attributes(UserInfo::new("u"));
+                prop_assert_eq!(info.into_attributes(UserInfo::new("u")), copied);
             }
             let _ = kubelet_attributes(&UserInfo::new("u"), &method, &path, "n", KubeletAuthz::FineGrained);
         }

@@ -1371,6 +1371,19 @@ async fn duplicate_hosts_connect_absolute_targets_and_length_lists() {
     ))
     .await;
     assert_eq!(status, 405);
+    // Refused for what they are before any token is looked at: the same answers without one.
+    let (status, _) = ask(
+        "GET /length HTTP/1.1\r\nHost: public.example\r\nHost: internal-admin.example\r\n\r\n"
+            .to_owned(),
+    )
+    .await;
+    assert_eq!(status, 400);
+    let (status, _) = ask(
+        "CONNECT internal-admin.example:443 HTTP/1.1\r\nHost: internal-admin.example:443\r\n\r\n"
+            .to_owned(),
+    )
+    .await;
+    assert_eq!(status, 405);
     assert!(
         seen.lock().unwrap().is_empty(),
         "nothing reaches the add-on"

@@ -21,7 +21,7 @@ use crate::sidecar::SidecarLayer;
 #[cfg(doc)]
 use super::Config;
 use super::Error;
-use super::upstream::{Link, Upstream};
+use super::upstream::{Link, Upstream, refusal};
 
 /// What every client connection shares: the sidecar in front, the add-on behind.
 pub(super) struct Connections {
@@ -86,13 +86,27 @@ impl Connections {
         let service = {
             let upstream = self.upstream.clone();
             let link = link.clone();
-            hyper_util::service::TowerToHyperService::new(self.layer.layer(tower::service_fn(
-                move |request: Request<Incoming>| {
+            let checked = self
+                .layer
+                .layer(tower::service_fn(move |request: Request<Incoming>| {
                     let upstream = upstream.clone();
                     let link = link.clone();
                     async move { Ok::<_, Infallible>(upstream.forward(&link, request).await) }
+                }));
+            // A request the proxy refuses whoever sends it (`CONNECT`, two `Host` lines) is
+            // answered before the token is looked at, as nginx and HAProxy answer it.
+            hyper_util::service::TowerToHyperService::new(tower::service_fn(
+                move |request: Request<Incoming>| {
+                    let refused = refusal(&request);
+                    let checked = checked.clone();
+                    async move {
+                        match refused {
+                            Some(refused) => Ok(refused),
+                            None => tower::ServiceExt::oneshot(checked, request).await,
+                        }
+                    }
                 },
-            )))
+            ))
         };
         let lifetime = self.max_connection_duration;
         let mut builder = hyper::server::conn::http1::Builder::new();

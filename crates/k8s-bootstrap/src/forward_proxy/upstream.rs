@@ -109,9 +109,6 @@ impl Upstream {
         link: &Arc<Link>,
         request: Request<Incoming>,
     ) -> Response<ProxyBody> {
-        if let Some(refused) = refusal(&request) {
-            return refused;
-        }
         let mut deadline = Box::pin(tokio::time::sleep(self.lifetime));
         let answered = tokio::select! {
             biased;
@@ -306,7 +303,7 @@ impl Upstream {
 /// nothing) and a request with more than one `Host` line (400, RFC 9112 §3.2: the add-on
 /// and the proxy could each read another one). Logged at debug only, as any client can send
 /// these.
-fn refusal(request: &Request<Incoming>) -> Option<Response<ProxyBody>> {
+pub(super) fn refusal(request: &Request<Incoming>) -> Option<Response<ProxyBody>> {
     if request.method() == http::Method::CONNECT {
         tracing::debug!("forward-proxy: CONNECT refused (405)");
         let mut response = status(StatusCode::METHOD_NOT_ALLOWED);

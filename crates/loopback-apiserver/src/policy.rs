@@ -83,7 +83,7 @@ type Labels = &'static [(&'static str, &'static str)];
 
 /// The aggregated ClusterRoles users bind to: `(name, the label it aggregates by, its own
 /// labels)`. Their rules are empty at creation; the aggregation controller
-/// ([`crate::store`]) fills them from the roles that carry the label.
+/// (in the store) fills them from the roles that carry the label.
 const AGGREGATED: [(&str, &str, Labels); 3] = [
     ("admin", AGGREGATE_TO_ADMIN, &[]),
     ("edit", AGGREGATE_TO_EDIT, &[(AGGREGATE_TO_ADMIN, "true")]),

@@ -24,6 +24,8 @@ pub(crate) const MAX_OBJECTS_LIMIT: usize = 100_000;
 const MAX_OWNED_FIELDS: usize = 1_000;
 /// Events retained for watches that resume from a resourceVersion.
 pub(crate) const EVENT_HISTORY: usize = 1_000;
+/// The ServiceAccount kube-controller-manager creates in every namespace.
+pub(crate) const DEFAULT_SERVICE_ACCOUNT: &str = "default";
 /// Capacity of the live event channel; a watcher that falls this far behind is ended.
 const CHANNEL_CAPACITY: usize = 1_024;
 
@@ -735,6 +737,9 @@ impl Store {
         let _ = self.tx.send(event);
     }
 
+    /// The controllers that follow a change: the bootstrap signer, the `serviceaccounts`
+    /// controller (a Namespace created, or its `default` ServiceAccount deleted) and the
+    /// `clusterrole-aggregation` controller.
     fn after_change(&mut self, resource: Resource, namespace: &str, name: &str, now: SystemTime) {
         let trigger = match resource {
             Resource::Secrets => namespace == bootstrap_token::NAMESPACE,
@@ -742,19 +747,92 @@ impl Store {
                 namespace == clusterinfo::CLUSTER_INFO_NAMESPACE
                     && name == clusterinfo::CLUSTER_INFO_NAME
             }
-            Resource::Namespaces
-            | Resource::Services
+            Resource::Namespaces => {
+                self.default_service_account(name, now);
+                false
+            }
+            Resource::ServiceAccounts => {
+                if name == DEFAULT_SERVICE_ACCOUNT {
+                    self.default_service_account(namespace, now);
+                }
+                false
+            }
+            Resource::ClusterRoles => {
+                self.aggregate_cluster_roles();
+                false
+            }
+            Resource::Services
             | Resource::Leases
             | Resource::CertificateSigningRequests
             | Resource::EndpointSlices
-            | Resource::ServiceAccounts
             | Resource::Roles
-            | Resource::ClusterRoles
             | Resource::RoleBindings
             | Resource::ClusterRoleBindings => false,
         };
         if trigger && self.signer {
             self.sign(now);
+        }
+    }
+
+    /// kube-controller-manager's `serviceaccounts` controller: the ServiceAccount `default` in
+    /// `namespace`, created when the namespace exists without it. A store at its object limit
+    /// goes without (as a cluster whose API refuses the write).
+    fn default_service_account(&mut self, namespace: &str, now: SystemTime) {
+        if self.get(Resource::Namespaces, "", namespace).is_none()
+            || self
+                .get(
+                    Resource::ServiceAccounts,
+                    namespace,
+                    DEFAULT_SERVICE_ACCOUNT,
+                )
+                .is_some()
+        {
+            return;
+        }
+        let account = json!({"metadata": {"name": DEFAULT_SERVICE_ACCOUNT}});
+        if let Err(e) = self.create(Resource::ServiceAccounts, namespace, account, false, now) {
+            tracing::debug!(namespace, error = ?e, "no default service account");
+        }
+    }
+
+    /// kube-controller-manager's `clusterrole-aggregation` controller: every ClusterRole with
+    /// an `aggregationRule` gets the rules of the ClusterRoles its selectors match, computed by
+    /// [`delegated_auth::aggregate_cluster_roles`], written (as the controller's own update,
+    /// which no controller follows) when they changed.
+    fn aggregate_cluster_roles(&mut self) {
+        let mut objects = delegated_auth::RbacObjects::new();
+        for object in self.list(Resource::ClusterRoles, None) {
+            if let Ok(json) = serde_json::to_vec(&object) {
+                let _ = objects.add_json(&json);
+            }
+        }
+        let before = objects.cluster_roles.clone();
+        if delegated_auth::aggregate_cluster_roles(&mut objects.cluster_roles).is_err() {
+            tracing::debug!("an aggregationRule does not convert; no role aggregated");
+            return;
+        }
+        for (role, old) in objects.cluster_roles.iter().zip(&before) {
+            if role.aggregation_rule.is_none() || role.rules == old.rules {
+                continue;
+            }
+            let key: Key = (
+                Resource::ClusterRoles,
+                String::new(),
+                role.metadata.name.clone(),
+            );
+            let (Some(mut object), Ok(rules)) = (
+                self.objects.get(&key).cloned(),
+                serde_json::to_value(&role.rules),
+            ) else {
+                continue;
+            };
+            if let Some(map) = object.as_object_mut() {
+                map.insert("rules".to_owned(), rules);
+            }
+            self.rv = self.rv.saturating_add(1);
+            set_rv(&mut object, self.rv);
+            self.objects.insert(key, object.clone());
+            self.record(Resource::ClusterRoles, "", EventType::Modified, object);
         }
     }
 
@@ -1183,7 +1261,7 @@ mod tests {
 
     use serde_json::json;
 
-    use super::{EVENT_HISTORY, Resource, Store, WatchStart, merge_patch};
+    use super::{DEFAULT_SERVICE_ACCOUNT, EVENT_HISTORY, Resource, Store, WatchStart, merge_patch};
 
     #[test]
     fn merge_patch_follows_rfc_7386() {
@@ -1203,7 +1281,14 @@ mod tests {
             UNIX_EPOCH,
         )
         .unwrap();
-        let mut last = s.revision();
+        // The namespace, and the ServiceAccount `default` created in it.
+        let base = s.revision();
+        assert_eq!(base, 2);
+        assert!(
+            s.get(Resource::ServiceAccounts, "ns", DEFAULT_SERVICE_ACCOUNT)
+                .is_some()
+        );
+        let mut last = base;
         for i in 0..EVENT_HISTORY {
             let o = s
                 .create(
@@ -1226,9 +1311,9 @@ mod tests {
             s.watch(Some(0)).0,
             WatchStart::TooOld {
                 requested: 0,
-                oldest: 2
+                oldest: 3
             }
         ));
-        assert!(matches!(s.watch(Some(1)).0, WatchStart::Replay(e) if e.len() == EVENT_HISTORY));
+        assert!(matches!(s.watch(Some(base)).0, WatchStart::Replay(e) if e.len() == EVENT_HISTORY));
     }
 }

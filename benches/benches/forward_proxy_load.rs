@@ -158,18 +158,9 @@ U5kooDUUlMEfQ4bvFSDYjZLa2L6OwK3bTTivYE/Y5/zZfqBerm2SMY2JNDZA1onj\n\
 1TrmGlCsa+mjx6i40VD29sXiW632WaAN0L1bq9qJLRnAgEyAOF3pXQES45IgZPgt\n\
 ZknhZrtKyRVE+62C6rJE4LKP\n\
 -----END PRIVATE KEY-----\n";
-/// The features the shipped binary (and the container image) is built with, signature
-/// backend included.
-const SHIPPED: &str = "aws-lc-rs,sidecar";
-const ISSUER: &str = "https://kubernetes.default.svc";
-const AUDIENCE: &str = "kube-system/dashboard";
-
-fn free_addr() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
+use k8s_bootstrap_benches::{
+    PROXY_AUDIENCE as AUDIENCE, PROXY_ISSUER as ISSUER, SHIPPED_FEATURES as SHIPPED, free_addr,
+};
 
 /// The upstream: answers every request `200 ok` (hyper, one worker thread); `GET /whoami`
 /// (the probes only) answers `<X-Authenticated-User>;authorization=<present>`.
@@ -736,22 +727,10 @@ fn stop(child: &mut Child) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
-    if args
-        .iter()
-        .any(|a| !a.starts_with('-') && !"forward_proxy_load".contains(a.as_str()))
-    {
+    if !k8s_bootstrap_benches::selected("forward_proxy_load") {
         return;
     }
-    let env = |name: &str, default: u64| -> u64 {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
+    let env = k8s_bootstrap_benches::env_u64;
     let seconds = env("LOAD_SECONDS", 10);
     let rounds = env("ROUNDS", 5).max(1);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -61,9 +61,9 @@ use http_body_util::{BodyExt as _, Full};
 use sha2::Digest as _;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-const SHIPPED: &str = "aws-lc-rs,sidecar";
-const ISSUER: &str = "https://kubernetes.default.svc";
-const AUDIENCE: &str = "kube-system/dashboard";
+use k8s_bootstrap_benches::{
+    PROXY_AUDIENCE as AUDIENCE, PROXY_ISSUER as ISSUER, SHIPPED_FEATURES as SHIPPED, free_addr,
+};
 const CACHED_USERS: [&str; 4] = ["alice", "bob", "carol", "dave"];
 /// After the add-on is back, failures are still put down to its restart for this long (the
 /// proxy's idle add-on connections are found closed as they are next used).
@@ -256,13 +256,6 @@ async fn addon(addr: SocketAddr, mut restart: tokio::sync::mpsc::UnboundedReceiv
         connections.shutdown().await;
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-}
-
-fn free_addr() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
 }
 
 fn start_proxy(binary: &Path, upstream: SocketAddr, jwks: &Path) -> (Child, SocketAddr) {
@@ -580,6 +573,22 @@ async fn fresh_connection_client(shared: Arc<Shared>) {
     }
 }
 
+/// The least-squares slope of resident memory (KiB per minute) over `(minute, KiB, _)` samples.
+fn slope(samples: &[(u64, u64, usize)]) -> f64 {
+    let n = samples.len() as f64;
+    if samples.len() < 2 {
+        return 0.0;
+    }
+    let mean_x = samples.iter().map(|s| s.0 as f64).sum::<f64>() / n;
+    let mean_y = samples.iter().map(|s| s.1 as f64).sum::<f64>() / n;
+    let (mut num, mut den) = (0.0, 0.0);
+    for &(x, y, _) in samples {
+        num += (x as f64 - mean_x) * (y as f64 - mean_y);
+        den += (x as f64 - mean_x) * (x as f64 - mean_x);
+    }
+    if den == 0.0 { 0.0 } else { num / den }
+}
+
 /// The proxy's resident memory (KiB) and open descriptors.
 fn resources(pid: u32) -> (u64, usize) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
@@ -612,22 +621,10 @@ fn percentile(sorted: &[u32], p: f64) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
-    if args
-        .iter()
-        .any(|a| !a.starts_with('-') && !"forward_proxy_soak".contains(a.as_str()))
-    {
+    if !k8s_bootstrap_benches::selected("forward_proxy_soak") {
         return;
     }
-    let env = |name: &str, default: u64| -> u64 {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
+    let env = k8s_bootstrap_benches::env_u64;
     let soak = Duration::from_secs(env("SOAK_SECONDS", 600));
     let warm = Duration::from_secs(env("WARM_SECONDS", 120));
     let rotate_every = Duration::from_secs(env("ROTATE_SECONDS", 30));
@@ -680,6 +677,8 @@ fn main() {
         let mut next_rotation = started + rotate_every;
         let mut next_restart = started + restart_every;
         let mut baseline = None;
+        let mut trace: Vec<(u64, u64, usize)> = Vec::new();
+        let mut next_trace = started + warm;
         let end = started + warm + soak;
         while Instant::now() < end {
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -687,6 +686,14 @@ fn main() {
             if baseline.is_none() && now >= started + warm {
                 shared.latencies_us.lock().unwrap().clear();
                 baseline = Some(sample_paused(&shared, pid).await);
+            }
+            // Memory under load once a minute after warm-up, to tell growth from a step.
+            if now >= next_trace {
+                let (rss, fds) = resources(pid);
+                let minute = now.duration_since(started + warm).as_secs() / 60;
+                eprintln!("soak: minute {minute}: resident {rss} KiB, {fds} descriptors");
+                trace.push((minute, rss, fds));
+                next_trace += Duration::from_secs(60);
             }
             if now >= next_rotation {
                 rotations += 1;
@@ -720,11 +727,11 @@ fn main() {
         shared.stop.store(true, Ordering::Relaxed);
         shared.paused.store(false, Ordering::Relaxed);
         while clients.join_next().await.is_some() {}
-        (baseline.unwrap_or(last), last, rotations, restarts)
+        (baseline.unwrap_or(last), last, rotations, restarts, trace)
     });
     let _ = proxy.kill();
     let _ = proxy.wait();
-    let ((rss0, fds0), (rss1, fds1), rotations, restarts) = report;
+    let ((rss0, fds0), (rss1, fds1), rotations, restarts, trace) = report;
 
     let c = &shared.counts;
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -776,6 +783,20 @@ fn main() {
         "the proxy, load paused: resident memory {rss0} KiB after warm-up, {rss1} KiB at the end ({:+.1} %); open descriptors {fds0} -> {fds1} ({:+.1} %)",
         (rss1 as f64 / rss0 as f64 - 1.0) * 100.0,
         (fds1 as f64 / fds0 as f64 - 1.0) * 100.0
+    );
+    println!(
+        "resident memory under load, once a minute after warm-up (KiB): {}",
+        trace
+            .iter()
+            .map(|(_, rss, _)| rss.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let half = trace.len() / 2;
+    println!(
+        "least-squares slope: {:+.1} KiB per minute over the whole soak, {:+.1} KiB per minute over its second half",
+        slope(&trace),
+        slope(trace.get(half..).unwrap_or_default())
     );
     for f in shared.failures.lock().unwrap().iter() {
         println!("failure: {f}");

@@ -255,3 +255,70 @@ fn status<B>(
     );
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use delegated_auth::{ResourceAttributes, UserInfo};
+    use http_body_util::{BodyExt as _, Full};
+
+    use super::*;
+
+    async fn message(response: Response<ResponseBody<Full<Bytes>>>) -> serde_json::Value {
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    #[tokio::test]
+    async fn forbidden_is_worded_as_kube_apiserver_words_it() {
+        let user = UserInfo::new("alice");
+        let path = Attributes::non_resource(user.clone(), "get", "/metrics");
+        let s = message(forbidden(&path, None)).await;
+        assert_eq!(
+            s["message"],
+            r#"forbidden: User "alice" cannot get path "/metrics""#
+        );
+        assert_eq!(s["details"], json!({}));
+        let s = message(forbidden(&path, Some("RBAC: no binding"))).await;
+        assert_eq!(
+            s["message"],
+            r#"forbidden: User "alice" cannot get path "/metrics": RBAC: no binding"#
+        );
+        let pods = Attributes::resource(
+            user.clone(),
+            "list",
+            ResourceAttributes::new("", "v1", "pods").in_namespace("default"),
+        );
+        let s = message(forbidden(&pods, None)).await;
+        assert_eq!(
+            s["message"],
+            r#"pods is forbidden: User "alice" cannot list resource "pods" in API group "" in the namespace "default""#
+        );
+        let scale = Attributes::resource(
+            user,
+            "update",
+            ResourceAttributes::new("apps", "v1", "deployments")
+                .with_subresource("scale")
+                .with_name("web"),
+        );
+        let s = message(forbidden(&scale, None)).await;
+        assert_eq!(
+            s["message"],
+            r#"deployments.apps "web" is forbidden: User "alice" cannot update resource "deployments/scale" in API group "apps" at the cluster scope"#
+        );
+        assert_eq!(
+            s["details"],
+            json!({"name": "web", "group": "apps", "kind": "deployments"})
+        );
+        assert_eq!(
+            (s["code"].as_u64(), s["reason"].as_str()),
+            (Some(403), Some("Forbidden"))
+        );
+    }
+
+    #[test]
+    fn redirects_encode_the_clean_path() {
+        let r = redirect::<Full<Bytes>>("/a b/\u{e9}", Some("x=1"));
+        assert_eq!(r.status(), StatusCode::MOVED_PERMANENTLY);
+        assert_eq!(r.headers()[header::LOCATION], "/a%20b/%C3%A9?x=1");
+    }
+}

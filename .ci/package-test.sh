@@ -17,7 +17,7 @@ crates=(
   "tls-bootstrap:k8s-openapi,yaml"
   "delegated-auth:yaml"
   "loopback-apiserver:kube"
-  "k8s-bootstrap:discovery,token,exec,tls-bootstrap,accept,sidecar,forward-proxy,controllers"
+  "k8s-bootstrap:discovery,token,exec,tls-bootstrap,accept,sidecar,forward-proxy,controllers,delegated-auth"
   "k8s-bootstrap-cli:"
 )
 

@@ -21,6 +21,8 @@ pub use addon_jwt;
 pub use bootstrap_token;
 #[cfg(any(feature = "discovery", feature = "controllers"))]
 pub use clusterinfo;
+#[cfg(feature = "delegated-auth")]
+pub use delegated_auth;
 #[cfg(feature = "exec")]
 pub use exec_credential;
 pub use jws_detached;
@@ -30,7 +32,8 @@ pub use jws_detached;
     feature = "exec",
     feature = "controllers",
     feature = "tls-bootstrap",
-    feature = "forward-proxy"
+    feature = "forward-proxy",
+    feature = "delegated-auth"
 ))]
 pub use k8s_openapi;
 /// The `kube` this crate's drivers use.
@@ -39,7 +42,8 @@ pub use k8s_openapi;
     feature = "exec",
     feature = "controllers",
     feature = "tls-bootstrap",
-    feature = "forward-proxy"
+    feature = "forward-proxy",
+    feature = "delegated-auth"
 ))]
 pub use kube;
 #[cfg(feature = "tls-bootstrap")]
@@ -53,6 +57,8 @@ pub mod addon_auth;
 pub mod controllers;
 #[cfg(feature = "tls-bootstrap")]
 pub mod csr;
+#[cfg(feature = "delegated-auth")]
+pub mod delegated;
 #[cfg(feature = "discovery")]
 pub mod discovery;
 #[cfg(feature = "exec")]

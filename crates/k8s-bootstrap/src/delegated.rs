@@ -1,0 +1,521 @@
+//! Delegated authentication and authorization as a tower layer: each request's bearer token
+//! is reviewed by the API server (`TokenReview`), and the request is authorized by it
+//! (`SubjectAccessReview`), as `k8s.io/apiserver`'s delegating authenticator and authorizer and
+//! controller-runtime's `filters.WithAuthenticationAndAuthorization` do. For a server's
+//! `/metrics`, an aggregated API, any endpoint that pods and people call with their Kubernetes
+//! credentials.
+//!
+//! [`DelegatedAuthLayer`] wraps any `tower::Service<http::Request<B>>` (an axum `Router`, a
+//! hyper service):
+//!
+//! * the token is read from `Authorization: Bearer` only (never from the query string); no
+//!   token, another scheme, two `Authorization` headers, or a token the API server does not
+//!   authenticate for the [audiences](DelegatedAuthLayer::token_audiences) is answered `401`,
+//!   with the `Status` kube-apiserver answers (`reason: Unauthorized`);
+//! * the request's attributes are, by default, a non-resource request for its path with the
+//!   lowercase method as verb (`get /metrics`), as kube-rbac-proxy authorizes without a
+//!   configuration file; [`DelegatedAuthLayer::request_attributes`] resolves them as an
+//!   aggregated API server does, and [`DelegatedAuthLayer::rbac_proxy_config`] as
+//!   kube-rbac-proxy does with its file (resource attributes, rewrites, static authorizations,
+//!   allowed and ignored paths). A user who is not allowed is answered `403` with
+//!   kube-apiserver's `Status` (`forbidden: User "..." cannot get path "/metrics"`), the
+//!   authorizer's reason appended only with [`DelegatedAuthLayer::explain_denials`];
+//! * a path that is not clean (`//metrics`, `/metrics/../secret`, `%2e%2e`) is answered `301`
+//!   to the clean path before anything else, as Go's `ServeMux` in front of kube-rbac-proxy
+//!   does, so what is authorized is what is served;
+//! * when a review fails (the API server unreachable or too slow, a 5xx, an `evaluationError`
+//!   without an allow), the request is answered `500` (`InternalError`) and nothing is cached:
+//!   the next request asks again;
+//! * otherwise the inner service gets the request without its `Authorization` header (as
+//!   kube-apiserver removes it once authenticated) and with the user as a [`VerifiedUser`]
+//!   request extension (axum: `Extension<VerifiedUser>`): name, UID, groups and extra.
+//!
+//! Decisions are kept in `delegated-auth`'s caches ([`CacheConfig::default`]: 10 s for allows
+//! and denials, as `k8s.io/apiserver`); a cache hit sends nothing. Requests that miss on the
+//! same token (or the same attributes) at once send one review and share its answer. Reviews
+//! are sent through the given `kube::Client` with at most
+//! [`max_concurrent_reviews`](DelegatedAuthLayer::max_concurrent_reviews) at once, each within
+//! [`review_timeout`](DelegatedAuthLayer::review_timeout). The token is never logged, and no
+//! `Debug` output holds it.
+//!
+//! The API server must let the client's user create both reviews: the ClusterRole
+//! `system:auth-delegator` grants it.
+//!
+//! ```no_run
+//! use axum::{Extension, Router, routing::get};
+//! use k8s_bootstrap::delegated::{DelegatedAuthLayer, VerifiedUser};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // In-cluster configuration, or the kubeconfig: whatever kube infers.
+//! let client = kube::Client::try_default().await?;
+//! let auth = DelegatedAuthLayer::new(client);
+//! let metrics = auth.metrics(); // reviews sent, cache hits, allowed, denied...
+//!
+//! let app = Router::new()
+//!     .route("/metrics", get(|Extension(user): Extension<VerifiedUser>| async move {
+//!         format!("# scraped by {}\n", user.name)
+//!     }))
+//!     .layer(auth);
+//! let listener = tokio::net::TcpListener::bind("0.0.0.0:8443").await?;
+//! axum::serve(listener, app).await?;
+//! # let _ = metrics;
+//! # Ok(())
+//! # }
+//! ```
+
+mod metrics;
+mod response;
+mod review;
+
+use std::fmt;
+use std::future::Future;
+use std::num::NonZeroUsize;
+use std::ops::Deref;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime};
+
+use delegated_auth::{
+    ApiPrefixes, Attributes, BearerToken, CacheConfig, PathRule, RbacProxyConfig, RequestInfo,
+    RequestPath, UserInfo,
+};
+use http::{Request, Response};
+
+pub use self::metrics::{Metrics, MetricsSnapshot};
+pub use self::response::ResponseBody;
+
+use self::metrics::Counter;
+use self::review::{Failure, Identity, Reviewer, ReviewerConfig};
+
+/// The most reviews in flight at once by default, per layer.
+pub const DEFAULT_MAX_CONCURRENT_REVIEWS: usize = 32;
+
+/// How long a review may take by default: `k8s.io/apiserver`'s delegating authentication and
+/// authorization client timeout (10 s).
+pub const DEFAULT_REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The user the API server authenticated, as a request extension for the inner service
+/// (axum: `Extension<VerifiedUser>`). Dereferences to [`UserInfo`]: name, UID, groups, extra.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedUser(Arc<UserInfo>);
+
+impl VerifiedUser {
+    /// The user.
+    #[must_use]
+    pub fn user(&self) -> &UserInfo {
+        &self.0
+    }
+
+    /// The user, shared.
+    #[must_use]
+    pub fn into_inner(self) -> Arc<UserInfo> {
+        self.0
+    }
+}
+
+impl Deref for VerifiedUser {
+    type Target = UserInfo;
+
+    fn deref(&self) -> &UserInfo {
+        &self.0
+    }
+}
+
+/// How a request's attributes are read.
+#[derive(Debug, Clone)]
+enum Authorization {
+    /// `RequestInfo` with these prefixes.
+    Request(ApiPrefixes),
+    /// kube-rbac-proxy's configuration.
+    Proxy(Arc<RbacProxyConfig>),
+}
+
+/// A tower layer that authenticates and authorizes each request through the API server (see
+/// the [module](self) documentation). Cloning it shares its caches, flights and metrics; each
+/// builder method starts new (empty) caches, so configure it before serving.
+#[derive(Clone)]
+pub struct DelegatedAuthLayer {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    client: kube::Client,
+    config: ReviewerConfig,
+    authorization: Authorization,
+    explain: bool,
+    reviewer: Reviewer,
+    metrics: Arc<Metrics>,
+}
+
+impl DelegatedAuthLayer {
+    /// A layer that sends its reviews through `client` (as `kube::Client::try_default` makes
+    /// it: in-cluster, or from the kubeconfig), with no audiences, non-resource attributes,
+    /// `k8s.io/apiserver`'s cache lifetimes, [`DEFAULT_MAX_CONCURRENT_REVIEWS`] and
+    /// [`DEFAULT_REVIEW_TIMEOUT`].
+    #[must_use]
+    pub fn new(client: kube::Client) -> DelegatedAuthLayer {
+        let config = ReviewerConfig {
+            audiences: Vec::new(),
+            token_cache: CacheConfig::default(),
+            access_cache: CacheConfig::default(),
+            max_concurrent_reviews: DEFAULT_MAX_CONCURRENT_REVIEWS,
+            timeout: DEFAULT_REVIEW_TIMEOUT,
+            clock: crate::clock::now,
+        };
+        let metrics = Arc::new(Metrics::default());
+        DelegatedAuthLayer {
+            shared: Arc::new(Shared {
+                reviewer: Reviewer::new(client.clone(), &config, Arc::clone(&metrics)),
+                client,
+                config,
+                authorization: Authorization::Request(ApiPrefixes::None),
+                explain: false,
+                metrics,
+            }),
+        }
+    }
+
+    /// Accepts only tokens the API server finds valid for one of `audiences` (the TokenReview's
+    /// `spec.audiences`, as `--authentication-token-webhook`'s audiences or kube-rbac-proxy's
+    /// `--auth-token-audiences`): an answer for another audience is not an authentication.
+    /// None by default: the API server's own audiences.
+    #[must_use]
+    pub fn token_audiences<I, S>(self, audiences: I) -> DelegatedAuthLayer
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let audiences: Vec<String> = audiences
+            .into_iter()
+            .map(Into::into)
+            .filter(|a| !a.is_empty())
+            .take(delegated_auth::MAX_REVIEW_AUDIENCES)
+            .collect();
+        self.rebuild(|s| s.config.audiences = audiences)
+    }
+
+    /// Reads each request's attributes as `k8s.io/apiserver`'s `RequestInfoFactory` with
+    /// `prefixes`: [`ApiPrefixes::Kubernetes`] for an aggregated API server (resource requests
+    /// under `/api` and `/apis`), [`ApiPrefixes::None`] (the default) for a non-resource
+    /// request for every path.
+    #[must_use]
+    pub fn request_attributes(self, prefixes: ApiPrefixes) -> DelegatedAuthLayer {
+        self.rebuild(|s| s.authorization = Authorization::Request(prefixes))
+    }
+
+    /// Reads each request's attributes as kube-rbac-proxy does with `config` (its
+    /// `--config-file`, `--allow-paths`, `--ignore-paths`): an ignored path goes to the inner
+    /// service unauthenticated (with no [`VerifiedUser`]); a path outside the allowed ones is
+    /// answered 403 before any review; a static authorization allows without a review; with
+    /// rewrites, every value's attributes must be allowed, and a request without a value is
+    /// answered 400.
+    #[must_use]
+    pub fn rbac_proxy_config(self, config: RbacProxyConfig) -> DelegatedAuthLayer {
+        let config = Arc::new(config);
+        self.rebuild(|s| s.authorization = Authorization::Proxy(config))
+    }
+
+    /// The token cache's bounds and lifetimes ([`CacheConfig::default`]: 10 s for
+    /// authenticated and unauthenticated tokens, as `k8s.io/apiserver`).
+    #[must_use]
+    pub fn token_cache(self, config: CacheConfig) -> DelegatedAuthLayer {
+        self.rebuild(|s| s.config.token_cache = config)
+    }
+
+    /// The access cache's bounds and lifetimes ([`CacheConfig::default`]: 10 s for allows and
+    /// for denials, as `k8s.io/apiserver`).
+    #[must_use]
+    pub fn access_cache(self, config: CacheConfig) -> DelegatedAuthLayer {
+        self.rebuild(|s| s.config.access_cache = config)
+    }
+
+    /// At most `n` reviews in flight at once (both kinds, every service of this layer); the
+    /// others wait their turn (within the review timeout). Requests decided from the caches
+    /// never wait. [`DEFAULT_MAX_CONCURRENT_REVIEWS`] by default.
+    #[must_use]
+    pub fn max_concurrent_reviews(self, n: NonZeroUsize) -> DelegatedAuthLayer {
+        self.rebuild(|s| s.config.max_concurrent_reviews = n.get())
+    }
+
+    /// How long a review may take, its wait for a slot included, before the request is
+    /// answered 500 ([`DEFAULT_REVIEW_TIMEOUT`] by default).
+    #[must_use]
+    pub fn review_timeout(self, timeout: Duration) -> DelegatedAuthLayer {
+        self.rebuild(|s| s.config.timeout = timeout)
+    }
+
+    /// Appends the authorizer's reason to each 403's message (`...: RBAC: ...`), as
+    /// kube-apiserver does. Off by default: the reason may name roles and bindings.
+    #[must_use]
+    pub fn explain_denials(self, explain: bool) -> DelegatedAuthLayer {
+        self.rebuild(|s| s.explain = explain)
+    }
+
+    /// Reads `now` for the caches from `clock` instead of the wall clock (tests, simulated
+    /// time).
+    #[must_use]
+    pub fn clock(self, clock: fn() -> SystemTime) -> DelegatedAuthLayer {
+        self.rebuild(|s| s.config.clock = clock)
+    }
+
+    /// The layer's counters, shared by every service it makes and by its clones.
+    #[must_use]
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.shared.metrics)
+    }
+
+    fn rebuild(self, change: impl FnOnce(&mut Settings)) -> DelegatedAuthLayer {
+        let shared = &self.shared;
+        let mut settings = Settings {
+            config: shared.config.clone(),
+            authorization: shared.authorization.clone(),
+            explain: shared.explain,
+        };
+        change(&mut settings);
+        let metrics = Arc::clone(&shared.metrics);
+        let client = shared.client.clone();
+        DelegatedAuthLayer {
+            shared: Arc::new(Shared {
+                reviewer: Reviewer::new(client.clone(), &settings.config, Arc::clone(&metrics)),
+                client,
+                config: settings.config,
+                authorization: settings.authorization,
+                explain: settings.explain,
+                metrics,
+            }),
+        }
+    }
+}
+
+/// What a builder method may change.
+struct Settings {
+    config: ReviewerConfig,
+    authorization: Authorization,
+    explain: bool,
+}
+
+impl fmt::Debug for DelegatedAuthLayer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.shared;
+        f.debug_struct("DelegatedAuthLayer")
+            .field("audiences", &s.config.audiences)
+            .field("authorization", &s.authorization)
+            .field("token_cache", &s.config.token_cache)
+            .field("access_cache", &s.config.access_cache)
+            .field("max_concurrent_reviews", &s.config.max_concurrent_reviews)
+            .field("review_timeout", &s.config.timeout)
+            .field("explain_denials", &s.explain)
+            .field("metrics", &s.metrics.snapshot())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> tower::Layer<S> for DelegatedAuthLayer {
+    type Service = DelegatedAuthService<S>;
+
+    fn layer(&self, inner: S) -> DelegatedAuthService<S> {
+        DelegatedAuthService {
+            inner,
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+/// The service [`DelegatedAuthLayer`] produces.
+#[derive(Clone)]
+pub struct DelegatedAuthService<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+impl<S> fmt::Debug for DelegatedAuthService<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DelegatedAuthService")
+            .field(
+                "layer",
+                &DelegatedAuthLayer {
+                    shared: Arc::clone(&self.shared),
+                },
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> DelegatedAuthService<S> {
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
+/// The future of [`DelegatedAuthService`]: the decision, then the inner service's response or
+/// the layer's own answer.
+pub type ResponseFuture<ResBody, E> =
+    Pin<Box<dyn Future<Output = Result<Response<ResponseBody<ResBody>>, E>> + Send>>;
+
+impl<S, ReqBody, ResBody> tower::Service<Request<ReqBody>> for DelegatedAuthService<S>
+where
+    S: tower::Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send,
+    ReqBody: Send + 'static,
+    ResBody: Send + 'static,
+{
+    type Response = Response<ResponseBody<ResBody>>;
+    type Error = S::Error;
+    type Future = ResponseFuture<ResBody, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request<ReqBody>) -> Self::Future {
+        // The service made ready goes with the request; a clone stays for the next one.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let shared = Arc::clone(&self.shared);
+        Box::pin(async move {
+            match decide(&shared, &mut request).await {
+                Verdict::Forward(user) => {
+                    if let Some(user) = user {
+                        request.extensions_mut().insert(user);
+                    }
+                    let response = inner.call(request).await?;
+                    Ok(response.map(ResponseBody::inner))
+                }
+                Verdict::Answer(response) => Ok(response),
+            }
+        })
+    }
+}
+
+/// What the layer decided for a request.
+enum Verdict<B> {
+    /// To the inner service, for this user (none on an ignored path).
+    Forward(Option<VerifiedUser>),
+    /// Answered by the layer.
+    Answer(Response<ResponseBody<B>>),
+}
+
+async fn decide<ReqBody, B>(shared: &Shared, request: &mut Request<ReqBody>) -> Verdict<B> {
+    let metrics = shared.reviewer.metrics();
+    let query = request.uri().query();
+    let path = match RequestPath::parse(request.uri().path()) {
+        Ok(path) => path,
+        Err(delegated_auth::Error::PathNotClean { clean }) => {
+            return Verdict::Answer(response::redirect(&clean, query));
+        }
+        Err(error) => {
+            return Verdict::Answer(response::bad_request(&error.to_string()));
+        }
+    };
+    if let Authorization::Proxy(config) = &shared.authorization {
+        match config.path_rule(&path) {
+            PathRule::Authorize => {}
+            PathRule::Ignore => return Verdict::Forward(None),
+            _ => {
+                metrics.inc(Counter::Denied);
+                let attributes = Attributes::non_resource(
+                    UserInfo::default(),
+                    request.method().as_str().to_lowercase(),
+                    path.as_str(),
+                );
+                return Verdict::Answer(response::forbidden(&attributes, None));
+            }
+        }
+    }
+
+    // Who: the bearer token, reviewed.
+    let Some(token) = bearer_token(request.headers()) else {
+        metrics.inc(Counter::Unauthenticated);
+        return Verdict::Answer(response::unauthorized());
+    };
+    let user = match shared.reviewer.authenticate(token).await {
+        Ok(Identity::User(user)) => user,
+        Ok(Identity::Unauthenticated) => {
+            metrics.inc(Counter::Unauthenticated);
+            return Verdict::Answer(response::unauthorized());
+        }
+        Err(failure) => return failed(shared, failure),
+    };
+
+    // May they: every attribute set allowed (statically or by the API server).
+    let method = request.method().as_str();
+    let attributes = match &shared.authorization {
+        Authorization::Request(prefixes) => {
+            match RequestInfo::resolve(method, &path, query, prefixes) {
+                Ok(info) => vec![info.into_attributes((*user).clone())],
+                Err(error) => return Verdict::Answer(response::bad_request(&error.to_string())),
+            }
+        }
+        Authorization::Proxy(config) => {
+            let values: Vec<&str> = config
+                .rewrite_header()
+                .map(|name| {
+                    request
+                        .headers()
+                        .get_all(name)
+                        .iter()
+                        .filter_map(|v| v.to_str().ok())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let attributes = config.attributes(&user, method, &path, query, &values);
+            if attributes.is_empty() {
+                return Verdict::Answer(response::bad_request(
+                    "the request has no value for the configured rewrite",
+                ));
+            }
+            attributes
+        }
+    };
+    for attributes in &attributes {
+        if let Authorization::Proxy(config) = &shared.authorization
+            && config.static_allows(attributes)
+        {
+            continue;
+        }
+        match shared.reviewer.authorize(attributes).await {
+            Ok(outcome) if outcome.is_allowed() => {}
+            Ok(outcome) => {
+                metrics.inc(Counter::Denied);
+                tracing::debug!(
+                    user = %attributes.user.name,
+                    verb = %attributes.verb,
+                    reason = %outcome.reason,
+                    "delegated authorization: denied"
+                );
+                let reason = shared.explain.then_some(outcome.reason.as_str());
+                return Verdict::Answer(response::forbidden(attributes, reason));
+            }
+            Err(failure) => return failed(shared, failure),
+        }
+    }
+    metrics.inc(Counter::Allowed);
+    // As kube-apiserver, once authenticated: the credential stays here.
+    request.headers_mut().remove(http::header::AUTHORIZATION);
+    Verdict::Forward(Some(VerifiedUser(user)))
+}
+
+fn failed<B>(shared: &Shared, failure: Failure) -> Verdict<B> {
+    shared.reviewer.metrics().inc(Counter::Errored);
+    let message = match failure {
+        Failure::TokenReview => "the API server could not review the token",
+        Failure::AccessReview => "the API server could not review the access",
+    };
+    Verdict::Answer(response::internal_error(message))
+}
+
+/// The token of the one `Authorization: Bearer` header; `None` for none, two, another scheme
+/// or a token that cannot be one (too long, not visible ASCII).
+fn bearer_token(headers: &http::HeaderMap) -> Option<BearerToken> {
+    let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
+    let value = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    BearerToken::from_authorization(value.as_bytes())
+        .ok()
+        .flatten()
+}

@@ -1,0 +1,542 @@
+//! The delegated-auth layer in front of an axum router, against the API-server double's real
+//! TokenReview, SubjectAccessReview and RBAC: a bound ServiceAccount gets in with its user as an
+//! extension, an unbound one gets 403, no or a garbage token 401, concurrent requests with a new
+//! token send one review, an unreachable API server gives 500 that is not cached, a deleted
+//! ServiceAccount is refused once the cache lifetime has passed, and the token never appears in
+//! logs, `Debug` output or answers.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code"
+)]
+
+use std::cell::Cell;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use axum::body::Body;
+use axum::routing::get;
+use axum::{Extension, Router};
+use http::{Request, StatusCode};
+use http_body_util::BodyExt as _;
+use k8s_bootstrap::delegated::{DelegatedAuthLayer, VerifiedUser};
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kube::api::{Api, DeleteParams, PostParams};
+use loopback_apiserver::LoopbackApiServer;
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tower::ServiceExt as _;
+
+const NS: &str = "monitoring";
+const TOKEN_REVIEWS: &str = "/apis/authentication.k8s.io/v1/tokenreviews";
+const ACCESS_REVIEWS: &str = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+
+thread_local! {
+    /// Seconds the layer's clock is ahead of the wall clock (each `#[tokio::test]` runs on its
+    /// own thread, so tests do not see each other's clocks).
+    static OFFSET: Cell<u64> = const { Cell::new(0) };
+}
+
+#[allow(clippy::disallowed_methods, reason = "the test's clock")]
+fn clock() -> SystemTime {
+    SystemTime::now() + Duration::from_secs(OFFSET.with(Cell::get))
+}
+
+fn advance(secs: u64) {
+    OFFSET.with(|o| o.set(o.get() + secs));
+}
+
+/// A TCP relay in front of the double that can be cut (every connection dropped, new ones
+/// refused) and restored: the API server unreachable, then back.
+struct Relay {
+    addr: SocketAddr,
+    up: watch::Sender<bool>,
+}
+
+impl Relay {
+    async fn start(target: String) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (up, _) = watch::channel(true);
+        let state = up.subscribe();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut client, _)) = listener.accept().await else {
+                    continue;
+                };
+                let mut state = state.clone();
+                if !*state.borrow() {
+                    drop(client);
+                    continue;
+                }
+                let target = target.clone();
+                tokio::spawn(async move {
+                    let Ok(mut server) = TcpStream::connect(&target).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        _ = state.wait_for(|up| !*up) => {}
+                    }
+                });
+            }
+        });
+        Relay { addr, up }
+    }
+
+    fn set_up(&self, up: bool) {
+        self.up.send_replace(up);
+    }
+}
+
+struct Cluster {
+    server: LoopbackApiServer,
+    admin: kube::Client,
+    relay: Relay,
+}
+
+impl Cluster {
+    async fn start() -> Cluster {
+        let server = LoopbackApiServer::builder().start().await.unwrap();
+        let admin = server.admin_client().await.unwrap();
+        let relay = Relay::start(server.endpoint()).await;
+        let ns: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(admin.clone());
+        ns.create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap(),
+        )
+        .await
+        .unwrap();
+        let roles: Api<ClusterRole> = Api::all(admin.clone());
+        roles
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({
+                    "metadata": {"name": "metrics-reader"},
+                    "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
+                }))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+        let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());
+        bindings
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({
+                    "metadata": {"name": "prometheus-metrics"},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "metrics-reader"},
+                    "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": NS}],
+                }))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+        for name in ["prometheus", "stranger"] {
+            Api::<ServiceAccount>::namespaced(admin.clone(), NS)
+                .create(
+                    &PostParams::default(),
+                    &serde_json::from_value(json!({"metadata": {"name": name}})).unwrap(),
+                )
+                .await
+                .unwrap();
+        }
+        Cluster {
+            server,
+            admin,
+            relay,
+        }
+    }
+
+    /// `kubectl create token <name>`.
+    async fn token(&self, name: &str) -> String {
+        let request = TokenRequest {
+            spec: Some(TokenRequestSpec::default()),
+            ..TokenRequest::default()
+        };
+        Api::<ServiceAccount>::namespaced(self.admin.clone(), NS)
+            .create_token_request(name, &PostParams::default(), &request)
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .token
+            .unwrap()
+    }
+
+    /// The client the layer reviews with: the admin's, through the relay.
+    async fn layer_client(&self) -> kube::Client {
+        use kube::config::{KubeConfigOptions, Kubeconfig};
+        let yaml = self
+            .server
+            .admin_kubeconfig_yaml()
+            .replace(&self.server.url(), &format!("https://{}", self.relay.addr));
+        let config = kube::Config::from_custom_kubeconfig(
+            Kubeconfig::from_yaml(&yaml).unwrap(),
+            &KubeConfigOptions::default(),
+        )
+        .await
+        .unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+
+    async fn layer(&self) -> DelegatedAuthLayer {
+        DelegatedAuthLayer::new(self.layer_client().await)
+            .review_timeout(Duration::from_secs(20))
+            .clock(clock)
+    }
+
+    fn reviews(&self, path: &str) -> usize {
+        self.server
+            .requests()
+            .iter()
+            .filter(|r| r.method == "POST" && r.path == path)
+            .count()
+    }
+}
+
+/// The add-on: `/metrics` answers with the user the layer verified, and counts its calls.
+fn app(layer: DelegatedAuthLayer, calls: Arc<AtomicUsize>) -> Router {
+    Router::new()
+        .route(
+            "/metrics",
+            get(
+                move |user: Option<Extension<VerifiedUser>>, headers: http::HeaderMap| {
+                    calls.fetch_add(1, Ordering::SeqCst);
+                    async move {
+                        assert!(
+                            headers.get("authorization").is_none(),
+                            "the token reached the add-on"
+                        );
+                        let Some(Extension(user)) = user else {
+                            return "no user".to_owned();
+                        };
+                        format!("{} {:?} {:?}", user.name, user.groups, user.uid.is_some())
+                    }
+                },
+            ),
+        )
+        .layer(layer)
+}
+
+async fn call(
+    app: &Router,
+    path: &str,
+    token: Option<&str>,
+) -> (StatusCode, http::HeaderMap, String) {
+    let mut request = Request::get(path);
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    let response = app
+        .clone()
+        .oneshot(request.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, headers, String::from_utf8(body.to_vec()).unwrap())
+}
+
+fn status_json(body: &str) -> Value {
+    serde_json::from_str(body).unwrap()
+}
+
+#[tokio::test]
+async fn a_bound_account_gets_in_with_its_user_others_are_refused_as_kube_apiserver_refuses() {
+    let cluster = Cluster::start().await;
+    let layer = cluster.layer().await;
+    let metrics = layer.metrics();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let app = app(layer, Arc::clone(&calls));
+
+    // Bound to a ClusterRole with nonResourceURLs [/metrics] verbs [get]: 200, with the user.
+    let token = cluster.token("prometheus").await;
+    let (status, _, body) = call(&app, "/metrics", Some(&token)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        body.starts_with(&format!("system:serviceaccount:{NS}:prometheus ")),
+        "{body}"
+    );
+    assert!(body.contains("system:serviceaccounts"), "{body}");
+    assert!(body.ends_with("true"), "the UID: {body}");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+
+    // Unbound: 403 with kube-apiserver's Status, no reason by default, nothing reaches the add-on.
+    let stranger = cluster.token("stranger").await;
+    let (status, headers, body) = call(&app, "/metrics", Some(&stranger)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(headers["content-type"], "application/json");
+    let s = status_json(&body);
+    assert_eq!(s["kind"], "Status");
+    assert_eq!(s["reason"], "Forbidden");
+    assert_eq!(s["code"], 403);
+    assert_eq!(
+        s["message"],
+        format!(
+            "forbidden: User \"system:serviceaccount:{NS}:stranger\" cannot get path \"/metrics\""
+        )
+    );
+
+    // No token, a garbage token, another scheme, the token in the query string: 401.
+    for (path, token) in [
+        ("/metrics", None),
+        ("/metrics", Some("garbage.garbage.garbage")),
+        (&*format!("/metrics?access_token={token}"), None),
+        (&*format!("/metrics?token={token}"), None),
+    ] {
+        let (status, headers, body) = call(&app, path, token).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{path} {token:?}");
+        assert!(headers.get("www-authenticate").is_none());
+        let s = status_json(&body);
+        assert_eq!(
+            (s["reason"].as_str(), s["message"].as_str()),
+            (Some("Unauthorized"), Some("Unauthorized"))
+        );
+    }
+    let basic = app
+        .clone()
+        .oneshot(
+            Request::get("/metrics")
+                .header("authorization", "Basic YWRtaW46YWRtaW4=")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(basic.status(), StatusCode::UNAUTHORIZED);
+    // Two Authorization headers, even if one is valid: 401.
+    let two = app
+        .clone()
+        .oneshot(
+            Request::get("/metrics")
+                .header("authorization", format!("Bearer {token}"))
+                .header("authorization", "Bearer other")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(two.status(), StatusCode::UNAUTHORIZED);
+    // An unclean path is redirected before any check.
+    let (status, headers, _) = call(&app, "/x/../metrics", Some(&stranger)).await;
+    assert_eq!(status, StatusCode::MOVED_PERMANENTLY);
+    assert_eq!(headers["location"], "/metrics");
+    // Only the first request reached the add-on.
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+
+    // Cached: the same two tokens again send no review.
+    let before = (
+        cluster.reviews(TOKEN_REVIEWS),
+        cluster.reviews(ACCESS_REVIEWS),
+    );
+    assert_eq!(call(&app, "/metrics", Some(&token)).await.0, StatusCode::OK);
+    assert_eq!(
+        call(&app, "/metrics", Some(&stranger)).await.0,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        before,
+        (
+            cluster.reviews(TOKEN_REVIEWS),
+            cluster.reviews(ACCESS_REVIEWS)
+        )
+    );
+    let m = metrics.snapshot();
+    assert_eq!((m.allowed, m.denied, m.errored), (2, 2, 0));
+    assert!(m.token_cache_hits >= 2 && m.access_cache_hits >= 2, "{m:?}");
+    assert_eq!(m.token_reviews as usize, before.0);
+    assert_eq!(m.access_reviews as usize, before.1);
+
+    // With the reason opted in, the 403 carries the authorizer's reason when it gives one (the
+    // RBAC authorizer gives none for no opinion): nothing is appended here.
+    let explained = self::app(
+        cluster.layer().await.explain_denials(true),
+        Arc::clone(&calls),
+    );
+    let (status, _, body) = call(&explained, "/metrics", Some(&stranger)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(status_json(&body)["message"], s["message"]);
+}
+
+#[tokio::test]
+async fn concurrent_requests_with_a_new_token_send_one_review() {
+    let cluster = Cluster::start().await;
+    let layer = cluster.layer().await;
+    let metrics = layer.metrics();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let app = app(layer, Arc::clone(&calls));
+    let token = cluster.token("prometheus").await;
+    let (tokens_before, access_before) = (
+        cluster.reviews(TOKEN_REVIEWS),
+        cluster.reviews(ACCESS_REVIEWS),
+    );
+
+    const N: usize = 32;
+    let answers = futures_join_all((0..N).map(|_| call(&app, "/metrics", Some(&token)))).await;
+    assert!(answers.iter().all(|(s, _, _)| *s == StatusCode::OK));
+    assert_eq!(calls.load(Ordering::SeqCst), N);
+    assert_eq!(cluster.reviews(TOKEN_REVIEWS) - tokens_before, 1);
+    assert_eq!(cluster.reviews(ACCESS_REVIEWS) - access_before, 1);
+    let m = metrics.snapshot();
+    assert_eq!((m.token_reviews, m.access_reviews), (1, 1));
+    assert_eq!(m.coalesced, 2 * (N as u64 - 1), "{m:?}");
+}
+
+/// `futures::future::join_all`, without the dependency: polls every future in turn.
+async fn futures_join_all<F: std::future::Future>(
+    futures: impl Iterator<Item = F>,
+) -> Vec<F::Output> {
+    let mut set = Vec::new();
+    for f in futures {
+        set.push(Box::pin(f));
+    }
+    let mut out: Vec<Option<F::Output>> = (0..set.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (i, f) in set.iter_mut().enumerate() {
+            if out[i].is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => out[i] = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().map(Option::unwrap).collect()
+}
+
+#[tokio::test]
+async fn an_unreachable_api_server_is_a_500_that_is_not_cached() {
+    let cluster = Cluster::start().await;
+    let layer = cluster.layer().await;
+    let metrics = layer.metrics();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let app = app(layer, Arc::clone(&calls));
+    let token = cluster.token("prometheus").await;
+
+    cluster.relay.set_up(false);
+    for _ in 0..2 {
+        let (status, _, body) = call(&app, "/metrics", Some(&token)).await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+        let s = status_json(&body);
+        assert_eq!(s["reason"], "InternalError");
+        assert!(!body.contains(&token));
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    assert_eq!(metrics.snapshot().errored, 2);
+
+    // Back: the same token is reviewed again, and gets in.
+    cluster.relay.set_up(true);
+    let (status, _, body) = call(&app, "/metrics", Some(&token)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // Authenticated and cached, then the SubjectAccessReview fails: 500, then 200 when back.
+    let stranger_layer = cluster.layer().await;
+    let app2 = self::app(stranger_layer, Arc::clone(&calls));
+    assert_eq!(
+        call(&app2, "/metrics", Some(&token)).await.0,
+        StatusCode::OK
+    );
+    advance(11); // both caches expired
+    cluster.relay.set_up(false);
+    assert_eq!(
+        call(&app2, "/metrics", Some(&token)).await.0,
+        StatusCode::INTERNAL_SERVER_ERROR
+    );
+    cluster.relay.set_up(true);
+    assert_eq!(
+        call(&app2, "/metrics", Some(&token)).await.0,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn a_deleted_service_account_is_refused_once_the_cache_lifetime_has_passed() {
+    let cluster = Cluster::start().await;
+    let app = app(cluster.layer().await, Arc::new(AtomicUsize::new(0)));
+    let token = cluster.token("prometheus").await;
+    assert_eq!(call(&app, "/metrics", Some(&token)).await.0, StatusCode::OK);
+
+    Api::<ServiceAccount>::namespaced(cluster.admin.clone(), NS)
+        .delete("prometheus", &DeleteParams::default())
+        .await
+        .unwrap();
+    // Within the token cache's lifetime (10 s, as k8s.io/apiserver): still the cached user.
+    advance(5);
+    assert_eq!(call(&app, "/metrics", Some(&token)).await.0, StatusCode::OK);
+    // Past it: the TokenReview refuses the token.
+    advance(6);
+    let (status, _, body) = call(&app, "/metrics", Some(&token)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+}
+
+/// A `tracing` writer into a shared buffer.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_token_is_never_logged_nor_in_debug_output_nor_in_answers() {
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let cluster = Cluster::start().await;
+    let layer = cluster.layer().await.explain_denials(true);
+    let app = app(layer.clone(), Arc::new(AtomicUsize::new(0)));
+    let token = cluster.token("prometheus").await;
+    let stranger = cluster.token("stranger").await;
+    let mut answers = Vec::new();
+    for t in [&token, &stranger, &"forged-token-0123456789".to_owned()] {
+        answers.push(call(&app, "/metrics", Some(t)).await.2);
+    }
+    cluster.relay.set_up(false);
+    advance(11);
+    for t in [&token, &stranger] {
+        answers.push(call(&app, "/metrics", Some(t)).await.2);
+    }
+    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("delegated"),
+        "the layer logged nothing: {logs}"
+    );
+    let debug = format!("{layer:?} {:?}", app);
+    for secret in [&token, &stranger, &"forged-token-0123456789".to_owned()] {
+        assert!(!logs.contains(secret.as_str()), "a token in the logs");
+        assert!(!debug.contains(secret.as_str()), "a token in Debug output");
+        assert!(
+            answers.iter().all(|a| !a.contains(secret.as_str())),
+            "a token in an answer"
+        );
+    }
+}

@@ -1203,3 +1203,283 @@ async fn impersonation_is_authorized_by_the_impersonate_verb() {
         .unwrap();
     assert_eq!(last.user.as_deref(), Some("bob"));
 }
+
+/// A client authenticating as the user of `kubeconfig`.
+async fn client_of(kubeconfig: &Path) -> kube::Client {
+    let kubeconfig = Kubeconfig::read_from(kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+/// POSTs a SelfSubjectReview with `headers`; the status code, content type and body text.
+async fn whoami_with(client: &kube::Client, headers: &[(&str, &str)]) -> (u16, String, String) {
+    let mut req = http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
+        .header("content-type", "application/json");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let body = br#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#;
+    let resp = client
+        .send(req.body(kube::client::Body::from(body.to_vec())).unwrap())
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let bytes = axum::body::to_bytes(axum::body::Body::new(resp.into_body()), 1 << 20)
+        .await
+        .unwrap();
+    (
+        status,
+        content_type,
+        String::from_utf8(bytes.to_vec()).unwrap(),
+    )
+}
+
+/// Whether the installed kubectl has `--as-user-extra` (newer than 1.32).
+async fn kubectl_has_user_extra(kubeconfig: &Path) -> bool {
+    stdout(&kubectl(kubeconfig, &["options"]).await).contains("--as-user-extra")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn impersonating_a_uid_and_extras_is_authorized_and_seen() {
+    let server = LoopbackApiServer::builder()
+        .static_token("jane-token", "jane", &["dev"])
+        .start()
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kc = write(dir.path(), "admin.yaml", &server.admin_kubeconfig_yaml());
+    let jane_kc = token_kubeconfig(&server, dir.path(), "jane.yaml", "jane-token");
+    let admin = admin_client(&server).await;
+    let jane = client_of(&jane_kc).await;
+
+    // The admin may impersonate anything: the UID and the extras (key percent-decoded) are the
+    // impersonated user's.
+    let (code, _, body) = whoami_with(
+        &admin,
+        &[
+            ("Impersonate-User", "bob"),
+            ("Impersonate-Uid", "uid-42"),
+            ("Impersonate-Extra-Example.com%2fScopes", "read"),
+            ("Impersonate-Extra-Example.com%2fScopes", "write"),
+            ("Impersonate-Extra-Team", "blue"),
+        ],
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let who: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        who["status"]["userInfo"],
+        json!({
+            "username": "bob",
+            "uid": "uid-42",
+            "groups": ["system:authenticated"],
+            "extra": {"example.com/scopes": ["read", "write"], "team": ["blue"]},
+        })
+    );
+
+    // jane may impersonate bob, but neither a UID nor an extra.
+    for (kind, name) in [
+        ("clusterrole", "as-bob"),
+        ("clusterrolebinding", "jane-as-bob"),
+    ] {
+        let args: Vec<&str> = if kind == "clusterrole" {
+            vec![
+                "create",
+                kind,
+                name,
+                "--verb=impersonate",
+                "--resource=users",
+                "--resource-name=bob",
+            ]
+        } else {
+            vec!["create", kind, name, "--clusterrole=as-bob", "--user=jane"]
+        };
+        assert!(kubectl(&kc, &args).await.status.success());
+    }
+    let (code, _, body) = whoami_with(
+        &jane,
+        &[("Impersonate-User", "bob"), ("Impersonate-Uid", "uid-42")],
+    )
+    .await;
+    assert_eq!(code, 403, "{body}");
+    let status: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        status["message"],
+        "uids.authentication.k8s.io \"uid-42\" is forbidden: User \"jane\" cannot impersonate resource \"uids\" in API group \"authentication.k8s.io\" at the cluster scope"
+    );
+    assert_eq!(
+        status["details"],
+        json!({"name": "uid-42", "group": "authentication.k8s.io", "kind": "uids"})
+    );
+    let (code, _, body) = whoami_with(
+        &jane,
+        &[
+            ("Impersonate-User", "bob"),
+            ("Impersonate-Extra-Example.com%2fScopes", "read"),
+        ],
+    )
+    .await;
+    assert_eq!(code, 403, "{body}");
+    let status: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        status["message"],
+        "userextras.authentication.k8s.io \"read\" is forbidden: User \"jane\" cannot impersonate resource \"userextras/example.com/scopes\" in API group \"authentication.k8s.io\" at the cluster scope"
+    );
+    // A UID without a user: kube-apiserver's plain-text internal error.
+    let (code, content_type, body) = whoami_with(&admin, &[("Impersonate-Uid", "uid-42")]).await;
+    assert_eq!(code, 500);
+    assert_eq!(content_type, "text/plain; charset=utf-8");
+    assert_eq!(
+        body,
+        "Internal Server Error: \"/apis/authentication.k8s.io/v1/selfsubjectreviews\": requested [{UID  uid-42  authentication.k8s.io/v1  }] without impersonating a user\n"
+    );
+
+    // Once granted (the UID by name, the extra key by subresource), both pass.
+    let grant = r#"{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"as-bob-details"},"rules":[{"apiGroups":["authentication.k8s.io"],"resources":["uids"],"resourceNames":["uid-42"],"verbs":["impersonate"]},{"apiGroups":["authentication.k8s.io"],"resources":["userextras/example.com/scopes"],"verbs":["impersonate"]}]}"#;
+    let out = kubectl_with_input(&kc, &["apply", "-f", "-"], Some(grant)).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        kubectl(
+            &kc,
+            &[
+                "create",
+                "clusterrolebinding",
+                "jane-as-bob-details",
+                "--clusterrole=as-bob-details",
+                "--user=jane"
+            ]
+        )
+        .await
+        .status
+        .success()
+    );
+    let (code, _, body) = whoami_with(
+        &jane,
+        &[
+            ("Impersonate-User", "bob"),
+            ("Impersonate-Uid", "uid-42"),
+            ("Impersonate-Extra-Example.com%2fScopes", "read"),
+        ],
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let who: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(who["status"]["userInfo"]["uid"], "uid-42");
+    assert_eq!(
+        who["status"]["userInfo"]["extra"],
+        json!({"example.com/scopes": ["read"]})
+    );
+
+    // kubectl: --as-uid, allowed for uid-42 only.
+    let out = kubectl(
+        &jane_kc,
+        &[
+            "auth",
+            "whoami",
+            "--as=bob",
+            "--as-uid=uid-42",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let who: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(who["status"]["userInfo"]["uid"], "uid-42");
+    let out = kubectl(
+        &jane_kc,
+        &[
+            "auth",
+            "can-i",
+            "list",
+            "secrets",
+            "--as=bob",
+            "--as-uid=uid-42",
+        ],
+    )
+    .await;
+    assert_eq!(stdout(&out).trim(), "no", "{}", stderr(&out));
+    let out = kubectl(
+        &jane_kc,
+        &[
+            "auth",
+            "can-i",
+            "list",
+            "secrets",
+            "--as=bob",
+            "--as-uid=uid-7",
+        ],
+    )
+    .await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(
+            "uids.authentication.k8s.io \"uid-7\" is forbidden: User \"jane\" cannot impersonate resource \"uids\" in API group \"authentication.k8s.io\" at the cluster scope"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    // The admin, as bob with a UID, sees bob's decision.
+    let out = kubectl(
+        &kc,
+        &[
+            "auth",
+            "can-i",
+            "create",
+            "clusterroles",
+            "--as=bob",
+            "--as-uid=uid-7",
+        ],
+    )
+    .await;
+    assert_eq!(stdout(&out).trim(), "no", "{}", stderr(&out));
+
+    // kubectl: --as-user-extra, where the installed kubectl has it.
+    if kubectl_has_user_extra(&kc).await {
+        let out = kubectl(
+            &jane_kc,
+            &[
+                "auth",
+                "whoami",
+                "--as=bob",
+                "--as-user-extra=example.com/scopes=read",
+                "-o",
+                "json",
+            ],
+        )
+        .await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let who: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            who["status"]["userInfo"]["extra"],
+            json!({"example.com/scopes": ["read"]})
+        );
+        let out = kubectl(
+            &jane_kc,
+            &[
+                "auth",
+                "can-i",
+                "get",
+                "pods",
+                "--as=bob",
+                "--as-user-extra=team=blue",
+            ],
+        )
+        .await;
+        assert!(!out.status.success());
+        assert!(
+            stderr(&out).contains(
+                "userextras.authentication.k8s.io \"blue\" is forbidden: User \"jane\" cannot impersonate resource \"userextras/team\""
+            ),
+            "{}",
+            stderr(&out)
+        );
+    }
+}

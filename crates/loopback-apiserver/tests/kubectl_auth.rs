@@ -1483,3 +1483,120 @@ async fn impersonating_a_uid_and_extras_is_authorized_and_seen() {
         );
     }
 }
+
+/// A protobuf length-delimited field (`number` < 16).
+fn pb_field(number: u8, content: &[u8]) -> Vec<u8> {
+    let mut out = vec![(number << 3) | 2];
+    let mut len = content.len();
+    while len >= 0x80 {
+        out.push(u8::try_from(len & 0x7f).unwrap() | 0x80);
+        len >>= 7;
+    }
+    out.push(u8::try_from(len).unwrap());
+    out.extend_from_slice(content);
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protobuf_subject_access_review_carries_its_extra() {
+    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kc = write(dir.path(), "admin.yaml", &server.admin_kubeconfig_yaml());
+    let admin = admin_client(&server).await;
+    assert!(
+        kubectl(
+            &kc,
+            &[
+                "create",
+                "clusterrole",
+                "secret-reader",
+                "--verb=get",
+                "--resource=secrets"
+            ]
+        )
+        .await
+        .status
+        .success()
+    );
+    assert!(
+        kubectl(
+            &kc,
+            &[
+                "create",
+                "clusterrolebinding",
+                "jane-reads",
+                "--clusterrole=secret-reader",
+                "--user=jane"
+            ]
+        )
+        .await
+        .status
+        .success()
+    );
+
+    // authorization.k8s.io/v1 SubjectAccessReview, fields as generated.proto numbers them.
+    let attributes = [
+        pb_field(1, b"default"),
+        pb_field(2, b"get"),
+        pb_field(5, b"secrets"),
+    ]
+    .concat();
+    let extra_value = [pb_field(1, b"read"), pb_field(1, b"write")].concat();
+    let extra_entry = [
+        pb_field(1, b"example.com/scopes"),
+        pb_field(2, &extra_value),
+    ]
+    .concat();
+    let spec = [
+        pb_field(1, &attributes),
+        pb_field(3, b"jane"),
+        pb_field(4, b"dev"),
+        pb_field(5, &extra_entry),
+        pb_field(6, b"uid-1"),
+    ]
+    .concat();
+    let type_meta = [
+        pb_field(1, b"authorization.k8s.io/v1"),
+        pb_field(2, b"SubjectAccessReview"),
+    ]
+    .concat();
+    let body = [
+        b"k8s\x00".as_slice(),
+        &pb_field(1, &type_meta),
+        &pb_field(2, &pb_field(2, &spec)),
+    ]
+    .concat();
+    let req = http::Request::post("/apis/authorization.k8s.io/v1/subjectaccessreviews")
+        .header("content-type", "application/vnd.kubernetes.protobuf")
+        .header("accept", "application/json")
+        .body(body)
+        .unwrap();
+    let answer: Value = admin.request(req).await.unwrap();
+
+    // The same review in JSON gets the same answer.
+    let json_body = json!({
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "resourceAttributes": {"namespace": "default", "verb": "get", "resource": "secrets"},
+            "user": "jane",
+            "groups": ["dev"],
+            "extra": {"example.com/scopes": ["read", "write"]},
+            "uid": "uid-1",
+        },
+    });
+    let from_json = post(
+        &admin,
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        json_body.to_string().as_bytes(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        answer["spec"]["extra"],
+        json!({"example.com/scopes": ["read", "write"]})
+    );
+    assert_eq!(answer["spec"], from_json["spec"]);
+    assert_eq!(answer["status"], from_json["status"]);
+    assert_eq!(answer["status"]["allowed"], true);
+}

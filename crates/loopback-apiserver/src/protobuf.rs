@@ -3,8 +3,8 @@
 //! into the JSON the rest of the double works on: the `k8s\0` envelope (`runtime.Unknown`), and
 //! the messages of the kinds the double accepts that way: SelfSubjectReview and
 //! CertificateSigningRequest (fields as `k8s.io/api/certificates/v1/generated.proto` numbers
-//! them), and, read by a table of their fields, Namespace, ServiceAccount, TokenRequest, the
-//! RBAC objects and the reviews (`kubectl create namespace/serviceaccount/token/role/...`,
+//! them), and, read by a table of their fields, Namespace, Secret, ServiceAccount, TokenRequest,
+//! the RBAC objects and the reviews (`kubectl create namespace/secret/serviceaccount/token/...`,
 //! `kubectl auth can-i`). Responses stay JSON, which those clients also accept.
 //!
 //! Why a reader of its own rather than kube-rs's generated types (`k8s-pb` with `prost`): the
@@ -45,6 +45,8 @@ enum Shape {
     Bool,
     /// A `map<string, string>`.
     StringMap,
+    /// A `map<string, bytes>`, each value base64 in JSON (a Secret's `data`).
+    BytesMap,
     /// A `map<string, ExtraValue>` (a user's extra: each value a message of repeated strings,
     /// field 1), as `{"key": ["a", "b"]}`.
     ExtraMap,
@@ -102,6 +104,13 @@ const BINDING: &[Field] = &[
     (3, "roleRef", Shape::Message(ROLE_REF)),
 ];
 const METADATA_ONLY: &[Field] = &[(1, "metadata", Shape::Meta)];
+const SECRET: &[Field] = &[
+    (1, "metadata", Shape::Meta),
+    (2, "data", Shape::BytesMap),
+    (3, "type", Shape::Text),
+    (4, "stringData", Shape::StringMap),
+    (5, "immutable", Shape::Bool),
+];
 const SERVICE_ACCOUNT: &[Field] = &[
     (1, "metadata", Shape::Meta),
     (4, "automountServiceAccountToken", Shape::Bool),
@@ -186,6 +195,7 @@ fn schema(kind: &str) -> Option<&'static [Field]> {
     Some(match kind {
         "Namespace" => METADATA_ONLY,
         "ServiceAccount" => SERVICE_ACCOUNT,
+        "Secret" => SECRET,
         "Role" => ROLE,
         "ClusterRole" => CLUSTER_ROLE,
         "RoleBinding" | "ClusterRoleBinding" => BINDING,
@@ -226,6 +236,17 @@ fn message(raw: &[u8], fields: &[Field], depth: usize) -> Result<Map<String, Val
                     .as_object_mut()
                 {
                     m.insert(key, Value::String(text(&value)?));
+                }
+            }
+            (Shape::BytesMap, Wire::Bytes(b)) => {
+                let (key, value) = map_entry(b)?;
+                let encoded = base64::engine::general_purpose::STANDARD.encode(value);
+                if let Some(m) = out
+                    .entry(name)
+                    .or_insert_with(|| Value::Object(Map::new()))
+                    .as_object_mut()
+                {
+                    m.insert(key, Value::String(encoded));
                 }
             }
             (Shape::ExtraMap, Wire::Bytes(b)) => put_extra(&mut out, name, b)?,
@@ -760,9 +781,36 @@ mod tests {
     }
 
     #[test]
+    fn decodes_a_secret_with_its_data_in_base64() {
+        let data = bytes(2, &[bytes(1, b"key"), bytes(2, &[0, 0xff, b'x'])].concat());
+        let string_data = bytes(4, &[bytes(1, b"s"), bytes(2, b"plain")].concat());
+        let secret = [
+            bytes(1, &bytes(1, b"anchor")),
+            data,
+            bytes(3, b"Opaque"),
+            string_data,
+            vec![key(5, 0), 1],
+        ]
+        .concat();
+        let v = decode(&envelope("v1", "Secret", &secret), "v1", "Secret").unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "anchor"},
+                "data": {"key": "AP94"},
+                "type": "Opaque",
+                "stringData": {"s": "plain"},
+                "immutable": true,
+            })
+        );
+    }
+
+    #[test]
     fn refuses_other_kinds_and_garbage() {
         let e = decode(
-            &envelope("v1", "Secret", &[]),
+            &envelope("v1", "ConfigMap", &[]),
             "certificates.k8s.io/v1",
             "CertificateSigningRequest",
         )

@@ -1600,3 +1600,169 @@ async fn a_protobuf_subject_access_review_carries_its_extra() {
     assert_eq!(answer["status"], from_json["status"]);
     assert_eq!(answer["status"]["allowed"], true);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_token_bound_to_a_secret() {
+    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kc = write(dir.path(), "admin.yaml", &server.admin_kubeconfig_yaml());
+    let client = admin_client(&server).await;
+    assert!(
+        kubectl(&kc, &["create", "serviceaccount", "robot"])
+            .await
+            .status
+            .success()
+    );
+    assert!(
+        kubectl(&kc, &["create", "secret", "generic", "anchor"])
+            .await
+            .status
+            .success()
+    );
+    let secret_uid = |server: &LoopbackApiServer| {
+        server.object("default", "secrets", "anchor").unwrap()["metadata"]["uid"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let uid = secret_uid(&server);
+
+    let out = kubectl(
+        &kc,
+        &[
+            "create",
+            "token",
+            "robot",
+            "--bound-object-kind",
+            "Secret",
+            "--bound-object-name",
+            "anchor",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let token = stdout(&out).trim().to_owned();
+    let k8s = &claims(&token)["kubernetes.io"];
+    assert_eq!(k8s["secret"], json!({"name": "anchor", "uid": uid}));
+    assert_eq!(k8s["serviceaccount"]["name"], "robot");
+    let status = review(&client, &token, &[]).await;
+    assert_eq!(status["authenticated"], true, "{status}");
+    assert_eq!(
+        status["user"]["username"],
+        "system:serviceaccount:default:robot"
+    );
+
+    // With the Secret's UID; with another one (409, kube-apiserver's words).
+    let out = kubectl(
+        &kc,
+        &[
+            "create",
+            "token",
+            "robot",
+            "--bound-object-kind",
+            "Secret",
+            "--bound-object-name",
+            "anchor",
+            "--bound-object-uid",
+            &uid,
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = kubectl(
+        &kc,
+        &[
+            "create",
+            "token",
+            "robot",
+            "--bound-object-kind",
+            "Secret",
+            "--bound-object-name",
+            "anchor",
+            "--bound-object-uid",
+            "0d4691ed-659b-4935-a832-355f77ee47cc",
+        ],
+    )
+    .await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("Operation cannot be fulfilled on Secret \"anchor\": the UID in the bound object reference (0d4691ed-659b-4935-a832-355f77ee47cc) does not match the UID in record. The object might have been deleted and then recreated"),
+        "{}",
+        stderr(&out)
+    );
+    // Objects that do not exist: a Secret, and any Pod or Node (the double stores none).
+    for (kind, name, message) in [
+        ("Secret", "missing", "secrets \"missing\" not found"),
+        ("Pod", "web-0", "pods \"web-0\" not found"),
+        ("Node", "node-a", "nodes \"node-a\" not found"),
+    ] {
+        let out = kubectl(
+            &kc,
+            &[
+                "create",
+                "token",
+                "robot",
+                "--bound-object-kind",
+                kind,
+                "--bound-object-name",
+                name,
+            ],
+        )
+        .await;
+        assert!(!out.status.success());
+        assert!(
+            stderr(&out).contains(&format!("failed to create token: {message}")),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // A kind that cannot be bound to.
+    let body = json!({
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"boundObjectRef": {"kind": "ConfigMap", "apiVersion": "v1", "name": "x"}},
+    });
+    let req = http::Request::post("/api/v1/namespaces/default/serviceaccounts/robot/token")
+        .header("content-type", "application/json")
+        .body(body.to_string().into_bytes())
+        .unwrap();
+    match client.request::<Value>(req).await {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 400);
+            assert_eq!(
+                s.message,
+                "cannot bind token to object of type /v1, Kind=ConfigMap"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Deleting the Secret invalidates the token; a new Secret of the same name does not revive
+    // it.
+    assert!(
+        kubectl(&kc, &["delete", "secret", "anchor"])
+            .await
+            .status
+            .success()
+    );
+    let status = review(&client, &token, &[]).await;
+    assert_eq!(status["authenticated"], Value::Null, "{status}");
+    assert_eq!(
+        status["error"],
+        "service account token has been invalidated"
+    );
+    assert!(
+        kubectl(&kc, &["create", "secret", "generic", "anchor"])
+            .await
+            .status
+            .success()
+    );
+    let status = review(&client, &token, &[]).await;
+    assert_eq!(
+        status["error"],
+        format!(
+            "secret UID ({}) does not match service account secret ref claim ({uid})",
+            secret_uid(&server)
+        )
+    );
+}

@@ -292,16 +292,18 @@ async fn process(shared: &Arc<Shared>, mut req: Request) -> (Option<String>, Res
     let Some(mut user) = user else {
         return (None, ApiError::unauthorized().into_response());
     };
-    if impersonation::requested(req.headers()) {
-        let impersonated = impersonation::impersonate(&lock(&shared.store), &user, req.headers());
-        match impersonated {
-            Ok(as_user) => user = as_user,
-            Err(e) => {
-                let recorded = user.authenticated.then(|| user.name.clone());
-                return (recorded, e.into_response());
-            }
+    let impersonated =
+        impersonation::impersonate(&lock(&shared.store), &user, req.headers(), req.uri());
+    match impersonated {
+        Ok(None) => {}
+        Ok(Some(as_user)) => {
+            user = as_user;
+            impersonation::remove_headers(req.headers_mut());
         }
-        impersonation::remove_headers(req.headers_mut());
+        Err(e) => {
+            let recorded = user.authenticated.then(|| user.name.clone());
+            return (recorded, e.into_response());
+        }
     }
     let recorded = user.authenticated.then(|| user.name.clone());
     let response = match dispatch(shared, &user, req).await {

@@ -3,8 +3,8 @@
 //! into the JSON the rest of the double works on: the `k8s\0` envelope (`runtime.Unknown`), and
 //! the messages of the kinds the double accepts that way: SelfSubjectReview and
 //! CertificateSigningRequest (fields as `k8s.io/api/certificates/v1/generated.proto` numbers
-//! them), and, read by a table of their fields, Namespace, ServiceAccount, TokenRequest, the
-//! RBAC objects and the reviews (`kubectl create namespace/serviceaccount/token/role/...`,
+//! them), and, read by a table of their fields, Namespace, Secret, ServiceAccount, TokenRequest,
+//! the RBAC objects and the reviews (`kubectl create namespace/secret/serviceaccount/token/...`,
 //! `kubectl auth can-i`). Responses stay JSON, which those clients also accept.
 //!
 //! Why a reader of its own rather than kube-rs's generated types (`k8s-pb` with `prost`): the
@@ -45,6 +45,11 @@ enum Shape {
     Bool,
     /// A `map<string, string>`.
     StringMap,
+    /// A `map<string, bytes>`, each value base64 in JSON (a Secret's `data`).
+    BytesMap,
+    /// A `map<string, ExtraValue>` (a user's extra: each value a message of repeated strings,
+    /// field 1), as `{"key": ["a", "b"]}`.
+    ExtraMap,
     /// `ObjectMeta`.
     Meta,
     /// A nested message.
@@ -99,6 +104,13 @@ const BINDING: &[Field] = &[
     (3, "roleRef", Shape::Message(ROLE_REF)),
 ];
 const METADATA_ONLY: &[Field] = &[(1, "metadata", Shape::Meta)];
+const SECRET: &[Field] = &[
+    (1, "metadata", Shape::Meta),
+    (2, "data", Shape::BytesMap),
+    (3, "type", Shape::Text),
+    (4, "stringData", Shape::StringMap),
+    (5, "immutable", Shape::Bool),
+];
 const SERVICE_ACCOUNT: &[Field] = &[
     (1, "metadata", Shape::Meta),
     (4, "automountServiceAccountToken", Shape::Bool),
@@ -168,6 +180,7 @@ const ACCESS_REVIEW: &[Field] = &[
             ),
             (3, "user", Shape::Text),
             (4, "groups", Shape::Texts),
+            (5, "extra", Shape::ExtraMap),
             (6, "uid", Shape::Text),
         ]),
     ),
@@ -182,6 +195,7 @@ fn schema(kind: &str) -> Option<&'static [Field]> {
     Some(match kind {
         "Namespace" => METADATA_ONLY,
         "ServiceAccount" => SERVICE_ACCOUNT,
+        "Secret" => SECRET,
         "Role" => ROLE,
         "ClusterRole" => CLUSTER_ROLE,
         "RoleBinding" | "ClusterRoleBinding" => BINDING,
@@ -224,6 +238,18 @@ fn message(raw: &[u8], fields: &[Field], depth: usize) -> Result<Map<String, Val
                     m.insert(key, Value::String(text(&value)?));
                 }
             }
+            (Shape::BytesMap, Wire::Bytes(b)) => {
+                let (key, value) = map_entry(b)?;
+                let encoded = base64::engine::general_purpose::STANDARD.encode(value);
+                if let Some(m) = out
+                    .entry(name)
+                    .or_insert_with(|| Value::Object(Map::new()))
+                    .as_object_mut()
+                {
+                    m.insert(key, Value::String(encoded));
+                }
+            }
+            (Shape::ExtraMap, Wire::Bytes(b)) => put_extra(&mut out, name, b)?,
             (Shape::Meta, Wire::Bytes(b)) => {
                 out.insert(name.to_owned(), object_meta(b)?);
             }
@@ -416,6 +442,28 @@ fn map_entry(entry: &[u8]) -> Result<(String, Vec<u8>), &'static str> {
     Ok((key, value))
 }
 
+/// Inserts one entry of a `map<string, ExtraValue>` into the object at `key` (a later entry
+/// for the same key replaces an earlier one, as protobuf's map merge does).
+fn put_extra(map: &mut Map<String, Value>, key: &str, entry: &[u8]) -> Result<(), &'static str> {
+    let (name, value) = map_entry(entry)?;
+    let mut items = Vec::new();
+    for item in Fields::new(&value) {
+        match item? {
+            (1, Wire::Bytes(v)) => items.push(Value::String(text(v)?)),
+            (1, _) => return Err("unexpected wire type in an extra value"),
+            _ => {}
+        }
+    }
+    if let Some(extra) = map
+        .entry(key)
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+    {
+        extra.insert(name, Value::Array(items));
+    }
+    Ok(())
+}
+
 /// A `metav1.Time` (`seconds`, `nanos`) as JSON; the zero time is omitted.
 fn time(message: &[u8]) -> Result<Option<Value>, &'static str> {
     let mut seconds = 0u64;
@@ -501,22 +549,7 @@ fn csr_spec(message: &[u8]) -> Result<Value, &'static str> {
             (3, Wire::Bytes(b)) => put_text(&mut spec, "uid", b)?,
             (4, Wire::Bytes(b)) => push_text(&mut spec, "groups", b)?,
             (5, Wire::Bytes(b)) => push_text(&mut spec, "usages", b)?,
-            (6, Wire::Bytes(b)) => {
-                let (key, value) = map_entry(b)?;
-                let mut items = Vec::new();
-                for item in Fields::new(&value) {
-                    if let (1, Wire::Bytes(v)) = item? {
-                        items.push(Value::String(text(v)?));
-                    }
-                }
-                if let Some(extra) = spec
-                    .entry("extra")
-                    .or_insert_with(|| Value::Object(Map::new()))
-                    .as_object_mut()
-                {
-                    extra.insert(key, Value::Array(items));
-                }
-            }
+            (6, Wire::Bytes(b)) => put_extra(&mut spec, "extra", b)?,
             (7, Wire::Bytes(b)) => put_text(&mut spec, "signerName", b)?,
             (8, Wire::Varint(v)) => {
                 // int32, sign-extended to 64 bits on the wire when negative.
@@ -693,9 +726,91 @@ mod tests {
     }
 
     #[test]
+    fn decodes_a_subject_access_review_with_its_extra() {
+        let attributes = [bytes(2, b"get"), bytes(5, b"secrets")].concat();
+        let extra = |key: &[u8], values: &[&[u8]]| {
+            let value: Vec<u8> = values.iter().flat_map(|v| bytes(1, v)).collect();
+            bytes(5, &[bytes(1, key), bytes(2, &value)].concat())
+        };
+        let spec = [
+            bytes(1, &attributes),
+            bytes(3, b"jane"),
+            bytes(4, b"dev"),
+            extra(b"example.com/scopes", &[b"read", b"write"]),
+            extra(b"team", &[b"red"]),
+            // A later entry for a key replaces the earlier one; an empty value is an empty list.
+            extra(b"team", &[b"blue"]),
+            extra(b"none", &[]),
+            bytes(6, b"uid-1"),
+        ]
+        .concat();
+        let body = envelope(
+            "authorization.k8s.io/v1",
+            "SubjectAccessReview",
+            &bytes(2, &spec),
+        );
+        let v = decode(&body, "authorization.k8s.io/v1", "SubjectAccessReview").unwrap();
+        assert_eq!(
+            v["spec"],
+            serde_json::json!({
+                "resourceAttributes": {"verb": "get", "resource": "secrets"},
+                "user": "jane",
+                "groups": ["dev"],
+                "extra": {"example.com/scopes": ["read", "write"], "team": ["blue"], "none": []},
+                "uid": "uid-1",
+            })
+        );
+        // An extra value whose items are not strings, and one that is not UTF-8, are refused.
+        for bad_value in [vec![key(1, 0), 7], bytes(1, &[0xff, 0xfe])] {
+            let entry = bytes(5, &[bytes(1, b"k"), bytes(2, &bad_value)].concat());
+            let body = envelope(
+                "authorization.k8s.io/v1",
+                "SubjectAccessReview",
+                &bytes(2, &entry),
+            );
+            let e = decode(&body, "authorization.k8s.io/v1", "SubjectAccessReview").unwrap_err();
+            assert_eq!(e.code, 400);
+        }
+        // The map itself as a varint.
+        let body = envelope(
+            "authorization.k8s.io/v1",
+            "SubjectAccessReview",
+            &bytes(2, &[key(5, 0), 1]),
+        );
+        assert!(decode(&body, "authorization.k8s.io/v1", "SubjectAccessReview").is_err());
+    }
+
+    #[test]
+    fn decodes_a_secret_with_its_data_in_base64() {
+        let data = bytes(2, &[bytes(1, b"key"), bytes(2, &[0, 0xff, b'x'])].concat());
+        let string_data = bytes(4, &[bytes(1, b"s"), bytes(2, b"plain")].concat());
+        let secret = [
+            bytes(1, &bytes(1, b"anchor")),
+            data,
+            bytes(3, b"Opaque"),
+            string_data,
+            vec![key(5, 0), 1],
+        ]
+        .concat();
+        let v = decode(&envelope("v1", "Secret", &secret), "v1", "Secret").unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "anchor"},
+                "data": {"key": "AP94"},
+                "type": "Opaque",
+                "stringData": {"s": "plain"},
+                "immutable": true,
+            })
+        );
+    }
+
+    #[test]
     fn refuses_other_kinds_and_garbage() {
         let e = decode(
-            &envelope("v1", "Secret", &[]),
+            &envelope("v1", "ConfigMap", &[]),
             "certificates.k8s.io/v1",
             "CertificateSigningRequest",
         )
@@ -735,6 +850,16 @@ mod tests {
             fn arbitrary_bodies_are_decoded_or_refused(tail in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
                 let body = [b"k8s\x00".as_slice(), &tail].concat();
                 if let Err(e) = decode(&body, "certificates.k8s.io/v1", "CertificateSigningRequest") {
+                    proptest::prop_assert_eq!(e.code, 400);
+                }
+            }
+
+            /// Arbitrary SubjectAccessReview bodies (their spec carries the extra map) decode or
+            /// are a 400.
+            #[test]
+            fn arbitrary_access_reviews_are_decoded_or_refused(spec in proptest::collection::vec(proptest::num::u8::ANY, 0..120)) {
+                let body = super::envelope("authorization.k8s.io/v1", "SubjectAccessReview", &super::bytes(2, &spec));
+                if let Err(e) = decode(&body, "authorization.k8s.io/v1", "SubjectAccessReview") {
                     proptest::prop_assert_eq!(e.code, 400);
                 }
             }

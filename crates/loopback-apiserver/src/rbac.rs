@@ -7,6 +7,7 @@
 //! checks and CSR approver all come here.
 
 use std::fmt::Write as _;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use delegated_auth::{Attributes, RbacObjects, UserInfo};
 pub(crate) use delegated_auth::{PolicyRule, RoleRef};
@@ -66,6 +67,21 @@ pub(crate) struct Rules {
     pub(crate) errors: Vec<String>,
 }
 
+/// The [`Policy`] built from a store's RBAC objects, kept until one of them changes (the store
+/// calls [`PolicyCache::invalidate`] on every write or delete of a Role, ClusterRole,
+/// RoleBinding or ClusterRoleBinding), so requests do not rebuild it.
+#[derive(Debug, Default)]
+pub(crate) struct PolicyCache {
+    built: Mutex<Option<Arc<Policy>>>,
+}
+
+impl PolicyCache {
+    /// Forgets the built policy: the next request builds it from the store again.
+    pub(crate) fn invalidate(&mut self) {
+        *self.built.get_mut().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+}
+
 /// The policy objects, read from the store, and the evaluator over them.
 #[derive(Debug)]
 pub(crate) struct Policy {
@@ -78,7 +94,27 @@ impl Policy {
     /// aggregated ClusterRoles' rules computed as kube-controller-manager's aggregation
     /// controller writes them (objects that do not parse are skipped: validation keeps them
     /// out).
-    pub(crate) fn from_store(store: &Store) -> Policy {
+    ///
+    /// The policy is built once and kept in the store's [`PolicyCache`] until an RBAC object
+    /// is written or deleted.
+    pub(crate) fn from_store(store: &Store) -> Arc<Policy> {
+        let mut built = store
+            .policy
+            .built
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match &*built {
+            Some(policy) => Arc::clone(policy),
+            None => {
+                let policy = Arc::new(Policy::build(store));
+                *built = Some(Arc::clone(&policy));
+                policy
+            }
+        }
+    }
+
+    /// The policy of the objects `store` holds now.
+    fn build(store: &Store) -> Policy {
         let mut objects = RbacObjects::new();
         for resource in [
             Resource::Roles,
@@ -373,6 +409,76 @@ pub(crate) fn go_quoted_list(list: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_policy_is_kept_until_an_rbac_object_changes() {
+        use delegated_auth::ResourceAttributes;
+        use serde_json::json;
+        let now = std::time::SystemTime::UNIX_EPOCH;
+        let mut store = Store::new(false);
+        let jane_lists = || {
+            Attributes::resource(
+                UserInfo::new("jane"),
+                "list",
+                ResourceAttributes::new("", "v1", "namespaces"),
+            )
+        };
+        let allowed = |p: &Policy| matches!(p.authorize(&jane_lists()), Decision::Allow(_));
+        let first = Policy::from_store(&store);
+        assert!(!allowed(&first));
+        assert!(Arc::ptr_eq(&first, &Policy::from_store(&store)));
+        // Another object does not rebuild it.
+        store
+            .create(
+                Resource::Namespaces,
+                "",
+                json!({"metadata": {"name": "other"}}),
+                false,
+                now,
+            )
+            .unwrap();
+        assert!(Arc::ptr_eq(&first, &Policy::from_store(&store)));
+        // A ClusterRole and its binding are seen by the next decision.
+        store
+            .create(
+                Resource::ClusterRoles,
+                "",
+                json!({"metadata": {"name": "ns-reader"}, "rules": [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list"]}]}),
+                false,
+                now,
+            )
+            .unwrap();
+        assert!(!allowed(&Policy::from_store(&store)));
+        store
+            .create(
+                Resource::ClusterRoleBindings,
+                "",
+                json!({
+                    "metadata": {"name": "jane"},
+                    "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "ns-reader"},
+                    "subjects": [{"apiGroup": GROUP, "kind": "User", "name": "jane"}],
+                }),
+                false,
+                now,
+            )
+            .unwrap();
+        let granted = Policy::from_store(&store);
+        assert!(!Arc::ptr_eq(&first, &granted));
+        assert!(allowed(&granted));
+        assert!(Arc::ptr_eq(&granted, &Policy::from_store(&store)));
+        // Deleting the binding takes it back.
+        store
+            .delete(
+                Resource::ClusterRoleBindings,
+                "",
+                "jane",
+                &Default::default(),
+                false,
+                now,
+            )
+            .unwrap();
+        assert!(!allowed(&Policy::from_store(&store)));
+    }
 
     #[test]
     fn missing_rules_are_broken_down_compacted_and_sorted() {

@@ -3,6 +3,12 @@
 //! authenticator verifies the tokens it issued (on requests and in TokenReviews), and the OIDC
 //! discovery documents publish the key.
 //!
+//! A TokenRequest may bind the token to a Secret of the ServiceAccount's namespace
+//! (`spec.boundObjectRef`, `kubectl create token --bound-object-kind Secret`): the token then
+//! carries the Secret's name and UID in its `kubernetes.io` claim and stops authenticating once
+//! that Secret is deleted. A Pod or Node is refused as kube-apiserver refuses one that does not
+//! exist (the double stores neither).
+//!
 //! The key is an ECDSA P-256 key the double generates at start (`ES256`; kube-apiserver signs
 //! with whatever key it is given, `RS256` for the RSA keys kubeadm makes). The issuer is the
 //! server's URL, which is also the API server's one audience (kube-apiserver's default for
@@ -183,12 +189,7 @@ impl TokenIssuer {
                 "may not specify a duration larger than 2^32 seconds",
             ));
         }
-        if spec.get("boundObjectRef").is_some_and(|b| !b.is_null()) {
-            errors.push(FieldError::forbidden(
-                "spec.boundObjectRef",
-                "the loopback API server stores no Pods, Secrets or Nodes to bind a token to",
-            ));
-        }
+        let bound_ref = BoundObjectRef::read(spec.get("boundObjectRef"))?;
         if !errors.is_empty() {
             return Err(ApiError::invalid_fields(
                 "TokenRequest",
@@ -207,6 +208,10 @@ impl TokenIssuer {
             .pointer("/metadata/uid")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        let bound = match &bound_ref {
+            Some(r) => Some(r.resolve(store, namespace)?),
+            None => None,
+        };
         if let Some(max) = self.max_expiration {
             let max = i64::try_from(max.as_secs()).unwrap_or(i64::MAX);
             if max > 0 && seconds > max {
@@ -218,16 +223,20 @@ impl TokenIssuer {
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
         let exp = iat.saturating_add(seconds);
         let jti = ids::uuid().map_err(|_| ApiError::internal("no randomness"))?;
+        let mut kubernetes = json!({
+            "namespace": namespace,
+            "serviceaccount": {"name": name, "uid": uid},
+        });
+        if let (Some((claim, object)), Some(map)) = (&bound, kubernetes.as_object_mut()) {
+            map.insert((*claim).to_owned(), object.clone());
+        }
         let claims = json!({
             "aud": audiences,
             "exp": exp,
             "iat": iat,
             "iss": self.issuer,
             "jti": jti,
-            "kubernetes.io": {
-                "namespace": namespace,
-                "serviceaccount": {"name": name, "uid": uid},
-            },
+            "kubernetes.io": kubernetes,
             "nbf": iat,
             "sub": format!("system:serviceaccount:{namespace}:{name}"),
         });
@@ -249,7 +258,7 @@ impl TokenIssuer {
             "spec": {
                 "audiences": audiences,
                 "expirationSeconds": seconds,
-                "boundObjectRef": null,
+                "boundObjectRef": bound_ref.as_ref().map(BoundObjectRef::to_json),
             },
             "status": {
                 "token": token.expose_secret(),
@@ -325,6 +334,9 @@ impl TokenIssuer {
                 "service account UID ({uid}) does not match claim ({claimed})"
             )));
         }
+        if let Some(k8s) = verified.claims().kubernetes() {
+            check_bound_objects(k8s, namespace, store)?;
+        }
         let mut extra = std::collections::BTreeMap::<String, Vec<String>>::new();
         for (k, v) in verified.extra() {
             extra.entry(k).or_default().push(v);
@@ -337,4 +349,139 @@ impl TokenIssuer {
         );
         Ok((user, accepted))
     }
+}
+
+/// A TokenRequest's `spec.boundObjectRef`, as sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct BoundObjectRef {
+    kind: String,
+    api_version: String,
+    name: String,
+    uid: String,
+}
+
+impl BoundObjectRef {
+    /// The reference in `value` (absent or `null`: none); a field that is not a string is a 400.
+    fn read(value: Option<&Value>) -> Result<Option<BoundObjectRef>, ApiError> {
+        let map = match value {
+            None | Some(Value::Null) => return Ok(None),
+            Some(Value::Object(map)) => map,
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "spec.boundObjectRef must be an object",
+                ));
+            }
+        };
+        let field = |key: &str| match map.get(key) {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(_) => Err(ApiError::bad_request(format!(
+                "spec.boundObjectRef.{key} must be a string"
+            ))),
+        };
+        Ok(Some(BoundObjectRef {
+            kind: field("kind")?,
+            api_version: field("apiVersion")?,
+            name: field("name")?,
+            uid: field("uid")?,
+        }))
+    }
+
+    /// The reference as the created TokenRequest shows it (empty fields omitted).
+    fn to_json(&self) -> Value {
+        let mut map = serde_json::Map::new();
+        for (key, value) in [
+            ("kind", &self.kind),
+            ("apiVersion", &self.api_version),
+            ("name", &self.name),
+            ("uid", &self.uid),
+        ] {
+            if !value.is_empty() {
+                map.insert(key.to_owned(), Value::String(value.clone()));
+            }
+        }
+        Value::Object(map)
+    }
+
+    /// The private claim (`pod`, `secret` or `node`) and its `{name, uid}` for the object the
+    /// reference names in `namespace`, as kube-apiserver's TokenRequest finds it: a Pod, Secret
+    /// or Node of the core group (the `apiVersion`'s version is not looked at); else a 400. The
+    /// object must exist (404) and have the reference's UID when it names one (409). The double
+    /// stores no Pods or Nodes: those are never found.
+    fn resolve(&self, store: &Store, namespace: &str) -> Result<(&'static str, Value), ApiError> {
+        // apimachinery's FromAPIVersionAndKind: a version that does not parse leaves no group.
+        let parts: Vec<&str> = self.api_version.split('/').collect();
+        let (group, version) = match parts.as_slice() {
+            [version] => ("", *version),
+            [group, version] => (*group, *version),
+            _ => ("", ""),
+        };
+        let (claim, plural) = match (group, self.kind.as_str()) {
+            ("", "Pod") => ("pod", "pods"),
+            ("", "Secret") => ("secret", "secrets"),
+            ("", "Node") => ("node", "nodes"),
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "cannot bind token to object of type {group}/{version}, Kind={}",
+                    self.kind
+                )));
+            }
+        };
+        if self.name.is_empty() {
+            return Err(ApiError::bad_request("Name parameter required."));
+        }
+        let found = match claim {
+            "secret" => store.get(Resource::Secrets, namespace, &self.name),
+            _ => None,
+        };
+        let Some(object) = found else {
+            return Err(ApiError::not_found(plural, &self.name));
+        };
+        let uid = object
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !self.uid.is_empty() && self.uid != uid {
+            return Err(ApiError::conflict(
+                &self.kind,
+                &self.name,
+                &format!(
+                    "the UID in the bound object reference ({}) does not match the UID in record. The object might have been deleted and then recreated",
+                    self.uid
+                ),
+            ));
+        }
+        Ok((claim, json!({"name": self.name, "uid": uid})))
+    }
+}
+
+/// The bound-object checks of kube-apiserver's service-account token validator: a token bound to
+/// a Secret is invalidated once that Secret is gone, and refused when the Secret was recreated
+/// (another UID); a token bound to a Pod or Node (objects the double does not store) is
+/// invalidated.
+fn check_bound_objects(
+    claims: &addon_jwt::KubernetesClaims,
+    namespace: &str,
+    store: &Store,
+) -> Result<(), Refusal> {
+    let invalidated = || Refusal::Refused("service account token has been invalidated".to_owned());
+    if let Some(secret) = claims.secret() {
+        let Some(object) = store.get(Resource::Secrets, namespace, secret.name()) else {
+            return Err(invalidated());
+        };
+        let uid = object
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let claimed = secret.uid().unwrap_or_default();
+        if uid != claimed {
+            return Err(Refusal::Refused(format!(
+                "secret UID ({uid}) does not match service account secret ref claim ({claimed})"
+            )));
+        }
+    }
+    if claims.pod().is_some() || claims.node().is_some() {
+        return Err(invalidated());
+    }
+    Ok(())
 }

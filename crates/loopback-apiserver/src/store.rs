@@ -287,6 +287,8 @@ pub(crate) struct Store {
     /// Server-side apply's field ownership: per object, each leaf field's JSON pointer and the
     /// field managers that own it (several when they applied the same value).
     owners: BTreeMap<Key, BTreeMap<String, BTreeSet<String>>>,
+    /// The RBAC policy built from the objects, forgotten when an RBAC object changes.
+    pub(crate) policy: rbac::PolicyCache,
 }
 
 impl Store {
@@ -310,6 +312,7 @@ impl Store {
             loopback_endpoints: false,
             tx,
             signer,
+            policy: rbac::PolicyCache::default(),
         }
     }
 
@@ -720,6 +723,9 @@ impl Store {
     }
 
     fn record(&mut self, resource: Resource, namespace: &str, kind: EventType, object: Value) {
+        if resource.is_rbac() {
+            self.policy.invalidate();
+        }
         let event = Arc::new(Event {
             rv: self.rv,
             resource,

@@ -1203,3 +1203,566 @@ async fn impersonation_is_authorized_by_the_impersonate_verb() {
         .unwrap();
     assert_eq!(last.user.as_deref(), Some("bob"));
 }
+
+/// A client authenticating as the user of `kubeconfig`.
+async fn client_of(kubeconfig: &Path) -> kube::Client {
+    let kubeconfig = Kubeconfig::read_from(kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+/// POSTs a SelfSubjectReview with `headers`; the status code, content type and body text.
+async fn whoami_with(client: &kube::Client, headers: &[(&str, &str)]) -> (u16, String, String) {
+    let mut req = http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
+        .header("content-type", "application/json");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let body = br#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#;
+    let resp = client
+        .send(req.body(kube::client::Body::from(body.to_vec())).unwrap())
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let bytes = axum::body::to_bytes(axum::body::Body::new(resp.into_body()), 1 << 20)
+        .await
+        .unwrap();
+    (
+        status,
+        content_type,
+        String::from_utf8(bytes.to_vec()).unwrap(),
+    )
+}
+
+/// Whether the installed kubectl has `--as-user-extra` (newer than 1.32).
+async fn kubectl_has_user_extra(kubeconfig: &Path) -> bool {
+    stdout(&kubectl(kubeconfig, &["options"]).await).contains("--as-user-extra")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn impersonating_a_uid_and_extras_is_authorized_and_seen() {
+    let server = LoopbackApiServer::builder()
+        .static_token("jane-token", "jane", &["dev"])
+        .start()
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kc = write(dir.path(), "admin.yaml", &server.admin_kubeconfig_yaml());
+    let jane_kc = token_kubeconfig(&server, dir.path(), "jane.yaml", "jane-token");
+    let admin = admin_client(&server).await;
+    let jane = client_of(&jane_kc).await;
+
+    // The admin may impersonate anything: the UID and the extras (key percent-decoded) are the
+    // impersonated user's.
+    let (code, _, body) = whoami_with(
+        &admin,
+        &[
+            ("Impersonate-User", "bob"),
+            ("Impersonate-Uid", "uid-42"),
+            ("Impersonate-Extra-Example.com%2fScopes", "read"),
+            ("Impersonate-Extra-Example.com%2fScopes", "write"),
+            ("Impersonate-Extra-Team", "blue"),
+        ],
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let who: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        who["status"]["userInfo"],
+        json!({
+            "username": "bob",
+            "uid": "uid-42",
+            "groups": ["system:authenticated"],
+            "extra": {"example.com/scopes": ["read", "write"], "team": ["blue"]},
+        })
+    );
+
+    // jane may impersonate bob, but neither a UID nor an extra.
+    for (kind, name) in [
+        ("clusterrole", "as-bob"),
+        ("clusterrolebinding", "jane-as-bob"),
+    ] {
+        let args: Vec<&str> = if kind == "clusterrole" {
+            vec![
+                "create",
+                kind,
+                name,
+                "--verb=impersonate",
+                "--resource=users",
+                "--resource-name=bob",
+            ]
+        } else {
+            vec!["create", kind, name, "--clusterrole=as-bob", "--user=jane"]
+        };
+        assert!(kubectl(&kc, &args).await.status.success());
+    }
+    let (code, _, body) = whoami_with(
+        &jane,
+        &[("Impersonate-User", "bob"), ("Impersonate-Uid", "uid-42")],
+    )
+    .await;
+    assert_eq!(code, 403, "{body}");
+    let status: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        status["message"],
+        "uids.authentication.k8s.io \"uid-42\" is forbidden: User \"jane\" cannot impersonate resource \"uids\" in API group \"authentication.k8s.io\" at the cluster scope"
+    );
+    assert_eq!(
+        status["details"],
+        json!({"name": "uid-42", "group": "authentication.k8s.io", "kind": "uids"})
+    );
+    let (code, _, body) = whoami_with(
+        &jane,
+        &[
+            ("Impersonate-User", "bob"),
+            ("Impersonate-Extra-Example.com%2fScopes", "read"),
+        ],
+    )
+    .await;
+    assert_eq!(code, 403, "{body}");
+    let status: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        status["message"],
+        "userextras.authentication.k8s.io \"read\" is forbidden: User \"jane\" cannot impersonate resource \"userextras/example.com/scopes\" in API group \"authentication.k8s.io\" at the cluster scope"
+    );
+    // A UID without a user: kube-apiserver's plain-text internal error.
+    let (code, content_type, body) = whoami_with(&admin, &[("Impersonate-Uid", "uid-42")]).await;
+    assert_eq!(code, 500);
+    assert_eq!(content_type, "text/plain; charset=utf-8");
+    assert_eq!(
+        body,
+        "Internal Server Error: \"/apis/authentication.k8s.io/v1/selfsubjectreviews\": requested [{UID  uid-42  authentication.k8s.io/v1  }] without impersonating a user\n"
+    );
+
+    // Once granted (the UID by name, the extra key by subresource), both pass.
+    let grant = r#"{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"as-bob-details"},"rules":[{"apiGroups":["authentication.k8s.io"],"resources":["uids"],"resourceNames":["uid-42"],"verbs":["impersonate"]},{"apiGroups":["authentication.k8s.io"],"resources":["userextras/example.com/scopes"],"verbs":["impersonate"]}]}"#;
+    let out = kubectl_with_input(&kc, &["apply", "-f", "-"], Some(grant)).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        kubectl(
+            &kc,
+            &[
+                "create",
+                "clusterrolebinding",
+                "jane-as-bob-details",
+                "--clusterrole=as-bob-details",
+                "--user=jane"
+            ]
+        )
+        .await
+        .status
+        .success()
+    );
+    let (code, _, body) = whoami_with(
+        &jane,
+        &[
+            ("Impersonate-User", "bob"),
+            ("Impersonate-Uid", "uid-42"),
+            ("Impersonate-Extra-Example.com%2fScopes", "read"),
+        ],
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let who: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(who["status"]["userInfo"]["uid"], "uid-42");
+    assert_eq!(
+        who["status"]["userInfo"]["extra"],
+        json!({"example.com/scopes": ["read"]})
+    );
+
+    // kubectl: --as-uid, allowed for uid-42 only.
+    let out = kubectl(
+        &jane_kc,
+        &[
+            "auth",
+            "whoami",
+            "--as=bob",
+            "--as-uid=uid-42",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let who: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(who["status"]["userInfo"]["uid"], "uid-42");
+    let out = kubectl(
+        &jane_kc,
+        &[
+            "auth",
+            "can-i",
+            "list",
+            "secrets",
+            "--as=bob",
+            "--as-uid=uid-42",
+        ],
+    )
+    .await;
+    assert_eq!(stdout(&out).trim(), "no", "{}", stderr(&out));
+    let out = kubectl(
+        &jane_kc,
+        &[
+            "auth",
+            "can-i",
+            "list",
+            "secrets",
+            "--as=bob",
+            "--as-uid=uid-7",
+        ],
+    )
+    .await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(
+            "uids.authentication.k8s.io \"uid-7\" is forbidden: User \"jane\" cannot impersonate resource \"uids\" in API group \"authentication.k8s.io\" at the cluster scope"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    // The admin, as bob with a UID, sees bob's decision.
+    let out = kubectl(
+        &kc,
+        &[
+            "auth",
+            "can-i",
+            "create",
+            "clusterroles",
+            "--as=bob",
+            "--as-uid=uid-7",
+        ],
+    )
+    .await;
+    assert_eq!(stdout(&out).trim(), "no", "{}", stderr(&out));
+
+    // kubectl: --as-user-extra, where the installed kubectl has it.
+    if kubectl_has_user_extra(&kc).await {
+        let out = kubectl(
+            &jane_kc,
+            &[
+                "auth",
+                "whoami",
+                "--as=bob",
+                "--as-user-extra=example.com/scopes=read",
+                "-o",
+                "json",
+            ],
+        )
+        .await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let who: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            who["status"]["userInfo"]["extra"],
+            json!({"example.com/scopes": ["read"]})
+        );
+        let out = kubectl(
+            &jane_kc,
+            &[
+                "auth",
+                "can-i",
+                "get",
+                "pods",
+                "--as=bob",
+                "--as-user-extra=team=blue",
+            ],
+        )
+        .await;
+        assert!(!out.status.success());
+        assert!(
+            stderr(&out).contains(
+                "userextras.authentication.k8s.io \"blue\" is forbidden: User \"jane\" cannot impersonate resource \"userextras/team\""
+            ),
+            "{}",
+            stderr(&out)
+        );
+    }
+}
+
+/// A protobuf length-delimited field (`number` < 16).
+fn pb_field(number: u8, content: &[u8]) -> Vec<u8> {
+    let mut out = vec![(number << 3) | 2];
+    let mut len = content.len();
+    while len >= 0x80 {
+        out.push(u8::try_from(len & 0x7f).unwrap() | 0x80);
+        len >>= 7;
+    }
+    out.push(u8::try_from(len).unwrap());
+    out.extend_from_slice(content);
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protobuf_subject_access_review_carries_its_extra() {
+    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kc = write(dir.path(), "admin.yaml", &server.admin_kubeconfig_yaml());
+    let admin = admin_client(&server).await;
+    assert!(
+        kubectl(
+            &kc,
+            &[
+                "create",
+                "clusterrole",
+                "secret-reader",
+                "--verb=get",
+                "--resource=secrets"
+            ]
+        )
+        .await
+        .status
+        .success()
+    );
+    assert!(
+        kubectl(
+            &kc,
+            &[
+                "create",
+                "clusterrolebinding",
+                "jane-reads",
+                "--clusterrole=secret-reader",
+                "--user=jane"
+            ]
+        )
+        .await
+        .status
+        .success()
+    );
+
+    // authorization.k8s.io/v1 SubjectAccessReview, fields as generated.proto numbers them.
+    let attributes = [
+        pb_field(1, b"default"),
+        pb_field(2, b"get"),
+        pb_field(5, b"secrets"),
+    ]
+    .concat();
+    let extra_value = [pb_field(1, b"read"), pb_field(1, b"write")].concat();
+    let extra_entry = [
+        pb_field(1, b"example.com/scopes"),
+        pb_field(2, &extra_value),
+    ]
+    .concat();
+    let spec = [
+        pb_field(1, &attributes),
+        pb_field(3, b"jane"),
+        pb_field(4, b"dev"),
+        pb_field(5, &extra_entry),
+        pb_field(6, b"uid-1"),
+    ]
+    .concat();
+    let type_meta = [
+        pb_field(1, b"authorization.k8s.io/v1"),
+        pb_field(2, b"SubjectAccessReview"),
+    ]
+    .concat();
+    let body = [
+        b"k8s\x00".as_slice(),
+        &pb_field(1, &type_meta),
+        &pb_field(2, &pb_field(2, &spec)),
+    ]
+    .concat();
+    let req = http::Request::post("/apis/authorization.k8s.io/v1/subjectaccessreviews")
+        .header("content-type", "application/vnd.kubernetes.protobuf")
+        .header("accept", "application/json")
+        .body(body)
+        .unwrap();
+    let answer: Value = admin.request(req).await.unwrap();
+
+    // The same review in JSON gets the same answer.
+    let json_body = json!({
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "resourceAttributes": {"namespace": "default", "verb": "get", "resource": "secrets"},
+            "user": "jane",
+            "groups": ["dev"],
+            "extra": {"example.com/scopes": ["read", "write"]},
+            "uid": "uid-1",
+        },
+    });
+    let from_json = post(
+        &admin,
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        json_body.to_string().as_bytes(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        answer["spec"]["extra"],
+        json!({"example.com/scopes": ["read", "write"]})
+    );
+    assert_eq!(answer["spec"], from_json["spec"]);
+    assert_eq!(answer["status"], from_json["status"]);
+    assert_eq!(answer["status"]["allowed"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_token_bound_to_a_secret() {
+    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kc = write(dir.path(), "admin.yaml", &server.admin_kubeconfig_yaml());
+    let client = admin_client(&server).await;
+    assert!(
+        kubectl(&kc, &["create", "serviceaccount", "robot"])
+            .await
+            .status
+            .success()
+    );
+    assert!(
+        kubectl(&kc, &["create", "secret", "generic", "anchor"])
+            .await
+            .status
+            .success()
+    );
+    let secret_uid = |server: &LoopbackApiServer| {
+        server.object("default", "secrets", "anchor").unwrap()["metadata"]["uid"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let uid = secret_uid(&server);
+
+    let out = kubectl(
+        &kc,
+        &[
+            "create",
+            "token",
+            "robot",
+            "--bound-object-kind",
+            "Secret",
+            "--bound-object-name",
+            "anchor",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let token = stdout(&out).trim().to_owned();
+    let k8s = &claims(&token)["kubernetes.io"];
+    assert_eq!(k8s["secret"], json!({"name": "anchor", "uid": uid}));
+    assert_eq!(k8s["serviceaccount"]["name"], "robot");
+    let status = review(&client, &token, &[]).await;
+    assert_eq!(status["authenticated"], true, "{status}");
+    assert_eq!(
+        status["user"]["username"],
+        "system:serviceaccount:default:robot"
+    );
+
+    // With the Secret's UID; with another one (409, kube-apiserver's words).
+    let out = kubectl(
+        &kc,
+        &[
+            "create",
+            "token",
+            "robot",
+            "--bound-object-kind",
+            "Secret",
+            "--bound-object-name",
+            "anchor",
+            "--bound-object-uid",
+            &uid,
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = kubectl(
+        &kc,
+        &[
+            "create",
+            "token",
+            "robot",
+            "--bound-object-kind",
+            "Secret",
+            "--bound-object-name",
+            "anchor",
+            "--bound-object-uid",
+            "0d4691ed-659b-4935-a832-355f77ee47cc",
+        ],
+    )
+    .await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("Operation cannot be fulfilled on Secret \"anchor\": the UID in the bound object reference (0d4691ed-659b-4935-a832-355f77ee47cc) does not match the UID in record. The object might have been deleted and then recreated"),
+        "{}",
+        stderr(&out)
+    );
+    // Objects that do not exist: a Secret, and any Pod or Node (the double stores none).
+    for (kind, name, message) in [
+        ("Secret", "missing", "secrets \"missing\" not found"),
+        ("Pod", "web-0", "pods \"web-0\" not found"),
+        ("Node", "node-a", "nodes \"node-a\" not found"),
+    ] {
+        let out = kubectl(
+            &kc,
+            &[
+                "create",
+                "token",
+                "robot",
+                "--bound-object-kind",
+                kind,
+                "--bound-object-name",
+                name,
+            ],
+        )
+        .await;
+        assert!(!out.status.success());
+        assert!(
+            stderr(&out).contains(&format!("failed to create token: {message}")),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // A kind that cannot be bound to.
+    let body = json!({
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"boundObjectRef": {"kind": "ConfigMap", "apiVersion": "v1", "name": "x"}},
+    });
+    let req = http::Request::post("/api/v1/namespaces/default/serviceaccounts/robot/token")
+        .header("content-type", "application/json")
+        .body(body.to_string().into_bytes())
+        .unwrap();
+    match client.request::<Value>(req).await {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 400);
+            assert_eq!(
+                s.message,
+                "cannot bind token to object of type /v1, Kind=ConfigMap"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Deleting the Secret invalidates the token; a new Secret of the same name does not revive
+    // it.
+    assert!(
+        kubectl(&kc, &["delete", "secret", "anchor"])
+            .await
+            .status
+            .success()
+    );
+    let status = review(&client, &token, &[]).await;
+    assert_eq!(status["authenticated"], Value::Null, "{status}");
+    assert_eq!(
+        status["error"],
+        "service account token has been invalidated"
+    );
+    assert!(
+        kubectl(&kc, &["create", "secret", "generic", "anchor"])
+            .await
+            .status
+            .success()
+    );
+    let status = review(&client, &token, &[]).await;
+    assert_eq!(
+        status["error"],
+        format!(
+            "secret UID ({}) does not match service account secret ref claim ({uid})",
+            secret_uid(&server)
+        )
+    );
+}

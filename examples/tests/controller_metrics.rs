@@ -42,7 +42,7 @@ macro_rules! object {
 }
 
 /// The ClusterRole a scraper needs, bound to `prometheus`; `stranger` has nothing. Their tokens
-/// as `kubectl create token` makes them.
+/// from TokenRequests.
 async fn accounts(admin: &k8s_bootstrap::kube::Client) -> (String, String) {
     let pp = PostParams::default();
     Api::<ClusterRole>::all(admin.clone())

@@ -210,7 +210,8 @@ impl DelegatedAuthLayer {
     /// service unauthenticated (with no [`VerifiedUser`]); a path outside the allowed ones is
     /// answered 403 before any review; a static authorization allows without a review; with
     /// rewrites, every value's attributes must be allowed, and a request without a value is
-    /// answered 400.
+    /// answered 500 (`InternalError`, "bad request. The request or configuration is
+    /// malformed"), as kube-rbac-proxy answers it.
     #[must_use]
     pub fn rbac_proxy_config(self, config: RbacProxyConfig) -> DelegatedAuthLayer {
         let config = Arc::new(config);
@@ -463,8 +464,11 @@ async fn decide<ReqBody, B>(shared: &Shared, request: &mut Request<ReqBody>) -> 
                 .unwrap_or_default();
             let attributes = config.attributes(&user, method, &path, query, &values);
             if attributes.is_empty() {
-                return Verdict::Answer(response::bad_request(
-                    "the request has no value for the configured rewrite",
+                // kube-rbac-proxy's rewriting authorizer denies with an error, which
+                // `k8s.io/apiserver`'s authorization filter answers 500.
+                metrics.inc(Counter::Errored);
+                return Verdict::Answer(response::internal_error(
+                    "bad request. The request or configuration is malformed",
                 ));
             }
             attributes

@@ -540,3 +540,252 @@ async fn the_token_is_never_logged_nor_in_debug_output_nor_in_answers() {
         );
     }
 }
+
+/// Creates `object` (typed by the `Api` it goes through) as the admin.
+async fn create<K>(api: Api<K>, object: Value)
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + serde::Serialize,
+{
+    api.create(
+        &PostParams::default(),
+        &serde_json::from_value(object).unwrap(),
+    )
+    .await
+    .unwrap();
+}
+
+/// A ServiceAccount in [`NS`] with a Role in `namespace` allowing `get` on `services/proxy`
+/// (only `web` when `name` is given), bound to it.
+async fn proxy_role(cluster: &Cluster, account: &str, namespace: &str, name: Option<&str>) {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let mut rule = json!({"apiGroups": [""], "resources": ["services/proxy"], "verbs": ["get"]});
+    if let Some(name) = name {
+        rule["resourceNames"] = json!([name]);
+    }
+    let role = format!("{account}-services-proxy");
+    create(
+        Api::<Role>::namespaced(cluster.admin.clone(), namespace),
+        json!({"metadata": {"name": role}, "rules": [rule]}),
+    )
+    .await;
+    create(
+        Api::<RoleBinding>::namespaced(cluster.admin.clone(), namespace),
+        json!({
+            "metadata": {"name": role},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": NS}],
+        }),
+    )
+    .await;
+}
+
+/// The add-on behind a kube-rbac-proxy configuration: `/metrics` and `/healthz` answer with the
+/// user the layer verified ("no user" on an ignored path), `/other` exists too.
+fn proxy_app(layer: DelegatedAuthLayer) -> Router {
+    let user = |user: Option<Extension<VerifiedUser>>| async move {
+        user.map_or_else(|| "no user".to_owned(), |Extension(u)| u.name.clone())
+    };
+    Router::new()
+        .route("/metrics", get(user))
+        .route("/healthz", get(user))
+        .route("/other", get(user))
+        .layer(layer)
+}
+
+fn proxy_config(yaml: &str) -> k8s_bootstrap::delegated_auth::RbacProxyConfig {
+    k8s_bootstrap::delegated_auth::RbacProxyConfig::from_yaml(yaml.as_bytes()).unwrap()
+}
+
+#[tokio::test]
+async fn a_kube_rbac_proxy_configuration_with_resource_attributes_statics_and_ignored_paths() {
+    let cluster = Cluster::start().await;
+    // `prometheus` may get services/proxy of `web` in `default`; `stranger` of nothing;
+    // `static-scraper` only through the file's static authorization, which RBAC does not know.
+    proxy_role(&cluster, "prometheus", "default", Some("web")).await;
+    create(
+        Api::<ServiceAccount>::namespaced(cluster.admin.clone(), NS),
+        json!({"metadata": {"name": "static-scraper"}}),
+    )
+    .await;
+    let config = proxy_config(&format!(
+        r#"
+authorization:
+  resourceAttributes:
+    namespace: default
+    apiVersion: v1
+    resource: services
+    subresource: proxy
+    name: web
+  static:
+    - user:
+        name: system:serviceaccount:{NS}:static-scraper
+      resourceRequest: true
+      verb: get
+      namespace: default
+      resource: services
+      subresource: proxy
+"#
+    ))
+    .with_ignore_paths(["/healthz"])
+    .unwrap();
+    let layer = cluster.layer().await.rbac_proxy_config(config);
+    let metrics = layer.metrics();
+    let app = proxy_app(layer);
+    let token = cluster.token("prometheus").await;
+    let stranger = cluster.token("stranger").await;
+    let static_scraper = cluster.token("static-scraper").await;
+
+    // Allowed by RBAC for the configured resource, whatever the path.
+    let (status, _, body) = call(&app, "/metrics", Some(&token)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body, format!("system:serviceaccount:{NS}:prometheus"));
+    assert_eq!(call(&app, "/other", Some(&token)).await.0, StatusCode::OK);
+
+    // Not allowed: kube-apiserver's 403 for the resource request.
+    let (status, _, body) = call(&app, "/metrics", Some(&stranger)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let s = status_json(&body);
+    assert_eq!(s["reason"], "Forbidden");
+    assert_eq!(
+        s["message"],
+        format!(
+            "services \"web\" is forbidden: User \"system:serviceaccount:{NS}:stranger\" cannot \
+             get resource \"services/proxy\" in API group \"\" in the namespace \"default\""
+        )
+    );
+    assert_eq!(s["details"]["name"], "web");
+    // The verb is the method's: RBAC allows `get`, not `post`.
+    let post = app
+        .clone()
+        .oneshot(
+            Request::post("/metrics")
+                .header("authorization", format!("Bearer {token}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(post.status(), StatusCode::FORBIDDEN);
+    let body = post.into_body().collect().await.unwrap().to_bytes();
+    let message = status_json(std::str::from_utf8(&body).unwrap())["message"].clone();
+    assert!(
+        message
+            .as_str()
+            .unwrap()
+            .contains(" cannot post resource \"services/proxy\""),
+        "{message}"
+    );
+
+    // The static authorization: allowed without a SubjectAccessReview.
+    let access_before = cluster.reviews(ACCESS_REVIEWS);
+    let (status, _, body) = call(&app, "/metrics", Some(&static_scraper)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body, format!("system:serviceaccount:{NS}:static-scraper"));
+    assert_eq!(cluster.reviews(ACCESS_REVIEWS), access_before);
+
+    // The ignored path: no token needed, no user, no review; a token there is not reviewed.
+    let before = (
+        cluster.reviews(TOKEN_REVIEWS),
+        cluster.reviews(ACCESS_REVIEWS),
+    );
+    let (status, _, body) = call(&app, "/healthz", None).await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "no user"));
+    let (status, _, body) = call(&app, "/healthz", Some("garbage")).await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "no user"));
+    assert_eq!(
+        before,
+        (
+            cluster.reviews(TOKEN_REVIEWS),
+            cluster.reviews(ACCESS_REVIEWS)
+        )
+    );
+    // Any other path still needs a token.
+    assert_eq!(
+        call(&app, "/metrics", None).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    let m = metrics.snapshot();
+    assert_eq!(m.errored, 0, "{m:?}");
+}
+
+#[tokio::test]
+async fn a_kube_rbac_proxy_rewrite_by_query_parameter_with_allowed_paths() {
+    let cluster = Cluster::start().await;
+    // `prometheus` may get services/proxy in its own namespace only.
+    proxy_role(&cluster, "prometheus", NS, None).await;
+    let config = proxy_config(
+        r#"
+authorization:
+  rewrites:
+    byQueryParameter:
+      name: namespace
+  resourceAttributes:
+    apiVersion: v1
+    resource: services
+    subresource: proxy
+    namespace: "{{ .Value }}"
+"#,
+    )
+    .with_allow_paths(["/metrics"])
+    .unwrap();
+    let layer = cluster.layer().await.rbac_proxy_config(config);
+    let metrics = layer.metrics();
+    let app = proxy_app(layer);
+    let token = cluster.token("prometheus").await;
+    let stranger = cluster.token("stranger").await;
+
+    // The value names the namespace: allowed in NS, refused in `default`.
+    let (status, _, body) = call(&app, &format!("/metrics?namespace={NS}"), Some(&token)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, _, body) = call(&app, "/metrics?namespace=default", Some(&token)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(
+        status_json(&body)["message"],
+        format!(
+            "services is forbidden: User \"system:serviceaccount:{NS}:prometheus\" cannot get \
+             resource \"services/proxy\" in API group \"\" in the namespace \"default\""
+        )
+    );
+    // Every value must be allowed.
+    let (status, _, body) = call(
+        &app,
+        &format!("/metrics?namespace={NS}&namespace=default"),
+        Some(&token),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let (status, _, body) = call(&app, &format!("/metrics?namespace={NS}"), Some(&stranger)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+
+    // No value: kube-rbac-proxy's rewriting authorizer fails with an error, which
+    // k8s.io/apiserver's authorization filter answers 500; nothing reaches the add-on.
+    let errored = metrics.snapshot().errored;
+    let (status, _, body) = call(&app, "/metrics", Some(&token)).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    let s = status_json(&body);
+    assert_eq!(s["reason"], "InternalError");
+    assert_eq!(
+        s["message"],
+        "Internal error occurred: bad request. The request or configuration is malformed"
+    );
+    assert_eq!(metrics.snapshot().errored, errored + 1);
+    // Another parameter is no value.
+    let (status, _, _) = call(&app, "/metrics?ns=default", Some(&token)).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+
+    // A path outside --allow-paths: 403 before any review, even with a valid value.
+    let before = (
+        cluster.reviews(TOKEN_REVIEWS),
+        cluster.reviews(ACCESS_REVIEWS),
+    );
+    let (status, _, body) = call(&app, &format!("/other?namespace={NS}"), Some(&token)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(call(&app, "/other", None).await.0, StatusCode::FORBIDDEN);
+    assert_eq!(
+        before,
+        (
+            cluster.reviews(TOKEN_REVIEWS),
+            cluster.reviews(ACCESS_REVIEWS)
+        )
+    );
+}

@@ -40,7 +40,8 @@ pub struct MetricsSnapshot {
     /// Requests answered 403: the user is not allowed.
     pub denied: u64,
     /// Requests answered 500 because a review failed (the API server unreachable, too slow,
-    /// answering with an error, or failing to evaluate the access review).
+    /// answering with an error, or failing to evaluate the access review), or because a
+    /// kube-rbac-proxy configuration's rewrite found no value in the request.
     pub errored: u64,
 }
 

@@ -21,7 +21,8 @@ pub const MAX_PROXY_CONFIG_BYTES: usize = 1024 * 1024;
 /// - `rewrites: {byQueryParameter: {name}, byHttpHeader: {name}}` with `resourceAttributes`
 ///   fields that are templates over `{{ .Value }}`: one resource request per value of that
 ///   query parameter and header, **all** of which must be allowed; with no value the request is
-///   refused as malformed (400);
+///   refused as malformed (kube-rbac-proxy answers 500 `InternalError`: its authorizer's error
+///   under `k8s.io/apiserver`'s filter);
 /// - `static: [{user: {name, groups}, verb, namespace, apiGroup, resource, subresource, name,
 ///   resourceRequest, path}]`: authorizations allowed without asking the API server (an empty
 ///   field matches anything; `resourceRequest: true` entries take no `path`, others need one).
@@ -222,7 +223,8 @@ impl RbacProxyConfig {
 
     /// The attributes to authorize a request with, all of which must be allowed (a static
     /// authorization or the API server's answer). Empty means kube-rbac-proxy refuses the
-    /// request as malformed (400): rewrites are configured and the request carries no value.
+    /// request as malformed (it answers 500 `InternalError`): rewrites are configured and the
+    /// request carries no value.
     ///
     /// `header_values` are the values of the [`rewrite_header`](Self::rewrite_header), every
     /// header line in order (ignored when no header rewrite is configured); `query` is the raw

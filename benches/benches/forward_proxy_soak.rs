@@ -26,8 +26,10 @@
 //! 3 s after the add-on is back), that no forged token is accepted, that no pipelined response
 //! reaches another user, and that the proxy's resident memory and open descriptors, sampled
 //! with the load paused (half a restart period after the last restart), end within 5 % of where
-//! they were after warm-up; memory is also sampled under load once a minute, and the second
-//! half's slope carried over the soak must stay within the same 5 %. It prints the
+//! they were after warm-up. Memory is also sampled under load once a minute and printed with
+//! its least-squares slope (not asserted: the allocator moves in steps of a few hundred KiB, up
+//! and down, so a slope over ten samples says little; a long run's trace tells growth from
+//! steps). It prints the
 //! figures as Markdown for `benches/README.md`. The warm-up is long enough for the proxy's
 //! verified-token cache (4,096 tokens) to fill with the uncached clients' new tokens (50 a
 //! second): the cache then stays full, evicting, so memory after warm-up is the steady state.
@@ -821,15 +823,6 @@ fn main() {
         rss1 as f64 <= rss0 as f64 * 1.05,
         "resident memory grew by more than 5 %: {rss0} -> {rss1} KiB"
     );
-    // A leak slower than the samples' spread: the second half's slope, carried over the whole
-    // soak, stays within the same 5 %.
-    if trace.len() >= 6 {
-        let growth = slope(trace.get(half..).unwrap_or_default()) * soak.as_secs_f64() / 60.0;
-        assert!(
-            growth <= rss0 as f64 * 0.05,
-            "resident memory grows {growth:.0} KiB over the soak at its second half's slope"
-        );
-    }
     assert!(
         (fds1 as f64 - fds0 as f64).abs() <= fds0 as f64 * 0.05,
         "open descriptors moved by more than 5 %: {fds0} -> {fds1}"

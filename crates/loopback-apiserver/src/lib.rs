@@ -100,6 +100,10 @@ pub enum Error {
     /// The OS random number generator failed.
     #[error("loopback API server: the OS random number generator failed")]
     Random,
+    /// The key given to [`Builder::service_account_signing_key`] cannot sign service-account
+    /// tokens (not a PEM private key, or neither RSA nor ECDSA P-256/P-384).
+    #[error("loopback API server: the service-account signing key is not usable")]
+    ServiceAccountKey(#[source] addon_jwt::Error),
     /// Building the cluster-info kubeconfig failed.
     #[error("loopback API server: building the cluster-info kubeconfig failed")]
     ClusterInfo(#[source] clusterinfo::Error),
@@ -155,6 +159,7 @@ pub struct Builder {
     proxy_max_duration: Duration,
     loopback_endpoints: bool,
     max_token_expiration: Option<Duration>,
+    signing_key: Option<Zeroizing<String>>,
 }
 
 impl fmt::Debug for Builder {
@@ -180,6 +185,10 @@ impl fmt::Debug for Builder {
             .field(
                 "service_account_max_token_expiration",
                 &self.max_token_expiration,
+            )
+            .field(
+                "service_account_signing_key",
+                &self.signing_key.as_ref().map(|_| "<redacted>"),
             )
             .finish()
     }
@@ -338,6 +347,21 @@ impl Builder {
         self
     }
 
+    /// Sign service-account tokens with this private key (kube-apiserver's
+    /// `--service-account-signing-key-file`) instead of a P-256 key generated at start: a PKCS#8
+    /// `PRIVATE KEY` PEM (RSA, as kubeadm's `sa.key` once converted with
+    /// `openssl pkcs8 -topk8 -nocrypt`, signs `RS256`; ECDSA P-256 `ES256`, P-384 `ES384`) or a
+    /// SEC1 `EC PRIVATE KEY`. The OIDC discovery documents publish its public half and
+    /// algorithm.
+    ///
+    /// The key is read by [`Builder::start`], which fails with [`Error::ServiceAccountKey`]
+    /// when it cannot sign.
+    #[must_use]
+    pub fn service_account_signing_key(mut self, pem: &str) -> Builder {
+        self.signing_key = Some(Zeroizing::new(pem.to_owned()));
+        self
+    }
+
     /// Generate the certificates, bind, seed the namespaces (and cluster-info), and serve.
     /// Must be called within a tokio runtime; the server runs on it until dropped.
     ///
@@ -345,7 +369,9 @@ impl Builder {
     ///
     /// [`Error::Certificate`], [`Error::TlsConfig`] or [`Error::NoCryptoProvider`] when TLS
     /// cannot be set up, [`Error::Bind`] when the port is taken, [`Error::Random`],
-    /// [`Error::ClusterInfo`] when the cluster-info kubeconfig cannot be built.
+    /// [`Error::ClusterInfo`] when the cluster-info kubeconfig cannot be built,
+    /// [`Error::ServiceAccountKey`] when the key given to
+    /// [`Builder::service_account_signing_key`] cannot sign.
     pub async fn start(self) -> Result<LoopbackApiServer, Error> {
         let ca = ca::Ca::generate()?;
         let tls::Tls {
@@ -408,7 +434,10 @@ impl Builder {
             revoked: Mutex::new(std::collections::BTreeSet::new()),
             proxy: Mutex::new(service_proxy::service(self.proxy_layer.as_ref())),
             proxy_max_duration: self.proxy_max_duration,
-            issuer: sa_token::TokenIssuer::generate(&url, self.max_token_expiration)?,
+            issuer: match &self.signing_key {
+                Some(pem) => sa_token::TokenIssuer::from_pem(pem, &url, self.max_token_expiration)?,
+                None => sa_token::TokenIssuer::generate(&url, self.max_token_expiration)?,
+            },
             clock_offset: Mutex::new(Duration::ZERO),
         });
         let router = axum::Router::new()
@@ -505,6 +534,7 @@ impl LoopbackApiServer {
             proxy_max_duration: DEFAULT_SERVICE_PROXY_MAX_DURATION,
             loopback_endpoints: false,
             max_token_expiration: None,
+            signing_key: None,
         }
     }
 

@@ -9,8 +9,9 @@
 //! that Secret is deleted. A Pod or Node is refused as kube-apiserver refuses one that does not
 //! exist (the double stores neither).
 //!
-//! The key is an ECDSA P-256 key the double generates at start (`ES256`; kube-apiserver signs
-//! with whatever key it is given, `RS256` for the RSA keys kubeadm makes). The issuer is the
+//! The key is an ECDSA P-256 key the double generates at start (`ES256`), or the one it is
+//! given, as kube-apiserver signs with whatever key it is given (`RS256` for the RSA keys
+//! kubeadm makes). The issuer is the
 //! server's URL, which is also the API server's one audience (kube-apiserver's default for
 //! `--api-audiences`).
 
@@ -70,25 +71,27 @@ impl TokenIssuer {
         let pair = super::ca::new_key()?;
         let pem = Zeroizing::new(pair.serialize_pem());
         let key = SigningKey::from_pkcs8_pem(&pem).map_err(|_| Error::Random)?;
-        let keys = key.public_key_set().map_err(|_| Error::Random)?;
-        // The uncompressed point ends the SubjectPublicKeyInfo of a P-256 key.
-        let spki = pair.public_key_der();
-        let point = spki
-            .len()
-            .checked_sub(65)
-            .and_then(|start| spki.get(start..))
-            .filter(|p| p.first() == Some(&4))
-            .ok_or(Error::Random)?;
-        let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
-        let jwk = json!({
-            "use": "sig",
-            "kty": "EC",
-            "kid": key.key_id(),
-            "crv": "P-256",
-            "alg": "ES256",
-            "x": b64(point.get(1..33).unwrap_or_default()),
-            "y": b64(point.get(33..65).unwrap_or_default()),
-        });
+        TokenIssuer::with_key(key, issuer, max_expiration)
+    }
+
+    /// The key of `pem` (kube-apiserver's `--service-account-signing-key-file`: an RSA key
+    /// signs `RS256`, a P-256 key `ES256`, a P-384 key `ES384`), issuing as `issuer`.
+    pub(crate) fn from_pem(
+        pem: &str,
+        issuer: &str,
+        max_expiration: Option<Duration>,
+    ) -> Result<Self, Error> {
+        let key = SigningKey::from_pem(pem).map_err(Error::ServiceAccountKey)?;
+        TokenIssuer::with_key(key, issuer, max_expiration)
+    }
+
+    fn with_key(
+        key: SigningKey,
+        issuer: &str,
+        max_expiration: Option<Duration>,
+    ) -> Result<Self, Error> {
+        let keys = key.public_key_set().map_err(Error::ServiceAccountKey)?;
+        let jwk = public_jwk(&key)?;
         Ok(TokenIssuer {
             key,
             keys,
@@ -110,7 +113,7 @@ impl TokenIssuer {
             "jwks_uri": format!("{}/openid/v1/jwks", self.issuer),
             "response_types_supported": ["id_token"],
             "subject_types_supported": ["public"],
-            "id_token_signing_alg_values_supported": ["ES256"],
+            "id_token_signing_alg_values_supported": [self.key.algorithm().as_str()],
         })
     }
 
@@ -279,7 +282,7 @@ impl TokenIssuer {
         now: SystemTime,
     ) -> Result<(User, Vec<String>), Refusal> {
         // Only tokens this key signed, from this issuer, are this authenticator's.
-        let payload = addon_jwt::verify_jws(token, &self.keys, &[Algorithm::Es256])
+        let payload = addon_jwt::verify_jws(token, &self.keys, &[self.key.algorithm()])
             .map_err(|_| Refusal::NotOurs)?;
         let claims: Value = serde_json::from_slice(&payload).map_err(|_| Refusal::NotOurs)?;
         if claims.get("iss").and_then(Value::as_str) != Some(self.issuer.as_str()) {
@@ -459,6 +462,55 @@ impl BoundObjectRef {
 /// a Secret is invalidated once that Secret is gone, and refused when the Secret was recreated
 /// (another UID); a token bound to a Pod or Node (objects the double does not store) is
 /// invalidated.
+/// The JSON Web Key kube-apiserver publishes for `key`'s public half (`/openid/v1/jwks`): `kty`
+/// `RSA` with `n` and `e`, or `EC` with the curve and the point's coordinates.
+fn public_jwk(key: &SigningKey) -> Result<Value, Error> {
+    use x509_cert::der::{Decode as _, Reader as _};
+    let bad = || Error::ServiceAccountKey(addon_jwt::Error::UnsupportedKey);
+    let pem = key.public_key_pem().map_err(Error::ServiceAccountKey)?;
+    let (_, der) = x509_cert::der::pem::decode_vec(pem.as_bytes()).map_err(|_| bad())?;
+    let spki = x509_cert::spki::SubjectPublicKeyInfoRef::from_der(&der).map_err(|_| bad())?;
+    let bits = spki.subject_public_key.as_bytes().ok_or_else(bad)?;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+    let alg = key.algorithm();
+    let mut jwk = match alg {
+        Algorithm::Rs256 => {
+            // RSAPublicKey ::= SEQUENCE { modulus INTEGER, publicExponent INTEGER }
+            let mut reader = x509_cert::der::SliceReader::new(bits).map_err(|_| bad())?;
+            let (n, e) = reader
+                .sequence(|r| {
+                    let n = x509_cert::der::asn1::UintRef::decode(r)?;
+                    let e = x509_cert::der::asn1::UintRef::decode(r)?;
+                    Ok((n.as_bytes().to_vec(), e.as_bytes().to_vec()))
+                })
+                .map_err(|_| bad())?;
+            json!({"kty": "RSA", "n": b64(&n), "e": b64(&e)})
+        }
+        Algorithm::Es256 | Algorithm::Es384 => {
+            let (crv, size, point_size) = if alg == Algorithm::Es256 {
+                ("P-256", 32, 64)
+            } else {
+                ("P-384", 48, 96)
+            };
+            // The uncompressed point: 0x04, x, y.
+            let (tag, point) = bits.split_first().ok_or_else(bad)?;
+            if *tag != 4 || point.len() != point_size {
+                return Err(bad());
+            }
+            let (x, y) = point.split_at(size);
+            json!({"kty": "EC", "crv": crv, "x": b64(x), "y": b64(y)})
+        }
+        // kube-apiserver signs service-account tokens with RSA and ECDSA keys only.
+        _ => return Err(bad()),
+    };
+    if let Some(map) = jwk.as_object_mut() {
+        map.insert("use".to_owned(), json!("sig"));
+        map.insert("kid".to_owned(), json!(key.key_id()));
+        map.insert("alg".to_owned(), json!(alg.as_str()));
+    }
+    Ok(jwk)
+}
+
 fn check_bound_objects(
     claims: &addon_jwt::KubernetesClaims,
     namespace: &str,

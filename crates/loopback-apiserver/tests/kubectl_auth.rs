@@ -1766,3 +1766,155 @@ async fn kubectl_create_token_bound_to_a_secret() {
         )
     );
 }
+
+/// The RSA key the RS256 test signs with (a throwaway test key, `openssl genpkey -algorithm RSA`).
+const RSA_KEY_PATH: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/service-account-rsa.key"
+);
+
+/// openssl's reading of the key: the modulus and the exponent as big-endian bytes.
+fn openssl_rsa_public(path: &str) -> (Vec<u8>, Vec<u8>) {
+    let out = std::process::Command::new("openssl")
+        .args(["rsa", "-in", path, "-noout", "-modulus", "-text"])
+        .output()
+        .expect("openssl runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let hex = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Modulus="))
+        .unwrap();
+    let n: Vec<u8> = hex
+        .as_bytes()
+        .chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).unwrap())
+        .collect();
+    // "publicExponent: 65537 (0x10001)"
+    let e: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("publicExponent: "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    let e_bytes: Vec<u8> = e
+        .to_be_bytes()
+        .into_iter()
+        .skip_while(|b| *b == 0)
+        .collect();
+    (n, e_bytes)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_rsa_service_account_key_signs_rs256_tokens() {
+    let pem = std::fs::read_to_string(RSA_KEY_PATH).unwrap();
+    let server = LoopbackApiServer::builder()
+        .service_account_signing_key(&pem)
+        .start()
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kc = write(dir.path(), "admin.yaml", &server.admin_kubeconfig_yaml());
+    let client = admin_client(&server).await;
+    assert!(
+        kubectl(&kc, &["create", "sa", "robot"])
+            .await
+            .status
+            .success()
+    );
+    let audience = "https://metrics.example";
+    let out = kubectl(&kc, &["create", "token", "robot", "--audience", audience]).await;
+    assert!(out.status.success());
+    let token = stdout(&out).trim().to_owned();
+    let header: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token.split('.').next().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(header["alg"], "RS256");
+
+    // The discovery documents publish RS256 and the key openssl reads from the same file.
+    let out = kubectl(&kc, &["get", "--raw", "/.well-known/openid-configuration"]).await;
+    assert!(out.status.success());
+    let config = stdout(&out);
+    let discovery = delegated_auth::OidcDiscovery::from_json(config.as_bytes()).unwrap();
+    assert_eq!(discovery.issuer(), server.service_account_issuer());
+    let config: Value = serde_json::from_str(&config).unwrap();
+    assert_eq!(
+        config["id_token_signing_alg_values_supported"],
+        json!(["RS256"])
+    );
+    let out = kubectl(&kc, &["get", "--raw", "/openid/v1/jwks"]).await;
+    assert!(out.status.success());
+    let jwks = stdout(&out);
+    let set: Value = serde_json::from_str(&jwks).unwrap();
+    let jwk = &set["keys"][0];
+    assert_eq!(set["keys"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        (&jwk["kty"], &jwk["alg"], &jwk["use"]),
+        (&json!("RSA"), &json!("RS256"), &json!("sig"))
+    );
+    assert_eq!(jwk["kid"], header["kid"]);
+    let b64 = |v: &Value| {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(v.as_str().unwrap())
+            .unwrap()
+    };
+    let (n, e) = openssl_rsa_public(RSA_KEY_PATH);
+    assert_eq!(b64(&jwk["n"]), n);
+    assert_eq!(b64(&jwk["e"]), e);
+
+    // Verified offline with those documents, as an add-on verifies a projected token.
+    let verifier = delegated_auth::ServiceAccountAuthenticator::new(
+        &discovery,
+        jwks.as_bytes(),
+        &[audience.to_owned()],
+    )
+    .unwrap();
+    let iat = claims(&token)["iat"].as_u64().unwrap();
+    let at = std::time::UNIX_EPOCH + Duration::from_secs(iat);
+    let bearer = delegated_auth::BearerToken::new(token.clone()).unwrap();
+    let user = verifier.authenticate(&bearer, at).unwrap();
+    assert_eq!(user.name, "system:serviceaccount:default:robot");
+    let other = delegated_auth::ServiceAccountAuthenticator::new(
+        &discovery,
+        jwks.as_bytes(),
+        &["https://other.example".to_owned()],
+    )
+    .unwrap();
+    assert!(other.authenticate(&bearer, at).is_err());
+
+    // And by the double's own TokenReview, for its audience only.
+    let status = review(&client, &token, &[audience]).await;
+    assert_eq!(status["authenticated"], true, "{status}");
+    assert_eq!(
+        status["user"]["username"],
+        "system:serviceaccount:default:robot"
+    );
+    let status = review(&client, &token, &[]).await;
+    assert_ne!(status["authenticated"], true, "{status}");
+}
+
+#[tokio::test]
+async fn a_service_account_key_that_cannot_sign_is_refused_at_start() {
+    // Ed25519 signs no Kubernetes service-account token; text without a key is no key.
+    let ed25519 = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIEJmnD7eq2EogbNf1F0CU/8sZmHt9i64VgZVE7YuVhHk\n-----END PRIVATE KEY-----\n";
+    for pem in [ed25519, "not a key"] {
+        let err = LoopbackApiServer::builder()
+            .service_account_signing_key(pem)
+            .start()
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, loopback_apiserver::Error::ServiceAccountKey(_)),
+            "{err:?}"
+        );
+        assert!(!format!("{err:?}{err}").contains("EJmnD7eq"));
+    }
+}

@@ -35,6 +35,10 @@ for entry in "${crates[@]}"; do
   file=$(ls "$root"/target/package/"$name"-[0-9]*.crate)
   tar -xzf "$file" -C "$unpacked"
   dir=$(basename "$file" .crate)
+  # Dependencies at the workspace lock's versions, so what the steps before built is reused
+  # (resolving afresh took the newest releases and rebuilt most of the graph: minutes). The
+  # newest releases are the downstream step's concern. Cargo drops what a crate does not use.
+  [ -f "$unpacked/$dir/Cargo.lock" ] || cp "$root/Cargo.lock" "$unpacked/$dir/Cargo.lock"
   patches+=(--config "patch.crates-io.$name.path=\"$unpacked/$dir\"")
 done
 

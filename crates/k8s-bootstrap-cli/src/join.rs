@@ -7,6 +7,7 @@ use k8s_bootstrap::bootstrap_token::BootstrapToken;
 use k8s_bootstrap::clusterinfo::{FileDiscoveryConfig, PinSet, Refresh, TokenDiscoveryConfig};
 use k8s_bootstrap::discovery::{self, Source};
 use k8s_bootstrap::files::Existing;
+use k8s_bootstrap::tls_bootstrap::Waiting;
 
 use crate::args::JoinArgs;
 use crate::error::CliError;
@@ -212,11 +213,24 @@ async fn tls_bootstrap(
         user = node.user_name(),
         timeout = k8s_bootstrap::bootstrap_token::format_go_duration(options.timeout)
     );
-    let pending = format!("{name} not issued yet (kubectl certificate approve {name})");
+    // What the request waits for, as last read (the core tells): the end of each progress
+    // line. Approval without a certificate is also said at once, and what issues it.
+    let status = std::sync::Mutex::new(pending_approval(&name));
+    let progress = |waiting: Waiting<'_>| {
+        let (line, announce) = wait_lines(&name, waiting);
+        if let Ok(mut last) = status.lock()
+            && *last != line
+        {
+            if let Some(announce) = announce {
+                crate::progress::note(&announce);
+            }
+            *last = line;
+        }
+    };
     let cert = crate::progress::report_with(
         &waiting,
-        || Some(pending.clone()),
-        csr::request_certificate(&client, node, &key, ca_pem, &options),
+        || status.lock().ok().map(|s| s.clone()),
+        csr::request_certificate_with_progress(&client, node, &key, ca_pem, &options, progress),
     )
     .await
     .map_err(CliError::TlsBootstrap)?;
@@ -260,6 +274,33 @@ async fn tls_bootstrap(
         pem = pem_path.display(),
         kc = args.kubelet_kubeconfig.display(),
     ))
+}
+
+/// The progress line's end while certificate signing request `name` waits for approval.
+fn pending_approval(name: &str) -> String {
+    format!("{name} pending approval (kubectl certificate approve {name})")
+}
+
+/// What the progress lines say while certificate signing request `name` waits for `waiting`,
+/// and the line to write at once when it comes to that (approved, no certificate: what issues
+/// it, and what that needs).
+fn wait_lines(name: &str, waiting: Waiting<'_>) -> (String, Option<String>) {
+    match waiting {
+        Waiting::Issuance {
+            signer_name,
+            issuer,
+        } => (
+            format!(
+                "{name} approved, waiting for signer {signer_name} to issue the certificate \
+                 ({issuer})"
+            ),
+            Some(format!(
+                "certificate signing request {name} is approved; waiting for signer \
+                 {signer_name} to issue the certificate: {issuer}"
+            )),
+        ),
+        _ => (pending_approval(name), None),
+    }
 }
 
 /// Everything the flags alone can tell, checked before discovery runs (which may take minutes):
@@ -584,4 +625,55 @@ fn parse_token(
                 .map_err(|source| CliError::InvalidToken { what, source })
         })
         .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_bootstrap::tls_bootstrap::{Issuer, KUBELET_CLIENT_SIGNER, Waiting};
+
+    use super::wait_lines;
+
+    /// Pending: the command that approves it, nothing to say at once. Approved without a
+    /// certificate: the signer and what issues for it, in the progress line and at once.
+    #[test]
+    fn the_progress_line_tells_pending_approval_from_waiting_for_the_signer() {
+        assert_eq!(
+            wait_lines("node-csr-x", Waiting::Approval),
+            (
+                "node-csr-x pending approval (kubectl certificate approve node-csr-x)".to_owned(),
+                None
+            )
+        );
+        let (line, announce) = wait_lines(
+            "node-csr-x",
+            Waiting::Issuance {
+                signer_name: KUBELET_CLIENT_SIGNER,
+                issuer: Issuer::KubeControllerManager,
+            },
+        );
+        assert_eq!(
+            line,
+            "node-csr-x approved, waiting for signer kubernetes.io/kube-apiserver-client-kubelet \
+             to issue the certificate (kube-controller-manager's csrsigning controller issues \
+             it, and runs only with --cluster-signing-cert-file and --cluster-signing-key-file)"
+        );
+        assert_eq!(
+            announce.as_deref(),
+            Some(
+                "certificate signing request node-csr-x is approved; waiting for signer \
+                 kubernetes.io/kube-apiserver-client-kubelet to issue the certificate: \
+                 kube-controller-manager's csrsigning controller issues it, and runs only with \
+                 --cluster-signing-cert-file and --cluster-signing-key-file"
+            )
+        );
+        let (line, _) = wait_lines(
+            "node-csr-x",
+            Waiting::Issuance {
+                signer_name: "example.com/signer",
+                issuer: Issuer::External,
+            },
+        );
+        assert!(line.contains("signer example.com/signer"), "{line}");
+        assert!(line.contains("outside Kubernetes"), "{line}");
+    }
 }

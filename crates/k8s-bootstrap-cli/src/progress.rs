@@ -48,3 +48,12 @@ pub(crate) async fn report_with<F: Future>(
         }
     }
 }
+
+/// Writes `line` on stderr at once, between the progress lines of [`report_with`] (on a
+/// terminal, over the spinner, which the next tick draws again below it).
+pub(crate) fn note(line: &str) {
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[K");
+    }
+    eprintln!("{line}");
+}

@@ -27,13 +27,14 @@ use tokio::process::{Child, Command};
 
 #[path = "support/process.rs"]
 mod support;
-use support::{eventually, free_addr, sigterm};
+use support::{addr_field, eventually, eventually_some, sigterm};
 
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 
 /// A replica whose log (debug level) goes to `<identity>.log` beside the kubeconfig: a file, not
-/// a pipe, so a replica never blocks on a log nobody reads, and a failing test can show it.
-fn replica(kubeconfig: &Path, identity: &str, http: SocketAddr) -> Child {
+/// a pipe, so a replica never blocks on a log nobody reads, and a failing test can show it. It
+/// serves HTTP on a port the kernel picks ([`http_address`] reads it from the log).
+fn replica(kubeconfig: &Path, identity: &str) -> Child {
     let log = std::fs::File::create(log_path(kubeconfig, identity)).unwrap();
     Command::new(BIN)
         .args([
@@ -45,7 +46,7 @@ fn replica(kubeconfig: &Path, identity: &str, http: SocketAddr) -> Child {
             // Room for a loaded machine: renewal starts 2 s before the lease would lapse.
             "--leader-elect-lease-duration=6s",
             "--leader-elect-renew-deadline=4s",
-            &format!("--http-address={http}"),
+            "--http-address=127.0.0.1:0",
         ])
         .env_remove("KUBECONFIG")
         .env(
@@ -62,6 +63,19 @@ fn replica(kubeconfig: &Path, identity: &str, http: SocketAddr) -> Child {
 
 fn log_path(kubeconfig: &Path, identity: &str) -> std::path::PathBuf {
     kubeconfig.with_file_name(format!("{identity}.log"))
+}
+
+/// The address a replica serves `/healthz`, `/readyz` and `/metrics` on, from its log line.
+async fn http_address(kubeconfig: &Path, identity: &str) -> SocketAddr {
+    let log = log_path(kubeconfig, identity);
+    eventually_some(&format!("{identity} logs its HTTP address"), || {
+        std::fs::read_to_string(&log)
+            .ok()?
+            .lines()
+            .filter(|l| l.contains("serving /healthz"))
+            .find_map(|l| addr_field(l, "local"))
+    })
+    .await
 }
 
 /// Sends SIGTERM and waits for `child` to exit 0; fails with the replica's log otherwise.
@@ -116,9 +130,10 @@ async fn two_replicas_sign_clean_report_and_hand_over_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("admin.conf");
     std::fs::write(&kubeconfig, server.admin_kubeconfig_yaml()).unwrap();
-    let (http_a, http_b) = (free_addr(), free_addr());
-    let mut a = replica(&kubeconfig, "replica-a", http_a);
-    let mut b = replica(&kubeconfig, "replica-b", http_b);
+    let mut a = replica(&kubeconfig, "replica-a");
+    let mut b = replica(&kubeconfig, "replica-b");
+    let http_a = http_address(&kubeconfig, "replica-a").await;
+    let http_b = http_address(&kubeconfig, "replica-b").await;
 
     eventually("a replica holds the lease", || async {
         holder(&server).is_some()

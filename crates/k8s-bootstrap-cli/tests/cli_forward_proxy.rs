@@ -31,7 +31,7 @@ use tokio::process::Command;
 
 #[path = "support/process.rs"]
 mod support;
-use support::{Proxy, eventually, free_addr, sigterm, spawn_proxy};
+use support::{Proxy, Refusing, eventually, sigterm, spawn_proxy};
 
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 const KEY_A: &str = "-----BEGIN PRIVATE KEY-----\n\
@@ -447,7 +447,7 @@ async fn a_busy_port_names_its_flag_and_the_os_reason() {
                 &format!("--public-key-file={}", key.display()),
                 "--algorithm=EdDSA",
                 &format!("{flag}={busy_addr}"),
-                &format!("{other}={}", free_addr()),
+                &format!("{other}=127.0.0.1:0"),
             ])
             .output()
             .await
@@ -733,7 +733,8 @@ async fn forward_proxy_addon_failures_and_shutdown() {
     };
 
     // Nothing listens at --forward.
-    let nowhere = start_proxy(free_addr(), dir.path()).await;
+    let refusing = Refusing::bind();
+    let nowhere = start_proxy(refusing.addr(), dir.path()).await;
     let (listen, http) = (nowhere.listen, nowhere.http);
     listening(listen).await;
     let mut stream = tokio::net::TcpStream::connect(listen).await.unwrap();
@@ -903,7 +904,9 @@ fn clock_ticks_per_second() -> u64 {
 async fn forward_proxy_caps_connections_under_a_low_file_limit() {
     let dir = tempfile::tempdir().unwrap();
     mount(dir.path(), "v1", &public_pem(KEY_A));
-    let args = proxy_args(free_addr(), dir.path(), &["--max-connections=16"]);
+    // No request here is forwarded (none carries a token): an add-on that refuses.
+    let refusing = Refusing::bind();
+    let args = proxy_args(refusing.addr(), dir.path(), &["--max-connections=16"]);
     let mut command = Command::new("sh");
     command
         .arg("-c")

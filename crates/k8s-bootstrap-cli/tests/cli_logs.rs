@@ -29,7 +29,7 @@ use tokio::process::{Child, Command};
 
 #[path = "support/process.rs"]
 mod support;
-use support::{eventually, free_addr, sigterm};
+use support::{addr_field, eventually, sigterm};
 
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 
@@ -126,8 +126,9 @@ async fn api_server() -> (LoopbackApiServer, tempfile::TempDir, std::path::PathB
     (server, dir, kubeconfig)
 }
 
-/// `controllers` with leader election as `identity`, without `-v` or `RUST_LOG`.
-fn controllers(kubeconfig: &Path, http: SocketAddr, identity: &str, extra: &[&str]) -> Command {
+/// `controllers` with leader election as `identity`, without `-v` or `RUST_LOG`, serving HTTP
+/// on a port the kernel picks.
+fn controllers(kubeconfig: &Path, identity: &str, extra: &[&str]) -> Command {
     let mut command = Command::new(BIN);
     command
         .args([
@@ -135,7 +136,7 @@ fn controllers(kubeconfig: &Path, http: SocketAddr, identity: &str, extra: &[&st
             "--kubeconfig",
             kubeconfig.to_str().unwrap(),
             &format!("--leader-elect-identity={identity}"),
-            &format!("--http-address={http}"),
+            "--http-address=127.0.0.1:0",
         ])
         .args(extra)
         .env_remove("KUBECONFIG")
@@ -196,8 +197,7 @@ fn secret_forms(id: &str, secret: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn controllers_log_what_they_do_at_the_default_level() {
     let (server, _dir, kubeconfig) = api_server().await;
-    let http = free_addr();
-    let process = Logged::spawn(controllers(&kubeconfig, http, "replica-a", &[]));
+    let process = Logged::spawn(controllers(&kubeconfig, "replica-a", &[]));
 
     // The configuration, without secrets; the address it serves on.
     let config = process
@@ -207,14 +207,17 @@ async fn controllers_log_what_they_do_at_the_default_level() {
         "controllers=\"bootstrapsigner,tokencleaner\"",
         "lease=kube-system/k8s-bootstrap-controllers",
         "identity=\"replica-a\"",
-        &http.to_string(),
+        "http_address=127.0.0.1:0",
         &server.url(),
     ] {
         assert!(config.contains(part), "{part} missing from {config}");
     }
-    process
-        .line_with(&["INFO", "/healthz", &format!("local={http}")])
-        .await;
+    // The address the kernel gave, which answers.
+    let serving = process.line_with(&["INFO", "/healthz", "local="]).await;
+    let http = addr_field(&serving, "local").unwrap_or_else(|| panic!("no address in {serving}"));
+    assert_eq!(http.ip(), std::net::Ipv4Addr::LOCALHOST);
+    assert_ne!(http.port(), 0, "{serving}");
+    tokio::net::TcpStream::connect(http).await.unwrap();
     // Leadership, and the controllers' actions naming their objects.
     process
         .line_with(&["INFO", "became the leader", "identity=\"replica-a\""])
@@ -260,9 +263,9 @@ async fn controllers_log_what_they_do_at_the_default_level() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standby_says_who_leads() {
     let (server, _dir, kubeconfig) = api_server().await;
-    let leader = Logged::spawn(controllers(&kubeconfig, free_addr(), "replica-a", &[]));
+    let leader = Logged::spawn(controllers(&kubeconfig, "replica-a", &[]));
     leader.line_with(&["became the leader"]).await;
-    let standby = Logged::spawn(controllers(&kubeconfig, free_addr(), "replica-b", &[]));
+    let standby = Logged::spawn(controllers(&kubeconfig, "replica-b", &[]));
     standby
         .line_with(&[
             "INFO",
@@ -283,7 +286,6 @@ async fn json_logs_are_one_object_per_line() {
     let (server, _dir, kubeconfig) = api_server().await;
     let process = Logged::spawn(controllers(
         &kubeconfig,
-        free_addr(),
         "replica-a",
         &["--log-format", "json"],
     ));
@@ -344,7 +346,7 @@ async fn json_errors_are_json_too() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rust_log_replaces_the_default_filter() {
     let (server, _dir, kubeconfig) = api_server().await;
-    let mut command = controllers(&kubeconfig, free_addr(), "replica-a", &[]);
+    let mut command = controllers(&kubeconfig, "replica-a", &[]);
     command.env("RUST_LOG", "warn");
     let process = Logged::spawn(command);
     eventually("the replica leads", || async {
@@ -360,12 +362,7 @@ async fn rust_log_replaces_the_default_filter() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_token_secret_in_the_controllers_log_even_at_trace() {
     let (server, _dir, kubeconfig) = api_server().await;
-    let process = Logged::spawn(controllers(
-        &kubeconfig,
-        free_addr(),
-        "replica-a",
-        &["-vvv"],
-    ));
+    let process = Logged::spawn(controllers(&kubeconfig, "replica-a", &["-vvv"]));
     process.line_with(&["became the leader"]).await;
     insert_tokens(&server);
     process.line_with(&["cluster-info updated"]).await;
@@ -386,9 +383,8 @@ const KEY: &str = "-----BEGIN PRIVATE KEY-----\n\
 MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
 -----END PRIVATE KEY-----\n";
 
-/// `forward-proxy` on `listen` with `KEY`'s public half in `dir`, without `RUST_LOG`, in front
-/// of a port where nothing listens.
-/// `forward-proxy` on ports the kernel picks (`--listen` and `--http-address` on port 0, so no
+/// `forward-proxy` with `KEY`'s public half in `dir`, without `RUST_LOG`, in front of the
+/// discard port (where nothing answers), on ports the kernel picks (`--listen` and `--http-address` on port 0, so no
 /// other process can take a port between a test choosing it and the proxy binding it); the
 /// address it listens on is in its `listening` line ([`listening_on`]).
 fn forward_proxy(dir: &Path, extra: &[&str]) -> Command {
@@ -419,10 +415,7 @@ fn forward_proxy(dir: &Path, extra: &[&str]) -> Command {
 /// The address the proxy listens on, from its `listening` line (`local=<addr>`).
 async fn listening_on(process: &Logged) -> SocketAddr {
     let line = process.line_with(&["INFO", "listening", "local="]).await;
-    line.split_whitespace()
-        .find_map(|field| field.strip_prefix("local="))
-        .and_then(|addr| addr.trim_matches('"').parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line}"))
+    addr_field(&line, "local").unwrap_or_else(|| panic!("no address in {line}"))
 }
 
 /// Sends `GET /` with `token` on a connection of its own; the response's status line.

@@ -34,11 +34,11 @@ struct Env {
 
 impl Env {
     async fn start(auto_approve: bool) -> Env {
-        let server = LoopbackApiServer::builder()
-            .csr_approver(auto_approve)
-            .start()
-            .await
-            .unwrap();
+        Env::start_with(LoopbackApiServer::builder().csr_approver(auto_approve)).await
+    }
+
+    async fn start_with(builder: loopback_apiserver::Builder) -> Env {
+        let server = builder.start().await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("admin.conf"),
@@ -350,6 +350,57 @@ async fn denial_and_timeout_end_the_join() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("timed out after 2s"), "{err}");
+    assert!(
+        err.contains("timed out after 2s waiting for certificate signing request node-csr-"),
+        "{err}"
+    );
+    assert!(err.contains("to be approved and issued"), "{err}");
+    assert!(!err.contains("is approved"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+/// Approved, but no signer issues (kube-controller-manager's csrsigning controller not
+/// running): the join says so as soon as it reads the approval, naming the signer and what
+/// issues for it, and its timeout says the same rather than "to be approved".
+#[tokio::test]
+async fn an_approved_request_no_signer_issues_is_told_apart_from_a_pending_one() {
+    let env = Env::start_with(LoopbackApiServer::builder().csr_signer(false)).await;
+    let out = env
+        .join(&["--tls-bootstrap-timeout", "5s"])
+        .wait_with_output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    // The double's approver approved it; nothing issued it.
+    let csrs = env.csrs().await;
+    assert_eq!(csrs.len(), 1);
+    let name = csrs[0].metadata.name.clone().unwrap();
+    let status = csrs[0].status.clone().unwrap_or_default();
+    assert!(status.certificate.is_none());
+    assert!(
+        status
+            .conditions
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Approved")
+    );
+    let kcm = "kube-controller-manager's csrsigning controller issues it, and runs only with \
+               --cluster-signing-cert-file and --cluster-signing-key-file";
+    let announce = format!(
+        "certificate signing request {name} is approved; waiting for signer \
+         kubernetes.io/kube-apiserver-client-kubelet to issue the certificate: {kcm}"
+    );
+    assert_eq!(err.matches(&announce).count(), 1, "{err}");
+    assert_eq!(
+        err.lines().last().unwrap_or_default(),
+        format!(
+            "error: TLS bootstrap: timed out after 5s waiting for the certificate of \
+             certificate signing \
+             request {name}: it is approved, but signer \
+             kubernetes.io/kube-apiserver-client-kubelet did not issue it ({kcm})"
+        ),
+        "{err}"
+    );
+    assert!(!env.dir.path().join("kubelet.conf").exists());
 }

@@ -16,6 +16,10 @@ use std::process::Output;
 use loopback_apiserver::LoopbackApiServer;
 use tokio::process::Command;
 
+#[path = "support/process.rs"]
+mod support;
+use support::Refusing;
+
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 const NO_PINS: &str =
     "no --discovery-token-ca-cert-hash: using token-based discovery without a CA pin can be unsafe";
@@ -412,11 +416,9 @@ async fn serve_loopback_removes_its_admin_kubeconfig_on_exit() {
 #[tokio::test]
 async fn join_progress_lines_say_why_the_last_attempt_failed() {
     let env = Env::start().await;
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .to_string();
+    // Refused while the test runs: no other process can take the port and answer.
+    let refusing = Refusing::bind();
+    let closed = refusing.addr().to_string();
     let endpoint = env.server.url().trim_start_matches("https://").to_owned();
     // Attempts every 5 s (kubeadm's interval) until the 17 s timeout: the last at 15 s, so the
     // progress line at 10 s (every 10 s without a terminal) comes while discovery still runs.

@@ -23,6 +23,9 @@ use std::process::Output;
 
 use tokio::process::Command;
 
+#[path = "support/process.rs"]
+mod support;
+
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 const VAR: &str = "K8S_BOOTSTRAP_E2E_KUBECONFIG";
 
@@ -236,10 +239,9 @@ async fn controllers_sign_and_clean_against_a_real_cluster() {
         }
     };
     let lease_name = format!("k8s-bootstrap-e2e-{new_id}");
-    let http = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    // Its log goes to a file (read for the address the kernel gave its HTTP port).
+    let log_dir = tempfile::tempdir().unwrap();
+    let log = log_dir.path().join("controllers.log");
     let mut child = Command::new(BIN)
         .args([
             "--kubeconfig",
@@ -247,13 +249,23 @@ async fn controllers_sign_and_clean_against_a_real_cluster() {
             "controllers",
             "--leader-elect=true",
             &format!("--leader-elect-resource-name={lease_name}"),
-            &format!("--http-address={http}"),
+            "--http-address=127.0.0.1:0",
         ])
         .env_remove("KUBECONFIG")
+        .env_remove("RUST_LOG")
         .env("POD_NAME", "e2e")
+        .stderr(std::fs::File::create(&log).unwrap())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
+    let http = support::eventually_some("the controllers log their HTTP address", || {
+        std::fs::read_to_string(&log)
+            .ok()?
+            .lines()
+            .filter(|l| l.contains("serving /healthz"))
+            .find_map(|l| support::addr_field(l, "local"))
+    })
+    .await;
     let metrics = || async move {
         let mut s = tokio::net::TcpStream::connect(http).await.ok()?;
         s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -422,17 +434,12 @@ MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
             });
         }
     });
-    let free = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-    };
-    let listen = free();
-    let mut proxy = Command::new(BIN)
+    // On ports the kernel picks: the proxy's `listening` line gives them.
+    let mut command = Command::new(BIN);
+    command
         .args([
             "forward-proxy",
-            &format!("--listen={listen}"),
+            "--listen=127.0.0.1:0",
             &format!("--forward={upstream}"),
             "--issuer=https://kubernetes.default.svc",
             "--audience-from-services",
@@ -440,12 +447,11 @@ MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
             &format!("--pod-labels-file={}", labels.display()),
             &format!("--public-key-file={}", key.display()),
             "--algorithm=EdDSA",
-            &format!("--http-address={}", free()),
+            "--http-address=127.0.0.1:0",
         ])
-        .env("KUBECONFIG", &kubeconfig)
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+        .env("KUBECONFIG", &kubeconfig);
+    let mut proxy = support::spawn_proxy(command).await;
+    let listen = proxy.listen;
     let mut minter = Minter::new(signing, Issuer::new("https://kubernetes.default.svc"));
     let mut status = |audience: String| {
         let token = minter
@@ -475,7 +481,7 @@ MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert_eq!(status("default/kubernetes".to_owned()).await, Some(403));
-    proxy.kill().await.unwrap();
+    proxy.child.kill().await.unwrap();
     services
         .delete(&name, &DeleteParams::default())
         .await

@@ -45,8 +45,8 @@ use futures_util::TryStreamExt as _;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest as ApiCsr;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use tls_bootstrap::{
-    CertificateRequest, CertificateSigningRequest, IssuedCertificate, KUBELET_CLIENT_SIGNER,
-    NodeKey, NodeName, State,
+    CertificateRequest, CertificateSigningRequest, IssuedCertificate, Issuer,
+    KUBELET_CLIENT_SIGNER, NodeKey, NodeName, State, Waiting,
 };
 
 /// How long the kubelet waits for its bootstrap certificate (one hour).
@@ -150,7 +150,7 @@ pub enum Error {
         /// The request's name.
         name: String,
     },
-    /// No certificate within the timeout.
+    /// No certificate within the timeout, and the request was not approved.
     #[error(
         "timed out after {after:?} waiting for certificate signing request {name} to be approved and issued"
     )]
@@ -159,6 +159,23 @@ pub enum Error {
         name: String,
         /// The timeout.
         after: Duration,
+    },
+    /// No certificate within the timeout, although the request was approved: no signer issued
+    /// it (for the kubelet's signer, kube-controller-manager's `csrsigning` controller is not
+    /// running or has no signing CA).
+    #[error(
+        "timed out after {after:?} waiting for the certificate of certificate signing request \
+         {name}: it is approved, but signer {signer_name} did not issue it ({issuer})"
+    )]
+    NotIssued {
+        /// The request's name.
+        name: String,
+        /// The timeout.
+        after: Duration,
+        /// The request's `spec.signerName`.
+        signer_name: String,
+        /// Who issues for that name.
+        issuer: Issuer,
     },
     /// The issued certificate is not acceptable.
     #[error("the issued certificate for {name} is not acceptable: {source}")]
@@ -202,14 +219,35 @@ pub async fn client_from_kubeconfig(yaml: &str) -> Result<kube::Client, Error> {
 /// # Errors
 ///
 /// One variant per step; [`Error::Denied`], [`Error::Failed`], [`Error::Deleted`],
-/// [`Error::UidChanged`] and [`Error::Timeout`] end the wait as the kubelet's do.
-#[tracing::instrument(skip_all, fields(node = %node))]
+/// [`Error::UidChanged`], [`Error::Timeout`] and [`Error::NotIssued`] end the wait as the
+/// kubelet's do.
 pub async fn request_certificate(
     client: &kube::Client,
     node: &NodeName,
     key: &NodeKey,
     ca_pem: &str,
     options: &Options,
+) -> Result<IssuedCertificate, Error> {
+    request_certificate_with_progress(client, node, key, ca_pem, options, |_| {}).await
+}
+
+/// [`request_certificate`], calling `progress` with what the request waits for
+/// ([`CertificateSigningRequest::waiting`]: approval, or a signer to issue the certificate of
+/// the approved request) each time a version of it that still waits is read: for a progress
+/// line that tells "pending approval" from "approved, no signer has issued it".
+///
+/// # Errors
+///
+/// As [`request_certificate`]: a timeout after the approval is [`Error::NotIssued`], naming
+/// the signer.
+#[tracing::instrument(skip_all, fields(node = %node))]
+pub async fn request_certificate_with_progress(
+    client: &kube::Client,
+    node: &NodeName,
+    key: &NodeKey,
+    ca_pem: &str,
+    options: &Options,
+    progress: impl Fn(Waiting<'_>) + Send + Sync,
 ) -> Result<IssuedCertificate, Error> {
     let request = CertificateRequest::for_node(node, key).map_err(Error::Request)?;
     let object = CertificateSigningRequest::for_node(&request, options.expiration)
@@ -219,16 +257,49 @@ pub async fn request_certificate(
     let deadline = tokio::time::Instant::from_std(crate::clock::instant())
         .checked_add(options.timeout)
         .unwrap_or_else(|| tokio::time::Instant::from_std(crate::clock::instant()));
+    // The signer of the request as last read, once approved without a certificate.
+    let approved = std::sync::Mutex::new(None::<(String, Issuer)>);
+    let observe = |waiting: Waiting<'_>| {
+        let issuance = match waiting {
+            Waiting::Issuance {
+                signer_name,
+                issuer,
+            } => Some((signer_name.to_owned(), issuer)),
+            _ => None,
+        };
+        if let Ok(mut last) = approved.lock()
+            && *last != issuance
+        {
+            if let Some((signer, issuer)) = &issuance {
+                tracing::info!(
+                    csr = %name,
+                    signer = %signer,
+                    issuer = %issuer,
+                    "certificate signing request approved, waiting for its signer to issue the certificate"
+                );
+            }
+            *last = issuance;
+        }
+        progress(waiting);
+    };
     let wait = async {
         let uid = create_or_reuse(&api, &object, &request, &name).await?;
         tracing::info!(csr = %name, "certificate signing request filed, waiting for approval");
-        wait_for_certificate(&api, &name, uid.as_deref(), key, node, ca_pem).await
+        wait_for_certificate(&api, &name, uid.as_deref(), key, node, ca_pem, &observe).await
     };
     match tokio::time::timeout_at(deadline, wait).await {
         Ok(result) => result,
-        Err(_) => Err(Error::Timeout {
-            name,
-            after: options.timeout,
+        Err(_) => Err(match approved.lock().ok().and_then(|mut a| a.take()) {
+            Some((signer_name, issuer)) => Error::NotIssued {
+                name,
+                after: options.timeout,
+                signer_name,
+                issuer,
+            },
+            None => Error::Timeout {
+                name,
+                after: options.timeout,
+            },
         }),
     }
 }
@@ -317,7 +388,8 @@ async fn create_or_reuse(
     }
 }
 
-/// Lists and watches the request by name until it is decided.
+/// Lists and watches the request by name until it is decided, telling `observe` what each
+/// version read that still waits is waiting for.
 async fn wait_for_certificate(
     api: &Api<ApiCsr>,
     name: &str,
@@ -325,6 +397,7 @@ async fn wait_for_certificate(
     key: &NodeKey,
     node: &NodeName,
     ca_pem: &str,
+    observe: &(impl Fn(Waiting<'_>) + Sync),
 ) -> Result<IssuedCertificate, Error> {
     let watch_err = |source| Error::Watch {
         name: name.to_owned(),
@@ -341,7 +414,7 @@ async fn wait_for_certificate(
                 name: name.to_owned(),
             });
         };
-        if let Some(cert) = judge(current, name, uid, key, node, ca_pem)? {
+        if let Some(cert) = judge(current, name, uid, key, node, ca_pem, observe)? {
             return Ok(cert);
         }
         let version = list.metadata.resource_version.unwrap_or_default();
@@ -352,7 +425,7 @@ async fn wait_for_certificate(
         while let Some(event) = events.try_next().await.map_err(watch_err)? {
             match event {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                    if let Some(cert) = judge(&o, name, uid, key, node, ca_pem)? {
+                    if let Some(cert) = judge(&o, name, uid, key, node, ca_pem, observe)? {
                         return Ok(cert);
                     }
                 }
@@ -372,8 +445,8 @@ async fn wait_for_certificate(
     }
 }
 
-/// What one observed version of the request means: still waiting (`None`), a certificate, or
-/// the end of the wait.
+/// What one observed version of the request means: still waiting (`None`, after telling
+/// `observe` what for), a certificate, or the end of the wait.
 fn judge(
     object: &ApiCsr,
     name: &str,
@@ -381,6 +454,7 @@ fn judge(
     key: &NodeKey,
     node: &NodeName,
     ca_pem: &str,
+    observe: &impl Fn(Waiting<'_>),
 ) -> Result<Option<IssuedCertificate>, Error> {
     if uid.is_some() && object.metadata.uid.as_deref() != uid {
         return Err(Error::UidChanged {
@@ -413,13 +487,50 @@ fn judge(
             reason: owned(reason),
             message: owned(message),
         }),
-        _ => Ok(None),
+        _ => {
+            if let Some(waiting) = csr.waiting() {
+                observe(waiting);
+            }
+            Ok(None)
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use tls_bootstrap::{Issuer, KUBELET_CLIENT_SIGNER};
+
     use super::Error;
+
+    /// A timeout before approval, and one after it: the second names the signer that did not
+    /// issue and what issues for it.
+    #[test]
+    fn a_timeout_says_whether_the_request_was_approved() {
+        let pending = Error::Timeout {
+            name: "node-csr-x".to_owned(),
+            after: Duration::from_secs(60),
+        };
+        assert_eq!(
+            pending.to_string(),
+            "timed out after 60s waiting for certificate signing request node-csr-x to be \
+             approved and issued"
+        );
+        let approved = Error::NotIssued {
+            name: "node-csr-x".to_owned(),
+            after: Duration::from_secs(60),
+            signer_name: KUBELET_CLIENT_SIGNER.to_owned(),
+            issuer: Issuer::KubeControllerManager,
+        };
+        assert_eq!(
+            approved.to_string(),
+            "timed out after 60s waiting for the certificate of certificate signing request \
+             node-csr-x: it is approved, but signer kubernetes.io/kube-apiserver-client-kubelet \
+             did not issue it (kube-controller-manager's csrsigning controller issues it, and \
+             runs only with --cluster-signing-cert-file and --cluster-signing-key-file)"
+        );
+    }
 
     /// client-go's `WaitForCertificate` messages for a denied and a failed request.
     #[test]

@@ -18,6 +18,7 @@ mod request;
 mod signer;
 mod time;
 mod usage;
+mod waiting;
 
 pub use accept::{
     IssuedCertificate, MAX_CA_BUNDLE_BYTES, MAX_CA_CERTIFICATES, MAX_CERTIFICATE_PEM_BYTES,
@@ -50,3 +51,4 @@ pub use signer::{
 };
 pub use time::rfc3339;
 pub use usage::KeyUsage;
+pub use waiting::{Issuer, Waiting};

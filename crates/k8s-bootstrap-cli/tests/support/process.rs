@@ -1,9 +1,14 @@
-//! Helpers shared by the tests that run `k8s-bootstrap` as a process: free ports, a forward
-//! proxy that reports the addresses it bound, waiting for a condition, SIGTERM.
+//! Helpers shared by the tests that run `k8s-bootstrap` as a process: the addresses a process
+//! bound on port 0 (from its log), an address that refuses connections, a forward proxy that
+//! reports the addresses it bound, waiting for a condition, SIGTERM.
+//!
+//! No test picks a free port and releases it for a process to bind later (another process
+//! could take it in between): the processes bind port 0 and log the address they got.
 #![allow(
     dead_code,
     clippy::unwrap_used,
     clippy::panic,
+    clippy::arithmetic_side_effects,
     reason = "each test binary uses some of the helpers; test helpers fail loudly"
 )]
 
@@ -13,12 +18,51 @@ use std::time::Duration;
 /// How long a condition may take to hold (room for a loaded 2-core machine).
 const EVENTUALLY: Duration = Duration::from_secs(20);
 
-/// A free port on 127.0.0.1 (bound, read, released).
-pub(crate) fn free_addr() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
+/// An address on 127.0.0.1 where nothing listens, and nothing can while this value lives: its
+/// port is bound without listening, so a connection to it is refused (and no other process can
+/// bind the port and answer instead).
+pub(crate) struct Refusing {
+    addr: SocketAddr,
+    _socket: tokio::net::TcpSocket,
+}
+
+impl Refusing {
+    /// Binds a port of the kernel's choosing, without listening on it.
+    pub(crate) fn bind() -> Refusing {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        Refusing {
+            addr: socket.local_addr().unwrap(),
+            _socket: socket,
+        }
+    }
+
+    /// The address: connections to it are refused.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+/// The socket address in field `name` (`local`, `http`...) of a `tracing` text line
+/// (`... local=127.0.0.1:43121 ...`, quoted or not; ANSI escapes are skipped).
+pub(crate) fn addr_field(line: &str, name: &str) -> Option<SocketAddr> {
+    let prefix = format!("{name}=");
+    strip_ansi(line)
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix(prefix.as_str()))
+        .and_then(|v| v.trim_matches('"').parse().ok())
+}
+
+/// Polls `check` every 50 ms until it gives a value; fails naming `what` after 20 s.
+pub(crate) async fn eventually_some<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = tokio::time::Instant::now() + EVENTUALLY;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Polls `check` every 50 ms until it holds; fails naming `what` after 20 s.
@@ -81,18 +125,14 @@ pub(crate) async fn spawn_proxy(mut command: tokio::process::Command) -> Proxy {
         let mut found = Some(found);
         while let Ok(Some(line)) = lines.next_line().await {
             let plain = strip_ansi(&line);
-            if plain.contains("forward-proxy: listening") {
-                let field = |name: &str| {
-                    plain
-                        .split_whitespace()
-                        .find_map(|w| w.strip_prefix(name))
-                        .and_then(|v| v.parse::<SocketAddr>().ok())
-                };
-                if let (Some(listen), Some(http), Some(found)) =
-                    (field("local="), field("http="), found.take())
-                {
-                    let _ = found.send((listen, http));
-                }
+            if plain.contains("forward-proxy: listening")
+                && let (Some(listen), Some(http), Some(found)) = (
+                    addr_field(&plain, "local"),
+                    addr_field(&plain, "http"),
+                    found.take(),
+                )
+            {
+                let _ = found.send((listen, http));
             }
             log.push_str(&plain);
             log.push('\n');

@@ -432,7 +432,7 @@ MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
     let mut proxy = Command::new(BIN)
         .args([
             "forward-proxy",
-            &format!("--listen={listen}"),
+            &format!("--insecure-listen-address={listen}"),
             &format!("--forward={upstream}"),
             "--issuer=https://kubernetes.default.svc",
             "--audience-from-services",

@@ -176,7 +176,8 @@ fn client_config(
     })
 }
 
-const BOTH: &[&rustls::SupportedProtocolVersion] = &[&rustls::version::TLS13, &rustls::version::TLS12];
+const BOTH: &[&rustls::SupportedProtocolVersion] =
+    &[&rustls::version::TLS13, &rustls::version::TLS12];
 
 async fn connect(
     addr: SocketAddr,
@@ -184,7 +185,9 @@ async fn connect(
 ) -> std::io::Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
     let tcp = tokio::net::TcpStream::connect(addr).await?;
     let name = ServerName::try_from("localhost").unwrap();
-    tokio_rustls::TlsConnector::from(config).connect(name, tcp).await
+    tokio_rustls::TlsConnector::from(config)
+        .connect(name, tcp)
+        .await
 }
 
 /// The certificate a new handshake is served.
@@ -278,9 +281,17 @@ async fn serves_tls_to_a_client_that_trusts_the_ca() {
     assert_eq!(served_certificate(proxy, &ca).await, der);
     // A client that trusts another CA does not get through.
     let other = Ca::new("another CA");
-    assert!(connect(proxy, client_config(&other, BOTH, None)).await.is_err());
+    assert!(
+        connect(proxy, client_config(&other, BOTH, None))
+            .await
+            .is_err()
+    );
     assert_eq!(
-        metric(http, "k8s_bootstrap_forward_proxy_tls_handshake_errors_total").await,
+        metric(
+            http,
+            "k8s_bootstrap_forward_proxy_tls_handshake_errors_total"
+        )
+        .await,
         1
     );
     let expiry = metric(
@@ -288,7 +299,10 @@ async fn serves_tls_to_a_client_that_trusts_the_ca() {
         "k8s_bootstrap_forward_proxy_serving_certificate_expiry_timestamp_seconds",
     )
     .await;
-    assert!(expiry > 4_000_000_000, "rcgen's default notAfter is 4096: {expiry}");
+    assert!(
+        expiry > 4_000_000_000,
+        "rcgen's default notAfter is 4096: {expiry}"
+    );
 }
 
 #[tokio::test]
@@ -307,7 +321,9 @@ async fn tls_1_2_and_1_3_are_accepted_1_0_and_1_1_refused() {
         (rustls::ProtocolVersion::TLSv1_2, &rustls::version::TLS12),
         (rustls::ProtocolVersion::TLSv1_3, &rustls::version::TLS13),
     ] {
-        let stream = connect(proxy, client_config(&ca, &[only], None)).await.unwrap();
+        let stream = connect(proxy, client_config(&ca, &[only], None))
+            .await
+            .unwrap();
         assert_eq!(stream.get_ref().1.protocol_version(), Some(version));
     }
     for (flag, name) in [("-tls1_2", "TLSv1.2"), ("-tls1_3", "TLSv1.3")] {
@@ -342,7 +358,9 @@ async fn min_version_tls_1_3_refuses_tls_1_2() {
     );
     let (ok, out) = openssl(proxy, "-tls1_2").await;
     assert!(!ok && out.contains("SSL alert number"), "{out}");
-    let stream = connect(proxy, client_config(&ca, BOTH, None)).await.unwrap();
+    let stream = connect(proxy, client_config(&ca, BOTH, None))
+        .await
+        .unwrap();
     assert_eq!(
         stream.get_ref().1.protocol_version(),
         Some(rustls::ProtocolVersion::TLSv1_3)
@@ -372,15 +390,16 @@ async fn rotated_files_are_served_to_new_handshakes_and_a_broken_pair_is_not() {
     let (cert_b, key_b, der_b) = ca.serving("second");
     let files = files(&ca, &cert_a, &key_a);
     let tls = TlsServing::new(&files.cert, &files.key);
-    let server = Server::bind(
-        config(addon().await, &files, tls).reload_interval(Duration::from_millis(20)),
-    )
-    .await
-    .unwrap();
+    let server =
+        Server::bind(config(addon().await, &files, tls).reload_interval(Duration::from_millis(20)))
+            .await
+            .unwrap();
     let (proxy, http) = (server.local_addr(), server.http_addr());
     let _stop = serve(server);
     assert_eq!(served_certificate(proxy, &ca).await, der_a);
-    let open = connect(proxy, client_config(&ca, BOTH, None)).await.unwrap();
+    let open = connect(proxy, client_config(&ca, BOTH, None))
+        .await
+        .unwrap();
 
     // Same paths, new contents, the old modification times.
     rewrite_keeping_mtime(&files.key, &key_b);
@@ -407,7 +426,11 @@ async fn rotated_files_are_served_to_new_handshakes_and_a_broken_pair_is_not() {
     let answer = read_until_closed(&mut open).await;
     assert!(answer.ends_with("user=jane"), "{answer}");
     assert_eq!(
-        metric(http, "k8s_bootstrap_forward_proxy_serving_certificate_reloads_total").await,
+        metric(
+            http,
+            "k8s_bootstrap_forward_proxy_serving_certificate_reloads_total"
+        )
+        .await,
         1
     );
 
@@ -426,10 +449,7 @@ async fn rotated_files_are_served_to_new_handshakes_and_a_broken_pair_is_not() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
-    assert!(
-        ready.contains("does not match the certificate"),
-        "{ready}"
-    );
+    assert!(ready.contains("does not match the certificate"), "{ready}");
     assert!(!ready.contains("PRIVATE KEY"), "{ready}");
     assert_eq!(served_certificate(proxy, &ca).await, der_b);
     assert_eq!(
@@ -457,7 +477,8 @@ async fn a_plain_http_client_gets_no_http_and_a_stalled_handshake_is_closed() {
     let ca = Ca::new("test CA");
     let (cert, key, _) = ca.serving("forward-proxy");
     let files = files(&ca, &cert, &key);
-    let tls = TlsServing::new(&files.cert, &files.key).handshake_timeout(Duration::from_millis(300));
+    let tls =
+        TlsServing::new(&files.cert, &files.key).handshake_timeout(Duration::from_millis(300));
     let server = Server::bind(config(addon().await, &files, tls))
         .await
         .unwrap();
@@ -478,7 +499,11 @@ async fn a_plain_http_client_gets_no_http_and_a_stalled_handshake_is_closed() {
     assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
     assert!(started.elapsed() >= Duration::from_millis(250));
     assert_eq!(
-        metric(http, "k8s_bootstrap_forward_proxy_tls_handshake_errors_total").await,
+        metric(
+            http,
+            "k8s_bootstrap_forward_proxy_tls_handshake_errors_total"
+        )
+        .await,
         2
     );
 }
@@ -511,7 +536,11 @@ async fn client_certificates_are_verified_against_the_client_ca() {
     let other = Ca::new("another CA");
     let refused = connect(
         proxy,
-        client_config(&ca, &[&rustls::version::TLS12], Some(other.client("mallory"))),
+        client_config(
+            &ca,
+            &[&rustls::version::TLS12],
+            Some(other.client("mallory")),
+        ),
     )
     .await;
     assert!(refused.is_err());
@@ -526,9 +555,13 @@ async fn start_up_errors_name_the_file() {
     let upstream: SocketAddr = "127.0.0.1:9".parse().unwrap();
 
     let missing = files.cert.with_file_name("missing.crt");
-    let err = Server::bind(config(upstream, &files, TlsServing::new(&missing, &files.key)))
-        .await
-        .unwrap_err();
+    let err = Server::bind(config(
+        upstream,
+        &files,
+        TlsServing::new(&missing, &files.key),
+    ))
+    .await
+    .unwrap_err();
     assert!(
         matches!(&err, forward_proxy::Error::ReadTlsFile { file: forward_proxy::TlsFile::Certificate, path, source }
             if *path == missing && source.kind() == std::io::ErrorKind::NotFound),
@@ -537,18 +570,32 @@ async fn start_up_errors_name_the_file() {
     assert!(err.to_string().contains("missing.crt"), "{err}");
 
     // The key file holding the certificate.
-    let err = Server::bind(config(upstream, &files, TlsServing::new(&files.cert, &files.cert)))
-        .await
-        .unwrap_err();
+    let err = Server::bind(config(
+        upstream,
+        &files,
+        TlsServing::new(&files.cert, &files.cert),
+    ))
+    .await
+    .unwrap_err();
     assert!(
-        matches!(&err, forward_proxy::Error::TlsFileContents { file: forward_proxy::TlsFile::PrivateKey, .. }),
+        matches!(
+            &err,
+            forward_proxy::Error::TlsFileContents {
+                file: forward_proxy::TlsFile::PrivateKey,
+                ..
+            }
+        ),
         "{err:?}"
     );
 
     std::fs::write(&files.key, other_key).unwrap();
-    let err = Server::bind(config(upstream, &files, TlsServing::new(&files.cert, &files.key)))
-        .await
-        .unwrap_err();
+    let err = Server::bind(config(
+        upstream,
+        &files,
+        TlsServing::new(&files.cert, &files.key),
+    ))
+    .await
+    .unwrap_err();
     assert!(
         matches!(&err, forward_proxy::Error::KeyMismatch { .. }),
         "{err:?}"
@@ -558,7 +605,9 @@ async fn start_up_errors_name_the_file() {
     std::fs::write(&files.key, key).unwrap();
     let tls = TlsServing::new(&files.cert, &files.key)
         .cipher_suites(vec!["TLS_RSA_WITH_AES_128_CBC_SHA".to_owned()]);
-    let err = Server::bind(config(upstream, &files, tls)).await.unwrap_err();
+    let err = Server::bind(config(upstream, &files, tls))
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, forward_proxy::Error::CipherSuite { name } if name == "TLS_RSA_WITH_AES_128_CBC_SHA"),
         "{err:?}"

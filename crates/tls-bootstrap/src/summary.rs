@@ -83,10 +83,7 @@ mod tests {
         let cert = params.self_signed(&key).unwrap();
         let summary = summarize_certificate(cert.der()).unwrap();
         assert_eq!(summary.subject(), "CN=forward-proxy");
-        assert_eq!(
-            crate::rfc3339(summary.not_before()),
-            "2030-01-02T00:00:00Z"
-        );
+        assert_eq!(crate::rfc3339(summary.not_before()), "2030-01-02T00:00:00Z");
         assert_eq!(crate::rfc3339(summary.not_after()), "2031-03-04T00:00:00Z");
     }
 

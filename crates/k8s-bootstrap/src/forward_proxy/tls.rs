@@ -224,7 +224,9 @@ impl Handshake {
                     .1
                     .peer_certificates()
                     .filter(|c| !c.is_empty())
-                    .map(|c| ClientCertificates(c.iter().map(|c| c.clone().into_owned()).collect()));
+                    .map(|c| {
+                        ClientCertificates(c.iter().map(|c| c.clone().into_owned()).collect())
+                    });
                 Some((Stream::Tls(Box::new(tls)), certificates))
             }
             Ok(Err(e)) => {
@@ -317,11 +319,19 @@ fn with_suites(mut provider: CryptoProvider, names: &[String]) -> Result<CryptoP
         let found = provider
             .cipher_suites
             .iter()
-            .find(|s| s.suite().as_str().is_some_and(|n| suite_name_matches(n, name)))
+            .find(|s| {
+                s.suite()
+                    .as_str()
+                    .is_some_and(|n| suite_name_matches(n, name))
+            })
             .ok_or_else(|| Error::CipherSuite {
                 name: name.chars().take(64).collect(),
             })?;
-        if found.tls13().is_none() && !tls12.iter().any(|s: &rustls::SupportedCipherSuite| s.suite() == found.suite()) {
+        if found.tls13().is_none()
+            && !tls12
+                .iter()
+                .any(|s: &rustls::SupportedCipherSuite| s.suite() == found.suite())
+        {
             tls12.push(*found);
         }
     }
@@ -511,7 +521,13 @@ mod tests {
         );
         assert!(chosen.cipher_suites.iter().any(|s| s.tls13().is_some()));
         assert!(chosen.cipher_suites.len() < all);
-        assert_eq!(with_suites(provider.clone(), &[]).unwrap().cipher_suites.len(), all);
+        assert_eq!(
+            with_suites(provider.clone(), &[])
+                .unwrap()
+                .cipher_suites
+                .len(),
+            all
+        );
         for refused in ["TLS_RSA_WITH_AES_128_CBC_SHA", "NOT_A_SUITE"] {
             assert!(matches!(
                 with_suites(provider.clone(), &[refused.to_owned()]),

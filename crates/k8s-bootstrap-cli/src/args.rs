@@ -131,6 +131,10 @@ impl Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one value, parsed once at start; forward-proxy's flags are the most"
+)]
 pub(crate) enum Command {
     /// Manage bootstrap tokens (kubeadm token).
     Token(TokenArgs),

@@ -7,6 +7,7 @@
     clippy::expect_used,
     clippy::panic,
     clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
     clippy::disallowed_methods,
     reason = "test code reads the wall clock and fails loudly"
 )]

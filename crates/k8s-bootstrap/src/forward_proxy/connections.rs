@@ -76,7 +76,9 @@ impl Connections {
     }
 
     /// Serves one client connection (and its add-on connection) until it closes, its
-    /// lifetime is over or `stop` completes; the request in flight then finishes first.
+    /// lifetime is over or `stop` completes; the request in flight then finishes first. With
+    /// TLS, its handshake comes first (within its timeout; a failed one closes the
+    /// connection), and the client's verified certificates go into each request's extensions.
     fn serve(
         &self,
         stream: tokio::net::TcpStream,

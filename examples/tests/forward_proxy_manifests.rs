@@ -162,12 +162,40 @@ fn the_keys_load_and_the_sidecar_is_wired_as_documented() {
         "--audience-from-services",
         "--pod-labels-file=/etc/podinfo/labels",
         "--jwks-file=/etc/addon-jwt/jwks.json",
+        "--secure-listen-address=0.0.0.0:8443",
+        "--tls-cert-file=/etc/forward-proxy/tls/tls.crt",
+        "--tls-private-key-file=/etc/forward-proxy/tls/tls.key",
     ] {
         assert!(
             args.iter().any(|a| a == expected),
             "{expected} missing: {args:?}"
         );
     }
+    // TLS, never plain HTTP: the certificate files come from the Secret's volume.
+    assert!(
+        !args
+            .iter()
+            .any(|a| a.starts_with("--insecure-listen-address")),
+        "{args:?}"
+    );
+    let mount = proxy
+        .volume_mounts
+        .as_deref()
+        .unwrap()
+        .iter()
+        .find(|m| m.mount_path == "/etc/forward-proxy/tls")
+        .expect("the serving certificate is mounted");
+    let volume = pod
+        .volumes
+        .as_deref()
+        .unwrap()
+        .iter()
+        .find(|v| v.name == mount.name)
+        .unwrap();
+    assert_eq!(
+        volume.secret.as_ref().unwrap().secret_name.as_deref(),
+        Some("dashboard-serving-cert")
+    );
     let namespace_env = proxy
         .env
         .as_deref()

@@ -131,6 +131,10 @@ impl Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one value, parsed once at start; forward-proxy's flags are the most"
+)]
 pub(crate) enum Command {
     /// Manage bootstrap tokens (kubeadm token).
     Token(TokenArgs),
@@ -266,9 +270,43 @@ pub(crate) struct ControllersArgs {
 #[cfg(feature = "sidecar")]
 #[derive(Debug, Args)]
 pub(crate) struct ForwardProxyArgs {
-    /// Where to accept requests (plain HTTP).
-    #[arg(long, default_value = "0.0.0.0:8443", value_name = "ADDR:PORT")]
-    pub(crate) listen: std::net::SocketAddr,
+    /// Where to accept requests over TLS (needs --tls-cert-file and --tls-private-key-file).
+    /// `--listen` is an older name for it.
+    #[arg(
+        long,
+        alias = "listen",
+        default_value = "0.0.0.0:8443",
+        value_name = "ADDR:PORT"
+    )]
+    pub(crate) secure_listen_address: std::net::SocketAddr,
+    /// Accept requests in plain HTTP on this address instead of TLS: bearer tokens then cross
+    /// the network in clear text (for loopback, or behind a mesh or a TLS terminator).
+    #[arg(
+        long,
+        value_name = "ADDR:PORT",
+        conflicts_with_all = ["secure_listen_address", "tls_cert_file", "tls_private_key_file", "client_ca_file", "tls_min_version", "tls_cipher_suites"]
+    )]
+    pub(crate) insecure_listen_address: Option<std::net::SocketAddr>,
+    /// The serving certificate chain, PEM (the server's certificate first); re-read, with the
+    /// key, when its contents change (every --reload-interval).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) tls_cert_file: Option<PathBuf>,
+    /// The serving certificate's private key, PEM (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) tls_private_key_file: Option<PathBuf>,
+    /// CA certificates (PEM) to verify client certificates against; a client without a
+    /// certificate is still served (its token decides), one whose certificate does not verify
+    /// is refused in the handshake. Read once, at start.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) client_ca_file: Option<PathBuf>,
+    /// The lowest TLS version accepted: VersionTLS12 or VersionTLS13.
+    #[arg(long, value_enum, default_value_t = TlsMinVersion::VersionTls12, value_name = "VERSION")]
+    pub(crate) tls_min_version: TlsMinVersion,
+    /// The TLS 1.2 cipher suites to offer, by IANA name, comma-separated (default: all those
+    /// of the crypto provider, AEAD with forward secrecy only). TLS 1.3's suites are not
+    /// configurable: their names are accepted and change nothing.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub(crate) tls_cipher_suites: Vec<String>,
     /// The add-on's address, as host:port (plain HTTP, usually 127.0.0.1 in the same pod).
     #[arg(long, value_name = "HOST:PORT")]
     pub(crate) forward: String,
@@ -366,6 +404,18 @@ pub(crate) struct ForwardProxyArgs {
     /// reason never holds token bytes, but it tells any caller which check failed.
     #[arg(long)]
     pub(crate) explain_rejections: bool,
+}
+
+/// `forward-proxy --tls-min-version`, as kube-rbac-proxy names the versions.
+#[cfg(feature = "sidecar")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TlsMinVersion {
+    /// TLS 1.2 and 1.3.
+    #[value(name = "VersionTLS12")]
+    VersionTls12,
+    /// TLS 1.3 only.
+    #[value(name = "VersionTLS13")]
+    VersionTls13,
 }
 
 /// `forward-proxy --key-reload-failure`.

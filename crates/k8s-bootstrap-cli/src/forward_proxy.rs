@@ -4,9 +4,11 @@
 use std::num::NonZeroUsize;
 
 use k8s_bootstrap::addon_jwt::Algorithm;
-use k8s_bootstrap::forward_proxy::{self, Config, KeySource, ServiceAudiences};
+use k8s_bootstrap::forward_proxy::{
+    self, Config, KeySource, ServiceAudiences, TlsFile, TlsServing, TlsVersion,
+};
 
-use crate::args::{ClusterArgs, ForwardProxyArgs, KeyReloadFailure};
+use crate::args::{ClusterArgs, ForwardProxyArgs, KeyReloadFailure, TlsMinVersion};
 use crate::error::CliError;
 use crate::kubeconfig;
 
@@ -24,6 +26,42 @@ fn key_source(args: &ForwardProxyArgs) -> Result<KeySource, CliError> {
         }
         _ => Err(CliError::Proxy(
             "exactly one of --jwks-file and --public-key-file is required".to_owned(),
+        )),
+    }
+}
+
+/// How the proxy serves, from the flags: TLS with both files, plain HTTP only with
+/// `--insecure-listen-address` (clap refuses it beside the TLS flags), nothing else.
+fn serving(
+    args: &ForwardProxyArgs,
+) -> Result<(std::net::SocketAddr, Option<TlsServing>), CliError> {
+    if let Some(addr) = args.insecure_listen_address {
+        return Ok((addr, None));
+    }
+    match (&args.tls_cert_file, &args.tls_private_key_file) {
+        (Some(cert), Some(key)) => {
+            let mut tls = TlsServing::new(cert, key)
+                .min_version(match args.tls_min_version {
+                    TlsMinVersion::VersionTls12 => TlsVersion::Tls12,
+                    TlsMinVersion::VersionTls13 => TlsVersion::Tls13,
+                })
+                .cipher_suites(args.tls_cipher_suites.clone());
+            if let Some(ca) = &args.client_ca_file {
+                tls = tls.client_ca_file(ca);
+            }
+            Ok((args.secure_listen_address, Some(tls)))
+        }
+        (Some(_), None) => Err(CliError::Usage(
+            "--tls-cert-file needs --tls-private-key-file (the certificate's key)".to_owned(),
+        )),
+        (None, Some(_)) => Err(CliError::Usage(
+            "--tls-private-key-file needs --tls-cert-file (the key's certificate)".to_owned(),
+        )),
+        (None, None) => Err(CliError::Usage(
+            "no serving certificate: give --tls-cert-file and --tls-private-key-file to serve \
+             TLS on --secure-listen-address, or --insecure-listen-address to serve plain HTTP \
+             (tokens in clear text)"
+                .to_owned(),
         )),
     }
 }
@@ -58,8 +96,9 @@ async fn services(args: &ForwardProxyArgs) -> Result<ServiceAudiences, CliError>
 
 pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
     let source = key_source(args)?;
+    let (listen, tls) = serving(args)?;
     let mut config = Config::new(&args.forward, &args.issuer, source)
-        .listen(args.listen)
+        .listen(listen)
         .request_timeout(args.request_timeout)
         .max_connection_duration(args.max_connection_duration)
         .verified_cache_size(args.verified_cache_size)
@@ -80,13 +119,17 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
         ))
         .http_address(args.http_address)
         .explain_rejections(args.explain_rejections);
+    config = match tls {
+        Some(tls) => config.tls(tls),
+        None => config.plain_http(),
+    };
     for audience in &args.audience {
         config = config.audience(audience);
     }
     if args.audience_from_services {
         config = config.services(services(args).await?);
     }
-    log_configuration(args);
+    log_configuration(args, listen);
     forward_proxy::serve(config, crate::signals::terminated())
         .await
         .map_err(|e| proxy_error(&e, args))?;
@@ -95,7 +138,7 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
 
 /// The configuration at info, once at start (the addresses as bound follow in the library's
 /// `listening` line). Nothing secret: keys are named by their file, never read out.
-fn log_configuration(args: &ForwardProxyArgs) {
+fn log_configuration(args: &ForwardProxyArgs, listen: std::net::SocketAddr) {
     let keys = match (&args.jwks_file, &args.public_key_file) {
         (Some(path), _) => format!("JWKS {}", path.display()),
         (None, Some(path)) => format!("PEM {} ({})", path.display(), args.algorithm),
@@ -119,7 +162,20 @@ fn log_configuration(args: &ForwardProxyArgs) {
         "flags only".to_owned()
     };
     tracing::info!(
-        listen = %args.listen,
+        %listen,
+        serving = if args.insecure_listen_address.is_some() {
+            "plain HTTP"
+        } else {
+            "TLS"
+        },
+        tls_cert_file = args.tls_cert_file.as_ref().map(|p| p.display().to_string()),
+        tls_private_key_file = args.tls_private_key_file.as_ref().map(|p| p.display().to_string()),
+        client_ca_file = args.client_ca_file.as_ref().map(|p| p.display().to_string()),
+        tls_min_version = match args.tls_min_version {
+            TlsMinVersion::VersionTls12 => "VersionTLS12",
+            TlsMinVersion::VersionTls13 => "VersionTLS13",
+        },
+        tls_cipher_suites = args.tls_cipher_suites.join(","),
         http_address = %args.http_address,
         forward = args.forward,
         issuer = args.issuer,
@@ -155,16 +211,48 @@ fn proxy_error(e: &forward_proxy::Error, args: &ForwardProxyArgs) -> CliError {
         ),
         // Which flag named the address.
         forward_proxy::Error::Listen { addr, source } => {
-            let flag = if *addr == args.http_address && *addr != args.listen {
+            let (listen, flag) = match args.insecure_listen_address {
+                Some(a) => (a, "--insecure-listen-address"),
+                None => (args.secure_listen_address, "--secure-listen-address"),
+            };
+            let flag = if *addr == args.http_address && *addr != listen {
                 "--http-address"
             } else {
-                "--listen"
+                flag
             };
             format!("{flag} {addr}: {source}")
         }
+        // Which flag named the file; the path and the OS's reason follow.
+        forward_proxy::Error::ReadTlsFile { file, path, source } => {
+            format!("{} {}: {source}", tls_flag(*file), path.display())
+        }
+        forward_proxy::Error::TlsFileContents { file, path, reason } => {
+            format!("{} {}: {reason}", tls_flag(*file), path.display())
+        }
+        forward_proxy::Error::KeyMismatch { cert, key } => format!(
+            "--tls-private-key-file {} is not the key of --tls-cert-file {}",
+            key.display(),
+            cert.display()
+        ),
+        forward_proxy::Error::CipherSuite { name } => {
+            format!(
+                "--tls-cipher-suites: {name:?} is unknown or not supported (AEAD suites with forward secrecy only)"
+            )
+        }
+        forward_proxy::Error::Tls(e) => format!("--tls-min-version/--tls-cipher-suites: {e}"),
         forward_proxy::Error::Threads(source) => {
             format!("--connection-threads {}: {source}", args.connection_threads)
         }
         other => other.to_string(),
     })
+}
+
+/// The flag that names a TLS file.
+fn tls_flag(file: TlsFile) -> &'static str {
+    match file {
+        TlsFile::Certificate => "--tls-cert-file",
+        TlsFile::PrivateKey => "--tls-private-key-file",
+        TlsFile::ClientCa => "--client-ca-file",
+        _ => "a TLS file",
+    }
 }

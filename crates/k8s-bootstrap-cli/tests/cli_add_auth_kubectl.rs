@@ -273,7 +273,7 @@ async fn kubectl_proxy_add_auth_reaches_the_addon_as_the_user() {
     command
         .args([
             "forward-proxy",
-            "--listen=127.0.0.1:0",
+            "--insecure-listen-address=127.0.0.1:0",
             &format!("--forward={addon}"),
             &format!("--issuer={ISSUER}"),
             "--audience-from-services",
@@ -546,7 +546,7 @@ async fn serve_loopback_add_auth_serves_a_forward_proxy_through_kubectl_proxy() 
     let mut command = Command::new(BIN);
     command.args([
         "forward-proxy",
-        "--listen=127.0.0.1:0",
+        "--insecure-listen-address=127.0.0.1:0",
         &format!("--forward={addon}"),
         &format!("--issuer={issuer}"),
         "--audience=default/dashboard",

@@ -170,7 +170,7 @@ fn start_proxy(upstream: SocketAddr, keys: &Path) -> impl Future<Output = Proxy>
 fn proxy_args(upstream: SocketAddr, keys: &Path, extra: &[&str]) -> Vec<String> {
     let mut args: Vec<String> = [
         "forward-proxy".to_owned(),
-        "--listen=127.0.0.1:0".to_owned(),
+        "--insecure-listen-address=127.0.0.1:0".to_owned(),
         format!("--forward={upstream}"),
         format!("--issuer={ISSUER}"),
         format!("--audience={AUDIENCE}"),
@@ -404,6 +404,7 @@ async fn forward_proxy_refuses_bad_flags_and_bad_keys() {
                 "--issuer=i".to_owned(),
                 "--audience=a".to_owned(),
                 format!("--public-key-file={}", garbage.display()),
+                "--insecure-listen-address=127.0.0.1:0".to_owned(),
             ],
             "keys in",
         ),
@@ -414,6 +415,7 @@ async fn forward_proxy_refuses_bad_flags_and_bad_keys() {
                 "--issuer=i".to_owned(),
                 "--audience=a".to_owned(),
                 format!("--public-key-file={}", garbage.display()),
+                "--insecure-listen-address=127.0.0.1:0".to_owned(),
                 "--strip-header=x y".to_owned(),
             ],
             "keys in",
@@ -435,8 +437,8 @@ async fn a_busy_port_names_its_flag_and_the_os_reason() {
     let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let busy_addr = busy.local_addr().unwrap();
     for (flag, other) in [
-        ("--listen", "--http-address"),
-        ("--http-address", "--listen"),
+        ("--insecure-listen-address", "--http-address"),
+        ("--http-address", "--insecure-listen-address"),
     ] {
         let output = Command::new(BIN)
             .args([

@@ -121,7 +121,7 @@ async fn audiences_follow_the_services_that_select_the_pod() {
     command
         .args([
             "forward-proxy",
-            "--listen=127.0.0.1:0",
+            "--insecure-listen-address=127.0.0.1:0",
             &format!("--forward={upstream}"),
             &format!("--issuer={ISSUER}"),
             "--audience-from-services",

@@ -377,7 +377,7 @@ fn forward_proxy_uses_the_kubeconfig_named() {
             "--pod-namespace=ns",
             &format!("--pod-labels-file={}", labels.display()),
             "--jwks-file=/nonexistent/jwks.json",
-            "--listen=127.0.0.1:0",
+            "--insecure-listen-address=127.0.0.1:0",
             "--http-address=127.0.0.1:0",
             &format!("--kubeconfig={}", missing.display()),
         ],

@@ -384,9 +384,10 @@ MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
 -----END PRIVATE KEY-----\n";
 
 /// `forward-proxy` with `KEY`'s public half in `dir`, without `RUST_LOG`, in front of the
-/// discard port (where nothing answers), on ports the kernel picks (`--listen` and `--http-address` on port 0, so no
-/// other process can take a port between a test choosing it and the proxy binding it); the
-/// address it listens on is in its `listening` line ([`listening_on`]).
+/// discard port (where nothing answers), on ports the kernel picks (`--insecure-listen-address`
+/// and `--http-address` on port 0, so no other process can take a port between a test choosing
+/// it and the proxy binding it); the address it listens on is in its `listening` line
+/// ([`listening_on`]).
 fn forward_proxy(dir: &Path, extra: &[&str]) -> Command {
     let key = dir.join("key.pem");
     let public = k8s_bootstrap::addon_jwt::SigningKey::from_pkcs8_pem(KEY)
@@ -398,7 +399,7 @@ fn forward_proxy(dir: &Path, extra: &[&str]) -> Command {
     command
         .args([
             "forward-proxy",
-            "--listen=127.0.0.1:0",
+            "--insecure-listen-address=127.0.0.1:0",
             "--http-address=127.0.0.1:0",
             "--forward=127.0.0.1:9",
             "--issuer=https://kubernetes.default.svc",

@@ -1081,7 +1081,7 @@ async fn demo_runs_the_whole_flow_with_the_real_commands() {
         "can be unsafe",
         "could not find a JWS signature in the cluster-info ConfigMap",
         // Add-on authentication: kubectl proxy, the add-auth layer, forward-proxy, the add-on.
-        "$ k8s-bootstrap forward-proxy --listen=127.0.0.1:0",
+        "$ k8s-bootstrap forward-proxy --insecure-listen-address=127.0.0.1:0",
         "Starting to serve on 127.0.0.1:",
         "add-on: GET / with X-Authenticated-User: loopback-admin",
         "without add-auth=true no token is added: the forward proxy refuses (403)",

@@ -439,7 +439,7 @@ MC4CAQAwBQYDK2VwBCIEICyjEhHG/3sL4rqIpvyWMwYdvItMjqPMedPomdGbbi1K\n\
     command
         .args([
             "forward-proxy",
-            "--listen=127.0.0.1:0",
+            "--insecure-listen-address=127.0.0.1:0",
             &format!("--forward={upstream}"),
             "--issuer=https://kubernetes.default.svc",
             "--audience-from-services",

@@ -71,7 +71,7 @@ pub mod forward_proxy;
 mod health;
 #[cfg(feature = "sidecar")]
 pub mod sidecar;
-#[cfg(feature = "discovery")]
+#[cfg(any(feature = "discovery", feature = "forward-proxy"))]
 mod tls;
 #[cfg(feature = "token")]
 pub mod token;

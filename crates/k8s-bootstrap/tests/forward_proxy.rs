@@ -93,6 +93,7 @@ fn config(upstream: SocketAddr, keys: &std::path::Path) -> Config {
     )
     .audience(AUDIENCE)
     .listen("127.0.0.1:0".parse().unwrap())
+    .plain_http()
     .http_address("127.0.0.1:0".parse().unwrap())
 }
 
@@ -456,6 +457,12 @@ async fn start_up_errors_are_typed() {
     no_audience.audiences.clear();
     let err = Server::bind(no_audience).await.unwrap_err();
     assert!(matches!(err, forward_proxy::Error::NoAudience), "{err:?}");
+
+    // Neither TLS nor plain HTTP asked for: refused, whatever else is right.
+    let mut neither = config(upstream, &keys);
+    neither.serving = None;
+    let err = Server::bind(neither).await.unwrap_err();
+    assert!(matches!(err, forward_proxy::Error::NoServing), "{err:?}");
 }
 
 /// An add-on answering `/wait?ms=N` after N milliseconds.

@@ -555,6 +555,7 @@ async fn the_proxy_hands_on_responses_as_hyper_reads_them() {
         )
         .audience(AUDIENCE)
         .listen("127.0.0.1:0".parse().unwrap())
+        .plain_http()
         .http_address("127.0.0.1:0".parse().unwrap());
         let server = Server::bind(config).await.unwrap();
         let proxy = server.local_addr();

@@ -16,6 +16,7 @@ mod pem;
 mod policy;
 mod request;
 mod signer;
+mod summary;
 mod time;
 mod usage;
 mod waiting;
@@ -49,6 +50,7 @@ pub use signer::{
     BACKDATE, DEFAULT_SIGNING_DURATION, MIN_LIFETIME, SHORT_LIFETIME, SignerConfig, Signing,
     SigningPlan, sign, signing_duration,
 };
+pub use summary::{CertificateSummary, MAX_SUMMARY_SUBJECT_CHARS, summarize_certificate};
 pub use time::rfc3339;
 pub use usage::KeyUsage;
 pub use waiting::{Issuer, Waiting};

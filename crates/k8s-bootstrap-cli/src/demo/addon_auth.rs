@@ -132,7 +132,8 @@ pub(in crate::demo) async fn run(
     )?;
     say(&format!(
         "Service default/{SERVICE} (port 80), its EndpointSlice pointing at the forward proxy \
-         (127.0.0.1:{port})"
+         (127.0.0.1:{port}, plain HTTP on loopback, asked for with --insecure-listen-address; \
+         deployed, it serves TLS with --tls-cert-file and --tls-private-key-file)"
     ));
 
     let Some(kubectl_proxy) = KubectlProxy::start(demo, admin).await? else {
@@ -209,7 +210,7 @@ impl ForwardProxy {
     ) -> Result<ForwardProxy, CliError> {
         let args = [
             "forward-proxy".to_owned(),
-            "--listen=127.0.0.1:0".to_owned(),
+            "--insecure-listen-address=127.0.0.1:0".to_owned(),
             format!("--forward={addon}"),
             format!("--issuer={ISSUER}"),
             format!("--audience=default/{SERVICE}"),

@@ -9,7 +9,7 @@ use crate::addon_jwt::Algorithm;
 
 use super::ServiceAudiences;
 #[cfg(doc)]
-use super::{Server, SidecarLayer};
+use super::{ClientCertificates, Server, SidecarLayer};
 
 /// Where the verification keys come from; the file is re-read when it changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,13 +33,133 @@ pub enum KeyReloadFailure {
     FailClosed,
 }
 
+/// How [`Config::listen`] serves: over TLS, or in plain HTTP when that is asked for.
+/// [`Config::new`] chooses neither; [`Server::bind`] refuses a [`Config`] without one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Serving {
+    /// TLS with a certificate and key from files, reloaded when they change.
+    Tls(TlsServing),
+    /// Plain HTTP: bearer tokens cross the network in clear text, so only behind something
+    /// that encrypts (a mesh, a TLS terminator in the same pod) or on loopback.
+    PlainHttp,
+}
+
+/// The lowest TLS version a client may use (TLS 1.0 and 1.1 are never offered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum TlsVersion {
+    /// TLS 1.2 and 1.3 (kube-rbac-proxy's `VersionTLS12`, the default).
+    #[default]
+    Tls12,
+    /// TLS 1.3 only (`VersionTLS13`).
+    Tls13,
+}
+
+/// Which of [`TlsServing`]'s files an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TlsFile {
+    /// [`TlsServing::cert_file`].
+    Certificate,
+    /// [`TlsServing::key_file`].
+    PrivateKey,
+    /// [`TlsServing::client_ca_file`].
+    ClientCa,
+}
+
+impl std::fmt::Display for TlsFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TlsFile::Certificate => "the serving certificate",
+            TlsFile::PrivateKey => "the serving key",
+            TlsFile::ClientCa => "the client CA",
+        })
+    }
+}
+
+/// TLS serving: the certificate chain and its key from PEM files (both re-read every
+/// [`Config::reload_interval`] and swapped in, for new handshakes, when their contents
+/// change and the new pair matches), TLS 1.2 at least with rustls' default cipher suites
+/// (all AEAD with forward secrecy), and optionally client certificates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TlsServing {
+    /// The certificate chain, PEM (`CERTIFICATE` blocks, the server's first).
+    pub cert_file: PathBuf,
+    /// Its private key, PEM (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: PathBuf,
+    /// CA certificates (PEM) that client certificates are verified against (read once, at
+    /// start). A client without a certificate is still served (its token decides); one with a
+    /// certificate that does not verify is refused in the handshake. The verified chain is in
+    /// each request's extensions as [`ClientCertificates`]. `None` (the default): no client
+    /// certificate is asked for.
+    pub client_ca_file: Option<PathBuf>,
+    /// The lowest TLS version accepted (default TLS 1.2).
+    pub min_version: TlsVersion,
+    /// The TLS 1.2 cipher suites to offer, by IANA name (`TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256`),
+    /// out of those the crypto provider implements; empty (the default): all of them. As in
+    /// Go, TLS 1.3's suites are not configurable: their names are accepted and change nothing.
+    pub cipher_suites: Vec<String>,
+    /// The longest a client may take to complete its handshake before the connection is
+    /// closed (default 10 s).
+    pub handshake_timeout: Duration,
+}
+
+impl TlsServing {
+    /// TLS with the certificate chain in `cert_file` and its key in `key_file`, the other
+    /// settings at their defaults.
+    #[must_use]
+    pub fn new(cert_file: impl Into<PathBuf>, key_file: impl Into<PathBuf>) -> TlsServing {
+        TlsServing {
+            cert_file: cert_file.into(),
+            key_file: key_file.into(),
+            client_ca_file: None,
+            min_version: TlsVersion::Tls12,
+            cipher_suites: Vec::new(),
+            handshake_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// Sets [`TlsServing::client_ca_file`].
+    #[must_use]
+    pub fn client_ca_file(mut self, path: impl Into<PathBuf>) -> TlsServing {
+        self.client_ca_file = Some(path.into());
+        self
+    }
+
+    /// Sets [`TlsServing::min_version`].
+    #[must_use]
+    pub fn min_version(mut self, version: TlsVersion) -> TlsServing {
+        self.min_version = version;
+        self
+    }
+
+    /// Sets [`TlsServing::cipher_suites`].
+    #[must_use]
+    pub fn cipher_suites(mut self, names: Vec<String>) -> TlsServing {
+        self.cipher_suites = names;
+        self
+    }
+
+    /// Sets [`TlsServing::handshake_timeout`].
+    #[must_use]
+    pub fn handshake_timeout(mut self, timeout: Duration) -> TlsServing {
+        self.handshake_timeout = timeout;
+        self
+    }
+}
+
 /// The forward proxy's settings; [`Config::new`] takes what has no default, the other
 /// methods change one setting each (the defaults are `k8s-bootstrap forward-proxy`'s).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Config {
-    /// Where to accept requests (plain HTTP; default `0.0.0.0:8443`).
+    /// Where to accept requests (default `0.0.0.0:8443`), served as [`Config::serving`] says.
     pub listen: SocketAddr,
+    /// TLS or plain HTTP on [`Config::listen`]; `None` (what [`Config::new`] leaves) is
+    /// refused by [`Server::bind`], so plain HTTP is only ever served when asked for.
+    pub serving: Option<Serving>,
     /// The add-on's address, as host:port (plain HTTP).
     pub forward: String,
     /// The accepted token issuer (the `iss` claim).
@@ -100,6 +220,7 @@ impl Config {
     pub fn new(forward: &str, issuer: &str, keys: KeySource) -> Config {
         Config {
             listen: SocketAddr::from(([0, 0, 0, 0], 8443)),
+            serving: None,
             forward: forward.to_owned(),
             issuer: issuer.to_owned(),
             audiences: Vec::new(),
@@ -131,6 +252,21 @@ impl Config {
     #[must_use]
     pub fn explain_rejections(mut self, explain: bool) -> Config {
         self.explain_rejections = explain;
+        self
+    }
+
+    /// Serves TLS on [`Config::listen`] ([`Config::serving`]).
+    #[must_use]
+    pub fn tls(mut self, tls: TlsServing) -> Config {
+        self.serving = Some(Serving::Tls(tls));
+        self
+    }
+
+    /// Serves plain HTTP on [`Config::listen`] ([`Config::serving`]): tokens in clear text on
+    /// the network.
+    #[must_use]
+    pub fn plain_http(mut self) -> Config {
+        self.serving = Some(Serving::PlainHttp);
         self
     }
 
@@ -251,6 +387,52 @@ pub enum Error {
         #[source]
         source: crate::addon_jwt::Error,
     },
+    /// [`Config::serving`] is `None`: neither TLS nor plain HTTP was chosen.
+    #[error("neither TLS serving nor plain HTTP is configured")]
+    NoServing,
+    /// A file of [`TlsServing`] could not be read (or is larger than 1 MiB).
+    #[error("reading {file} {}: {source}", .path.display())]
+    ReadTlsFile {
+        /// Which file.
+        file: TlsFile,
+        /// Its path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file of [`TlsServing`] does not hold what it should.
+    #[error("{file} {}: {reason}", .path.display())]
+    TlsFileContents {
+        /// Which file.
+        file: TlsFile,
+        /// Its path.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The private key is not the certificate's.
+    #[error("the serving key {} does not match the certificate {}", .key.display(), .cert.display())]
+    KeyMismatch {
+        /// [`TlsServing::cert_file`].
+        cert: PathBuf,
+        /// [`TlsServing::key_file`].
+        key: PathBuf,
+    },
+    /// A name of [`TlsServing::cipher_suites`] is unknown or names a suite the crypto provider
+    /// does not implement (rustls implements only AEAD suites with forward secrecy).
+    #[error("cipher suite {name:?} is unknown or not supported")]
+    CipherSuite {
+        /// The name (at most 64 characters of it).
+        name: String,
+    },
+    /// No rustls crypto provider: the `ring` or `aws-lc-rs` feature is off and none is
+    /// installed as the process default.
+    #[error("no rustls crypto provider (enable `ring` or `aws-lc-rs`)")]
+    NoCryptoProvider,
+    /// rustls refused the TLS settings (no cipher suite left for the versions allowed, say).
+    #[error("the TLS settings: {0}")]
+    Tls(#[source] rustls::Error),
     /// No audience is accepted: none given, none discovered.
     #[error("no audience to accept (none given, none discovered)")]
     NoAudience,

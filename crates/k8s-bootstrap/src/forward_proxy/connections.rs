@@ -21,6 +21,7 @@ use crate::sidecar::SidecarLayer;
 #[cfg(doc)]
 use super::Config;
 use super::Error;
+use super::tls::{Handshake, Stream};
 use super::upstream::{Link, Upstream, refusal};
 
 /// What every client connection shares: the sidecar in front, the add-on behind.
@@ -30,6 +31,8 @@ pub(super) struct Connections {
     pub(super) max_connection_duration: Duration,
     /// How long the connections may take to finish after the shutdown.
     pub(super) grace: Duration,
+    /// The TLS handshake, unless plain HTTP is served.
+    pub(super) tls: Option<Handshake>,
 }
 
 impl Connections {
@@ -73,7 +76,9 @@ impl Connections {
     }
 
     /// Serves one client connection (and its add-on connection) until it closes, its
-    /// lifetime is over or `stop` completes; the request in flight then finishes first.
+    /// lifetime is over or `stop` completes; the request in flight then finishes first. With
+    /// TLS, its handshake comes first (within its timeout; a failed one closes the
+    /// connection), and the client's verified certificates go into each request's extensions.
     fn serve(
         &self,
         stream: tokio::net::TcpStream,
@@ -82,32 +87,7 @@ impl Connections {
         stop: impl Future<Output = ()> + Send + 'static,
     ) -> impl Future<Output = ()> + Send + 'static {
         let _ = stream.set_nodelay(true);
-        let link = Arc::new(Link::default());
-        let service = {
-            let upstream = self.upstream.clone();
-            let link = link.clone();
-            let checked = self
-                .layer
-                .layer(tower::service_fn(move |request: Request<Incoming>| {
-                    let upstream = upstream.clone();
-                    let link = link.clone();
-                    async move { Ok::<_, Infallible>(upstream.forward(&link, request).await) }
-                }));
-            // A request the proxy refuses whoever sends it (`CONNECT`, two `Host` lines) is
-            // answered before the token is looked at, as nginx and HAProxy answer it.
-            hyper_util::service::TowerToHyperService::new(tower::service_fn(
-                move |request: Request<Incoming>| {
-                    let refused = refusal(&request);
-                    let checked = checked.clone();
-                    async move {
-                        match refused {
-                            Some(refused) => Ok(refused),
-                            None => tower::ServiceExt::oneshot(checked, request).await,
-                        }
-                    }
-                },
-            ))
-        };
+        let (layer, upstream, tls) = (self.layer.clone(), self.upstream.clone(), self.tls.clone());
         let lifetime = self.max_connection_duration;
         let mut builder = hyper::server::conn::http1::Builder::new();
         // hyper's default of at most 100 header lines (as Envoy's) keeps its parse on the
@@ -118,13 +98,53 @@ impl Connections {
             .max_buf_size(MAX_HEADER_BUFFER);
         async move {
             let _permit = permit;
+            let limit = tokio::time::sleep(lifetime);
+            let mut limit = std::pin::pin!(limit);
+            let mut stop = std::pin::pin!(stop);
+            // The TLS handshake first (within its timeout), before any byte is read as HTTP.
+            let (stream, certificates) = match tls {
+                None => (Stream::Plain(stream), None),
+                Some(tls) => {
+                    let handshake = tls.accept(stream, peer);
+                    let done = tokio::select! {
+                        done = handshake => done,
+                        () = &mut stop => return,
+                        () = &mut limit => return,
+                    };
+                    let Some(done) = done else { return };
+                    done
+                }
+            };
+            let link = Arc::new(Link::default());
+            let service = {
+                let link = link.clone();
+                let checked = layer.layer(tower::service_fn(move |request: Request<Incoming>| {
+                    let upstream = upstream.clone();
+                    let link = link.clone();
+                    async move { Ok::<_, Infallible>(upstream.forward(&link, request).await) }
+                }));
+                // A request the proxy refuses whoever sends it (`CONNECT`, two `Host` lines) is
+                // answered before the token is looked at, as nginx and HAProxy answer it.
+                hyper_util::service::TowerToHyperService::new(tower::service_fn(
+                    move |mut request: Request<Incoming>| {
+                        let refused = refusal(&request);
+                        if let Some(certificates) = &certificates {
+                            request.extensions_mut().insert(certificates.clone());
+                        }
+                        let checked = checked.clone();
+                        async move {
+                            match refused {
+                                Some(refused) => Ok(refused),
+                                None => tower::ServiceExt::oneshot(checked, request).await,
+                            }
+                        }
+                    },
+                ))
+            };
             let connection = builder.serve_connection(TokioIo::new(stream), service);
             let mut connection = std::pin::pin!(connection);
             // The client connection and its add-on connection, driven together.
             let mut both = std::future::poll_fn(|cx| link.poll_beside(connection.as_mut(), cx));
-            let limit = tokio::time::sleep(lifetime);
-            let mut limit = std::pin::pin!(limit);
-            let mut stop = std::pin::pin!(stop);
             tokio::select! {
                 result = &mut both => {
                     if let Err(e) = result {

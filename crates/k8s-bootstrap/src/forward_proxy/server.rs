@@ -15,8 +15,9 @@ use super::connections::{Connections, auto_max_connections, stopped};
 use super::keys::{BuildConfig, BuildState, Inputs, KeyStamp};
 use super::labels::ServiceAudiences;
 use super::metrics::ProxyMetrics;
+use super::tls::{Handshake, PairStamp, ServingCertificate};
 use super::upstream::Upstream;
-use super::{Config, Error, available_cpus};
+use super::{Config, Error, Serving, TlsVersion, available_cpus};
 
 /// Runs the forward proxy with `config` until `shutdown` completes, then finishes the
 /// requests in flight (each within its request timeout) and returns.
@@ -37,6 +38,9 @@ pub struct Server {
     inputs: Arc<Inputs>,
     /// The key file's stamp when its keys were loaded.
     key_stamp: KeyStamp,
+    /// The serving certificate and its files' stamp when it was loaded (TLS only).
+    certificate: Option<(Arc<ServingCertificate>, PairStamp)>,
+    handshake: Option<Handshake>,
     metrics: Arc<ProxyMetrics>,
     services: Option<ServiceAudiences>,
     layer: SidecarLayer,
@@ -57,16 +61,28 @@ impl std::fmt::Debug for Server {
 }
 
 impl Server {
-    /// Lists the Services (with [`Config::services`]), loads the keys, builds the sidecar and
-    /// binds [`Config::listen`] and [`Config::http_address`], in that order.
+    /// Loads the serving certificate (with [`Serving::Tls`]), lists the Services (with
+    /// [`Config::services`]), loads the keys, builds the sidecar and binds [`Config::listen`]
+    /// and [`Config::http_address`], in that order.
     ///
     /// # Errors
     ///
-    /// [`Error::ListServices`], [`Error::ReadKeys`], [`Error::Keys`], [`Error::NoAudience`],
-    /// [`Error::StripHeaders`], [`Error::Forward`] or [`Error::Listen`]: the first step that
-    /// failed.
+    /// [`Error::NoServing`] (no [`Config::serving`]); [`Error::NoCryptoProvider`],
+    /// [`Error::CipherSuite`], [`Error::ReadTlsFile`], [`Error::TlsFileContents`],
+    /// [`Error::KeyMismatch`] or [`Error::Tls`] for TLS; [`Error::ListServices`],
+    /// [`Error::ReadKeys`], [`Error::Keys`], [`Error::NoAudience`], [`Error::StripHeaders`],
+    /// [`Error::Forward`] or [`Error::Listen`]: the first step that failed.
     pub async fn bind(config: Config) -> Result<Server, Error> {
         let metrics = Arc::new(ProxyMetrics::new());
+        // Plain HTTP only when asked for; the certificate files before anything else.
+        let (certificate, handshake) = match config.serving.as_ref().ok_or(Error::NoServing)? {
+            Serving::Tls(tls) => {
+                let (certificate, handshake, stamp) =
+                    ServingCertificate::load(tls, metrics.clone())?;
+                (Some((certificate, stamp)), Some(handshake))
+            }
+            Serving::PlainHttp => (None, None),
+        };
         // Services that select this pod, when asked: listed once before serving.
         let discovered = match &config.services {
             Some(s) => s.matching().await.map_err(|source| Error::ListServices {
@@ -151,8 +167,26 @@ impl Server {
             .map_err(|source| Error::Listen { addr, source })?;
         // Both addresses as bound (a port 0 in the flags is resolved here).
         // What an operator needs to know it runs as meant; no key, no token.
+        let (serving, cert, key, client_ca, min_version) = match &config.serving {
+            Some(Serving::Tls(tls)) => (
+                "TLS",
+                Some(tls.cert_file.display().to_string()),
+                Some(tls.key_file.display().to_string()),
+                tls.client_ca_file.as_ref().map(|p| p.display().to_string()),
+                Some(match tls.min_version {
+                    TlsVersion::Tls12 => "TLS 1.2",
+                    TlsVersion::Tls13 => "TLS 1.3",
+                }),
+            ),
+            _ => ("plain HTTP", None, None, None, None),
+        };
         tracing::info!(
             %local,
+            serving,
+            cert,
+            key,
+            client_ca,
+            min_version,
             http = %http_local,
             forward = %config.forward,
             keys = %config.keys.path().display(),
@@ -169,6 +203,8 @@ impl Server {
             args: config,
             inputs,
             key_stamp,
+            certificate,
+            handshake,
             metrics,
             layer,
             upstream,
@@ -206,6 +242,8 @@ impl Server {
             args,
             inputs,
             key_stamp,
+            certificate,
+            handshake,
             metrics,
             services,
             layer,
@@ -219,15 +257,17 @@ impl Server {
             upstream,
             max_connection_duration: args.max_connection_duration,
             grace: args.request_timeout.saturating_add(Duration::from_secs(1)),
+            tls: handshake,
         });
         let (stop_tx, stop_rx) = watch::channel(false);
         // Health and metrics.
         let http = {
             let metrics = metrics.clone();
             let ready = inputs.clone();
+            let certificate = certificate.as_ref().map(|(c, _)| c.clone());
             let router = crate::health::router(
                 crate::health::Livez::Off,
-                move || ready.readiness(),
+                move || with_certificate_note(ready.readiness(), certificate.as_deref()),
                 move || metrics.encode(),
             );
             tokio::spawn(
@@ -238,6 +278,10 @@ impl Server {
         };
         // Key reload when the mounted file changes.
         let reload = tokio::spawn(inputs.clone().watch(key_stamp, args.reload_interval));
+        // Serving certificate reload when its files change, at the same interval.
+        let reload_certificate = certificate.map(|(certificate, stamp)| {
+            tokio::spawn(certificate.watch(stamp, args.reload_interval))
+        });
         // Audiences from the Services that select this pod.
         let refresh = services.map(|s| tokio::spawn(inputs.clone().refresh(s)));
         let signals = tokio::spawn(async move {
@@ -257,11 +301,27 @@ impl Server {
         };
         signals.abort();
         reload.abort();
+        if let Some(reload) = reload_certificate {
+            reload.abort();
+        }
         if let Some(refresh) = refresh {
             refresh.abort();
         }
         let _ = http.await;
         tracing::info!("forward-proxy: stopped");
         served
+    }
+}
+
+/// `/readyz` as the keys make it, with a line saying when the serving certificate in use is
+/// older than its files (which changes no status: the one in use still serves).
+fn with_certificate_note(
+    (status, text): (http::StatusCode, String),
+    certificate: Option<&ServingCertificate>,
+) -> (http::StatusCode, String) {
+    match certificate.and_then(ServingCertificate::readiness_note) {
+        None => (status, text),
+        Some(note) if text == "ok" => (status, format!("ok: {note}\n")),
+        Some(note) => (status, format!("{text}{note}\n")),
     }
 }

@@ -18,6 +18,7 @@ mod policy;
 mod request;
 mod serving;
 mod serving_approver;
+mod serving_request;
 mod signer;
 mod time;
 mod usage;

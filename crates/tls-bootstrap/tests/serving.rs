@@ -265,12 +265,6 @@ fn approves_names_the_node_owns() {
 
 #[test]
 fn no_opinion_on_other_signers_and_non_nodes() {
-    denied(
-        decide_with(vec![dns("worker-1")], |c, _| {
-            c.spec.usages = vec![ClientAuth]
-        }),
-        "usages did not match [digital signature key encipherment server auth]",
-    );
     for signer in [
         "kubernetes.io/kube-apiserver-client-kubelet",
         "example.com/serving",
@@ -294,6 +288,16 @@ fn no_opinion_on_other_signers_and_non_nodes() {
     assert_eq!(
         decide_with(vec![dns("worker-1")], |c, _| c.spec.username = None),
         ServingDecision::NoOpinion
+    );
+}
+
+#[test]
+fn hostile_wrong_usages() {
+    denied(
+        decide_with(vec![dns("worker-1")], |c, _| {
+            c.spec.usages = vec![ClientAuth]
+        }),
+        "usages did not match [digital signature key encipherment server auth]",
     );
 }
 
@@ -467,4 +471,62 @@ fn hostile_duplicate_empty_and_too_many_names() {
         decide_with(vec![dns("worker-1"), ip("10.0.0.5")], |_, p| p.max_sans = 1),
         "2 subjectAltNames exceed the maximum 1",
     );
+}
+
+#[test]
+fn serving_request_round_trips_and_is_approved() {
+    use tls_bootstrap::{Error, NodeKey, NodeName};
+    let node: NodeName = "worker-1".parse().unwrap();
+    let key = NodeKey::generate().unwrap();
+    let v4: IpAddr = "10.0.0.5".parse().unwrap();
+    let v6: IpAddr = "fd00::5".parse().unwrap();
+    let req = CertificateRequest::for_node_serving(
+        &node,
+        &key,
+        &["worker-1", "worker-1.cluster.example", "worker-1"],
+        &[v4, v6, v4],
+    )
+    .unwrap();
+    assert_eq!(req.dns_names(), ["worker-1", "worker-1.cluster.example"]);
+    assert_eq!(req.ip_addresses(), [v4, v6]);
+    // What was built is what a parser reads back, signature checked.
+    let parsed = CertificateRequest::from_pem(req.to_pem().as_bytes()).unwrap();
+    assert_eq!(parsed, req);
+    assert_eq!(parsed.common_name(), Some(NODE));
+    assert_eq!(parsed.organizations(), ["system:nodes"]);
+    assert!(parsed.email_addresses().is_empty() && parsed.uris().is_empty());
+    validate_kubelet_serving(&parsed, kubelet_serving_usages(parsed.key_type())).unwrap();
+    let csr = object(&parsed, NODE);
+    assert_eq!(
+        decide_serving(&csr, &parsed, &addresses(), &answers(), &policy()),
+        ServingDecision::Approve
+    );
+
+    let only_ip = CertificateRequest::for_node_serving(&node, &key, &[], &[v4]).unwrap();
+    let parsed = CertificateRequest::from_der(only_ip.as_der()).unwrap();
+    assert!(parsed.dns_names().is_empty());
+    assert_eq!(parsed.ip_addresses(), [v4]);
+
+    let invalid = |hosts: &[&str], ips: &[IpAddr]| {
+        matches!(
+            CertificateRequest::for_node_serving(&node, &key, hosts, ips),
+            Err(Error::InvalidRequest { .. })
+        )
+    };
+    assert!(invalid(&[], &[]));
+    assert!(invalid(&[""], &[v4]));
+    assert!(invalid(&["wörker"], &[]));
+    let long = "a".repeat(254);
+    assert!(invalid(&[long.as_str()], &[]));
+    let many: Vec<String> = (0..257).map(|i| format!("n{i}")).collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    assert!(invalid(&many, &[]));
+    assert!(!invalid(&many[..256], &[]));
+    let ips: Vec<IpAddr> = (0..200_u32)
+        .map(|i| IpAddr::from((0x0a00_0000 + i).to_be_bytes()))
+        .collect();
+    assert!(invalid(&many[..100], &ips));
+    // Repeats do not count against the limit.
+    let repeated = vec!["worker-1"; 10_000];
+    assert!(!invalid(&repeated, &[]));
 }

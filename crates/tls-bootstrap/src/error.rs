@@ -42,6 +42,9 @@ pub enum Error {
     /// A usage string the `certificates.k8s.io` API does not know.
     #[error("unknown key usage")]
     UnknownUsage,
+    /// An IP prefix that is not `<address>/<length>` with a length the address family allows.
+    #[error("invalid ip prefix")]
+    InvalidPrefix,
     /// `spec.request` does not start with a `CERTIFICATE REQUEST` PEM block (Kubernetes'
     /// `ParseCSR` message: no PEM block at all, or another kind first).
     #[error("PEM block type must be CERTIFICATE REQUEST")]

@@ -5,6 +5,7 @@
 mod accept;
 mod backend;
 mod error;
+mod ip_prefix;
 #[cfg(feature = "k8s-openapi")]
 mod k8s;
 mod key;
@@ -15,6 +16,9 @@ mod object;
 mod pem;
 mod policy;
 mod request;
+mod serving;
+mod serving_approver;
+mod serving_request;
 mod signer;
 mod summary;
 mod time;
@@ -27,6 +31,7 @@ pub use accept::{
     verify_client_chain,
 };
 pub use error::Error;
+pub use ip_prefix::IpPrefix;
 pub use key::{MAX_KEY_PEM_BYTES, MAX_RSA_BITS, MIN_RSA_BITS, NodeKey};
 pub use kubeconfig::{
     KUBELET_CLIENT_PEM, KUBELET_CLUSTER, KUBELET_CONTEXT, KUBELET_USER, kubelet_kubeconfig,
@@ -46,6 +51,11 @@ pub use policy::{
     is_self_node_client_cert, validate_kubelet_client,
 };
 pub use request::{CertificateRequest, KeyType, MAX_REQUEST_BYTES, MAX_REQUEST_NAMES};
+pub use serving::{
+    KUBELET_SERVING_SIGNER, KUBELET_SERVING_USAGES, KUBELET_SERVING_USAGES_RSA,
+    kubelet_serving_usages, validate_kubelet_serving,
+};
+pub use serving_approver::{DnsCheck, ServingDecision, ServingPolicy, decide_serving};
 pub use signer::{
     BACKDATE, DEFAULT_SIGNING_DURATION, MIN_LIFETIME, SHORT_LIFETIME, SignerConfig, Signing,
     SigningPlan, sign, signing_duration,

@@ -97,7 +97,40 @@ impl CertificateRequest {
     /// [`Error::InvalidKey`] if the key cannot be encoded or signing fails (it does not for a
     /// valid key), [`Error::Rng`] if the provider's randomness fails.
     pub fn for_node(node: &NodeName, key: &NodeKey) -> Result<CertificateRequest, Error> {
+        CertificateRequest::for_node_with_names(node, key, Vec::new(), Vec::new())
+    }
+
+    /// [`CertificateRequest::for_node`] with DNS and IP subject alternative names (in that
+    /// order, as Go encodes them), each already checked: ASCII DNS names.
+    pub(crate) fn for_node_with_names(
+        node: &NodeName,
+        key: &NodeKey,
+        dns_names: Vec<String>,
+        ip_addresses: Vec<IpAddr>,
+    ) -> Result<CertificateRequest, Error> {
         let build = || -> Result<Result<Vec<u8>, Error>, der::Error> {
+            let mut attributes = x509_cert::attr::Attributes::new();
+            if !dns_names.is_empty() || !ip_addresses.is_empty() {
+                let mut names = Vec::new();
+                for d in &dns_names {
+                    names.push(GeneralName::DnsName(der::asn1::Ia5String::new(d)?));
+                }
+                for ip in &ip_addresses {
+                    let octets = match ip {
+                        IpAddr::V4(a) => a.octets().to_vec(),
+                        IpAddr::V6(a) => a.octets().to_vec(),
+                    };
+                    names.push(GeneralName::IpAddress(der::asn1::OctetString::new(octets)?));
+                }
+                let extension = x509_cert::ext::Extension {
+                    extn_id: OID_SAN,
+                    critical: false,
+                    extn_value: der::asn1::OctetString::new(SubjectAltName(names).to_der()?)?,
+                };
+                attributes.insert(x509_cert::attr::Attribute::try_from(ExtensionReq(vec![
+                    extension,
+                ]))?)?;
+            }
             let subject: Name = RdnSequence(vec![
                 rdn(OID_O, NODES_GROUP)?,
                 rdn(OID_CN, &node.user_name())?,
@@ -106,7 +139,7 @@ impl CertificateRequest {
                 version: Version::V1,
                 subject,
                 public_key: SubjectPublicKeyInfoOwned::from_der(key.public_key_der())?,
-                attributes: Default::default(),
+                attributes,
             };
             let tbs = info.to_der()?;
             let signature = match key.sign(&tbs) {
@@ -145,9 +178,9 @@ impl CertificateRequest {
             der,
             common_name: Some(node.user_name()),
             organizations: vec![NODES_GROUP.to_owned()],
-            dns_names: Vec::new(),
+            dns_names,
             email_addresses: Vec::new(),
-            ip_addresses: Vec::new(),
+            ip_addresses,
             uris: Vec::new(),
             spki_der: key.public_key_der().to_vec(),
             public_key_bits: key.public_bits().to_vec(),

@@ -162,10 +162,10 @@ fn resolve<'a>(
     };
     let trimmed = path.trim_matches('/');
     // Fewer than three segments (`/metrics`, `/healthz/ready`) is never a resource request.
-    if *prefixes == ApiPrefixes::None || trimmed.splitn(3, '/').count() < 3 {
+    if *prefixes == ApiPrefixes::None || trimmed.splitn(3, is_slash).count() < 3 {
         return info;
     }
-    let mut rest = Segments(trimmed);
+    let mut rest = Segments::new(trimmed);
     let (prefix, grouped) = match rest.first() {
         Some("api") => ("api", false),
         Some("apis") => ("apis", true),
@@ -216,7 +216,7 @@ fn resolve<'a>(
             rest.skip(2);
         }
     }
-    info.parts = rest.0;
+    info.parts = rest.rest();
 
     if info.verb != "proxy" {
         info.subresource = rest.nth(2).unwrap_or_default();
@@ -249,39 +249,79 @@ fn resolve<'a>(
 }
 
 /// The segments of a trimmed path (no leading or trailing `/`; a clean path has no empty
-/// segment), read from the front without collecting them.
+/// segment), read from the front. The first [`Segments::HEAD`] are split once, in place;
+/// resolving never looks further (prefix, group, version, verb, `namespaces`, namespace,
+/// resource, name, subresource), and [`Segments::rest`] gives the path from the current one on.
 #[derive(Clone, Copy)]
-struct Segments<'a>(&'a str);
+struct Segments<'a> {
+    head: [&'a str; Segments::HEAD],
+    /// How many of `head` the path has.
+    len: usize,
+    /// How many have been dropped from the front.
+    at: usize,
+    /// The whole trimmed path.
+    path: &'a str,
+}
 
 impl<'a> Segments<'a> {
+    const HEAD: usize = 10;
+
+    fn new(path: &'a str) -> Self {
+        let mut head = [""; Segments::HEAD];
+        let mut len: usize = 0;
+        if !path.is_empty() {
+            for (slot, segment) in head.iter_mut().zip(path.split(is_slash)) {
+                *slot = segment;
+                len = len.saturating_add(1);
+            }
+        }
+        Segments {
+            head,
+            len,
+            at: 0,
+            path,
+        }
+    }
+
     /// The first segment, if any.
-    fn first(self) -> Option<&'a str> {
+    fn first(&self) -> Option<&'a str> {
         self.nth(0)
     }
 
-    /// The segment at `n`, if any.
-    fn nth(self, n: usize) -> Option<&'a str> {
-        if self.0.is_empty() {
+    /// The segment at `n` from the current one, if any (within the head).
+    fn nth(&self, n: usize) -> Option<&'a str> {
+        let i = self.at.checked_add(n)?;
+        if i >= self.len {
             return None;
         }
-        self.0.split('/').nth(n)
+        self.head.get(i).copied()
     }
 
-    /// How many segments there are, counting no further than `limit`.
-    fn count_up_to(self, limit: usize) -> usize {
-        if self.0.is_empty() {
-            return 0;
-        }
-        self.0
-            .splitn(limit.saturating_add(1), '/')
-            .take(limit)
-            .count()
+    /// How many segments there are from the current one, counting no further than `limit`
+    /// (at most what the head holds).
+    fn count_up_to(&self, limit: usize) -> usize {
+        self.len.saturating_sub(self.at).min(limit)
     }
 
     /// Drops the first `n` segments (all of them if there are fewer).
     fn skip(&mut self, n: usize) {
-        for _ in 0..n {
-            self.0 = self.0.split_once('/').map_or("", |(_, rest)| rest);
-        }
+        self.at = self.at.saturating_add(n).min(self.len);
     }
+
+    /// The path from the current segment on, empty when none is left.
+    fn rest(&self) -> &'a str {
+        if self.at >= self.len {
+            return "";
+        }
+        self.path
+            .splitn(self.at.saturating_add(1), is_slash)
+            .last()
+            .unwrap_or_default()
+    }
+}
+
+/// The separator of path segments, as a predicate: paths are short, and a character loop
+/// splits them in fewer instructions than the `memchr` search a `char` pattern runs per segment.
+fn is_slash(c: char) -> bool {
+    c == '/'
 }

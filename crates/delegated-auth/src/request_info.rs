@@ -8,7 +8,7 @@ use crate::attributes::{Attributes, ResourceAttributes};
 use crate::error::Error;
 use crate::list_options;
 use crate::query::ListParams;
-use crate::request_path::{MAX_REQUEST_TARGET_BYTES, RequestPath};
+use crate::request_path::{MAX_REQUEST_TARGET_BYTES, RequestPath, is_slash};
 use crate::user::UserInfo;
 
 /// Which path prefixes hold API resources: kube-apiserver's (`/api` without a group, `/apis`
@@ -318,10 +318,4 @@ impl<'a> Segments<'a> {
             .last()
             .unwrap_or_default()
     }
-}
-
-/// The separator of path segments, as a predicate: paths are short, and a character loop
-/// splits them in fewer instructions than the `memchr` search a `char` pattern runs per segment.
-fn is_slash(c: char) -> bool {
-    c == '/'
 }

@@ -2,7 +2,10 @@
 //! (SHA-256 over a 900-byte projected service-account token and one audience) plus a lookup;
 //! an access cache hit is a keyed hash of the request's attributes, a lookup and an equality
 //! check. Floors (`baseline/...`): the bare SHA-256 of the same bytes, a std `HashMap` lookup
-//! by a 32-byte key, and a std `HashMap` lookup by the attributes' strings.
+//! by a 32-byte key, and a std `HashMap` lookup by the attributes' strings. The
+//! `attributes_and_hit` cases are what the tower layer does per request once the token is
+//! cached: the request's attributes (path, request info, attributes for a shared user) and
+//! the access cache hit.
 #![allow(
     missing_docs,
     clippy::expect_used,
@@ -12,12 +15,14 @@
 
 use std::collections::HashMap;
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use criterion::{Criterion, Throughput};
 use delegated_auth::{
-    AccessCache, AccessKey, AccessReviewKind, Attributes, BearerToken, CacheConfig, TokenCache,
-    TokenCacheKey, TokenReview, UserInfo, read_access_review,
+    AccessCache, AccessKey, AccessReviewKind, ApiPrefixes, Attributes, BearerToken, CacheConfig,
+    RequestInfo, RequestPath, ResourceAttributes, TokenCache, TokenCacheKey, TokenReview, UserInfo,
+    read_access_review,
 };
 use sha2::{Digest, Sha256};
 
@@ -32,18 +37,31 @@ fn now() -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(1_800_000_000)
 }
 
-fn attributes(user: &str) -> Attributes {
-    Attributes::non_resource(
-        UserInfo::new(user)
-            .with_uid("3c39c3aa-d3d9-11e9-a5d0-02b7b9e8859e")
-            .with_groups([
-                "system:serviceaccounts",
-                "system:serviceaccounts:monitoring",
-                "system:authenticated",
-            ])
-            .with_extra("authentication.kubernetes.io/pod-name", ["prometheus-0"]),
+/// The resource request of the `attributes_and_hit` cases.
+const RESOURCE_PATH: &str = "/apis/apps/v1/namespaces/default/deployments/web";
+
+fn user(name: &str) -> UserInfo {
+    UserInfo::new(name)
+        .with_uid("3c39c3aa-d3d9-11e9-a5d0-02b7b9e8859e")
+        .with_groups([
+            "system:serviceaccounts",
+            "system:serviceaccounts:monitoring",
+            "system:authenticated",
+        ])
+        .with_extra("authentication.kubernetes.io/pod-name", ["prometheus-0"])
+}
+
+fn attributes(name: &str) -> Attributes {
+    Attributes::non_resource(user(name), "get", "/metrics")
+}
+
+fn resource_attributes(name: &str) -> Attributes {
+    Attributes::resource(
+        user(name),
         "get",
-        "/metrics",
+        ResourceAttributes::new("apps", "v1", "deployments")
+            .in_namespace("default")
+            .with_name("web"),
     )
 }
 
@@ -105,21 +123,27 @@ fn token_cache(c: &mut Criterion) {
 }
 
 fn access_cache(c: &mut Criterion) {
-    let attrs = attributes("system:serviceaccount:monitoring:prometheus");
+    const NAME: &str = "system:serviceaccount:monitoring:prometheus";
+    let attrs = attributes(NAME);
+    let resource_attrs = resource_attributes(NAME);
     let allowed = read_access_review(
         AccessReviewKind::Subject,
         201,
         br#"{"status":{"allowed":true}}"#,
     )
     .expect("answer");
-    let mut cache = AccessCache::new(CacheConfig::default().with_max_entries(2 * ENTRIES));
+    let mut cache = AccessCache::new(CacheConfig::default().with_max_entries(4 * ENTRIES));
     let mut floor_map: HashMap<(String, String, String), bool> = HashMap::new();
     for i in 0..ENTRIES {
         let name = format!("system:serviceaccount:monitoring:sa-{i}");
         cache.insert(&attributes(&name), allowed.clone(), now());
+        cache.insert(&resource_attributes(&name), allowed.clone(), now());
         floor_map.insert((name, "get".into(), "/metrics".into()), true);
     }
-    cache.insert(&attrs, allowed, now());
+    // Kept and looked up with equal attributes that share nothing (the user in particular): in
+    // the tower layer, the first request's user is not the one the token cache hands out next.
+    cache.insert(&attributes(NAME), allowed.clone(), now());
+    cache.insert(&resource_attributes(NAME), allowed, now());
     let floor_key = (
         attrs.user.name.clone(),
         "get".to_owned(),
@@ -134,8 +158,28 @@ fn access_cache(c: &mut Criterion) {
     group.bench_function("ours/hit", |b| {
         b.iter(|| black_box(cache.get(black_box(&attrs), now()).is_some()))
     });
+    group.bench_function("ours/hit_resource", |b| {
+        b.iter(|| black_box(cache.get(black_box(&resource_attrs), now()).is_some()))
+    });
     group.bench_function("ours/single_flight_key", |b| {
         b.iter(|| black_box(AccessKey::new(black_box(&attrs))))
+    });
+    // The user as the layer holds it after authentication: shared with the token cache.
+    let shared = Arc::new(user(NAME));
+    let attributes_and_hit = |path: &str| {
+        let path = RequestPath::parse(black_box(path)).expect("path");
+        let info = RequestInfo::resolve(black_box("GET"), &path, None, &ApiPrefixes::Kubernetes)
+            .expect("info");
+        let attrs = info.into_attributes(Arc::clone(&shared));
+        cache.get(&attrs, now()).is_some_and(|o| o.is_allowed())
+    };
+    assert!(attributes_and_hit(RESOURCE_PATH));
+    assert!(attributes_and_hit("/metrics"));
+    group.bench_function("ours/attributes_and_hit/resource_get", |b| {
+        b.iter(|| black_box(attributes_and_hit(RESOURCE_PATH)))
+    });
+    group.bench_function("ours/attributes_and_hit/non_resource", |b| {
+        b.iter(|| black_box(attributes_and_hit("/metrics")))
     });
     group.finish();
 }

@@ -1,14 +1,17 @@
 //! What an authorizer decides on: the attributes of a request, as Kubernetes'
 //! `authorizer.Attributes` carries them.
 
+use std::sync::Arc;
+
 use crate::user::UserInfo;
 
 /// The attributes of one request: who, which verb, and on what.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Attributes {
-    /// Who asks.
-    pub user: UserInfo,
+    /// Who asks; shared, so that the attributes of many requests by one user (and the entries
+    /// of a decision cache) hold one copy of it.
+    pub user: Arc<UserInfo>,
     /// The verb: `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`,
     /// `deletecollection` for resources; the lowercase HTTP method (`get`, `post`, `put`,
     /// `patch`, `delete`, `head`, `options`) for non-resource paths; or any verb a caller
@@ -96,21 +99,31 @@ impl ResourceAttributes {
 }
 
 impl Attributes {
-    /// The attributes of a resource request.
+    /// The attributes of a resource request, by `user` (a `UserInfo`, or an `Arc` of one to
+    /// share it).
     #[must_use]
-    pub fn resource(user: UserInfo, verb: impl Into<String>, resource: ResourceAttributes) -> Self {
+    pub fn resource(
+        user: impl Into<Arc<UserInfo>>,
+        verb: impl Into<String>,
+        resource: ResourceAttributes,
+    ) -> Self {
         Self {
-            user,
+            user: user.into(),
             verb: verb.into(),
             target: Target::Resource(resource),
         }
     }
 
-    /// The attributes of a non-resource request.
+    /// The attributes of a non-resource request, by `user` (a `UserInfo`, or an `Arc` of one
+    /// to share it).
     #[must_use]
-    pub fn non_resource(user: UserInfo, verb: impl Into<String>, path: impl Into<String>) -> Self {
+    pub fn non_resource(
+        user: impl Into<Arc<UserInfo>>,
+        verb: impl Into<String>,
+        path: impl Into<String>,
+    ) -> Self {
         Self {
-            user,
+            user: user.into(),
             verb: verb.into(),
             target: Target::NonResource { path: path.into() },
         }

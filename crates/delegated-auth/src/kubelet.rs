@@ -1,6 +1,8 @@
 //! The kubelet's mapping of its HTTPS API paths to `nodes/<subresource>` attributes
 //! (`pkg/kubelet/server/auth.go`, `GetRequestAttributes`).
 
+use std::sync::Arc;
+
 use crate::attributes::{Attributes, ResourceAttributes};
 use crate::request_path::RequestPath;
 use crate::user::UserInfo;
@@ -40,12 +42,13 @@ pub enum KubeletAuthz {
 ///
 /// "Below" means the path itself or a path under it (`/metrics/cadvisor`), never a longer
 /// name (`/metricsx` is `proxy`). `path` is the decoded, clean path: an unclean one is
-/// redirected by Go's `ServeMux` before the kubelet authorizes it (see [`RequestPath`]).
+/// redirected by Go's `ServeMux` before the kubelet authorizes it (see [`RequestPath`]). Every
+/// attribute set shares `user`.
 #[must_use]
 pub fn kubelet_attributes(
-    user: &UserInfo,
+    user: &Arc<UserInfo>,
     method: &str,
-    path: &RequestPath,
+    path: &RequestPath<'_>,
     node_name: &str,
     authz: KubeletAuthz,
 ) -> Vec<Attributes> {
@@ -82,7 +85,7 @@ pub fn kubelet_attributes(
         .iter()
         .map(|sub| {
             Attributes::resource(
-                user.clone(),
+                Arc::clone(user),
                 verb,
                 ResourceAttributes::new("", "v1", "nodes")
                     .with_subresource(*sub)

@@ -19,12 +19,12 @@ pub(crate) struct ListOutcome {
 /// `0` or `false` (any case); on a decoding failure (a malformed field or label selector, a
 /// `limit` or `timeoutSeconds` that is no integer) the name is not taken and `watch` is read
 /// again on its own.
-pub(crate) fn resolve(params: &ListParams) -> ListOutcome {
+pub(crate) fn resolve(params: &ListParams<'_>) -> ListOutcome {
     let field = params
         .field_selector
         .as_ref()
         .map(|v| (v.exact, exact_name(&v.value)));
-    let int_ok = |v: &Option<crate::query::QueryValue>| {
+    let int_ok = |v: &Option<crate::query::QueryValue<'_>>| {
         v.as_ref().is_none_or(|v| v.value.parse::<i64>().is_ok())
     };
     let decodes = int_ok(&params.limit)

@@ -1,12 +1,14 @@
 //! A raw query string read as Go's `url.ParseQuery` reads it (what `URL.Query()` returns).
 
+use std::borrow::Cow;
+
 use crate::request_path::hex_value;
 
-/// One decoded query value.
+/// One decoded query value, borrowed from the query when nothing needed decoding.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct QueryValue {
+pub(crate) struct QueryValue<'a> {
     /// The value; bytes that are not UTF-8 replaced by U+FFFD.
-    pub(crate) value: String,
+    pub(crate) value: Cow<'a, str>,
     /// Whether the decoded bytes were UTF-8 (the value is exactly what Go would see).
     pub(crate) exact: bool,
 }
@@ -14,7 +16,7 @@ pub(crate) struct QueryValue {
 /// The values of `key`, in order, as Go's `url.Values` holds them: pairs split on `&`, a pair
 /// containing `;` dropped (Go 1.17+), empty pairs skipped, key and value split at the first
 /// `=`, `+` read as a space, a pair with a malformed `%` escape dropped.
-pub(crate) fn values(query: &str, key: &str) -> Vec<QueryValue> {
+pub(crate) fn values<'a>(query: &'a str, key: &str) -> Vec<QueryValue<'a>> {
     let mut out = Vec::new();
     for pair in query.split('&') {
         if pair.is_empty() || pair.contains(';') {
@@ -33,23 +35,23 @@ pub(crate) fn values(query: &str, key: &str) -> Vec<QueryValue> {
 
 /// The first value of `key`, if any.
 #[cfg(test)]
-pub(crate) fn first(query: &str, key: &str) -> Option<QueryValue> {
+pub(crate) fn first<'a>(query: &'a str, key: &str) -> Option<QueryValue<'a>> {
     values(query, key).into_iter().next()
 }
 
 /// The first values of the list options a request carries, read in one pass (each as
 /// [`values`] would give it first).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct ListParams {
-    pub(crate) watch: Option<QueryValue>,
-    pub(crate) field_selector: Option<QueryValue>,
-    pub(crate) label_selector: Option<QueryValue>,
-    pub(crate) limit: Option<QueryValue>,
-    pub(crate) timeout_seconds: Option<QueryValue>,
+pub(crate) struct ListParams<'a> {
+    pub(crate) watch: Option<QueryValue<'a>>,
+    pub(crate) field_selector: Option<QueryValue<'a>>,
+    pub(crate) label_selector: Option<QueryValue<'a>>,
+    pub(crate) limit: Option<QueryValue<'a>>,
+    pub(crate) timeout_seconds: Option<QueryValue<'a>>,
 }
 
-impl ListParams {
-    pub(crate) fn read(query: &str) -> Self {
+impl<'a> ListParams<'a> {
+    pub(crate) fn read(query: &'a str) -> Self {
         let mut params = Self::default();
         if query.is_empty() {
             return params;
@@ -60,7 +62,7 @@ impl ListParams {
             }
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
             let Some(k) = unescape(k) else { continue };
-            let slot = match k.value.as_str() {
+            let slot = match &*k.value {
                 "watch" => &mut params.watch,
                 "fieldSelector" => &mut params.field_selector,
                 "labelSelector" => &mut params.label_selector,
@@ -76,11 +78,12 @@ impl ListParams {
     }
 }
 
-/// Go's `QueryUnescape`: `+` is a space, `%XX` a byte; `None` for a malformed escape.
-fn unescape(s: &str) -> Option<QueryValue> {
+/// Go's `QueryUnescape`: `+` is a space, `%XX` a byte; `None` for a malformed escape. A value
+/// without `%` or `+` is borrowed as it is.
+fn unescape(s: &str) -> Option<QueryValue<'_>> {
     if !s.contains(['%', '+']) {
         return Some(QueryValue {
-            value: s.to_owned(),
+            value: Cow::Borrowed(s),
             exact: true,
         });
     }
@@ -98,9 +101,12 @@ fn unescape(s: &str) -> Option<QueryValue> {
         }
     }
     Some(match String::from_utf8(out) {
-        Ok(value) => QueryValue { value, exact: true },
+        Ok(value) => QueryValue {
+            value: Cow::Owned(value),
+            exact: true,
+        },
         Err(e) => QueryValue {
-            value: String::from_utf8_lossy(e.as_bytes()).into_owned(),
+            value: Cow::Owned(String::from_utf8_lossy(e.as_bytes()).into_owned()),
             exact: false,
         },
     })
@@ -111,7 +117,10 @@ mod tests {
     use super::*;
 
     fn vals(q: &str, k: &str) -> Vec<String> {
-        values(q, k).into_iter().map(|v| v.value).collect()
+        values(q, k)
+            .into_iter()
+            .map(|v| v.value.into_owned())
+            .collect()
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! kube-rbac-proxy's authorization configuration: its own file format (`--config-file`) and its
 //! `--allow-paths`/`--ignore-paths` flags, and the attributes it authorizes a request with.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 
 use crate::attributes::{Attributes, ResourceAttributes};
@@ -204,7 +206,7 @@ impl RbacProxyConfig {
 
     /// What the path flags decide for `path`.
     #[must_use]
-    pub fn path_rule(&self, path: &RequestPath) -> PathRule {
+    pub fn path_rule(&self, path: &RequestPath<'_>) -> PathRule {
         match &self.paths {
             PathFilter::None => PathRule::Authorize,
             PathFilter::Allow(set) if set.matches(path.as_str()) => PathRule::Authorize,
@@ -228,27 +230,28 @@ impl RbacProxyConfig {
     ///
     /// `header_values` are the values of the [`rewrite_header`](Self::rewrite_header), every
     /// header line in order (ignored when no header rewrite is configured); `query` is the raw
-    /// query string, whose values of the `byQueryParameter` name come first.
+    /// query string, whose values of the `byQueryParameter` name come first. Every attribute set
+    /// shares `user`.
     #[must_use]
     pub fn attributes(
         &self,
-        user: &UserInfo,
+        user: &Arc<UserInfo>,
         method: &str,
-        path: &RequestPath,
+        path: &RequestPath<'_>,
         query: Option<&str>,
         header_values: &[&str],
     ) -> Vec<Attributes> {
         let verb = method.to_lowercase();
         let Some(resource) = &self.resource else {
             return vec![Attributes::non_resource(
-                user.clone(),
+                Arc::clone(user),
                 verb,
-                path.as_str().to_owned(),
+                path.as_str(),
             )];
         };
         if !resource.rewrites {
             return vec![Attributes::resource(
-                user.clone(),
+                Arc::clone(user),
                 verb,
                 resource.render(""),
             )];
@@ -258,7 +261,7 @@ impl RbacProxyConfig {
             values.extend(
                 crate::query::values(query, name)
                     .into_iter()
-                    .map(|v| v.value),
+                    .map(|v| v.value.into_owned()),
             );
         }
         if self.rewrite_header.is_some() {
@@ -266,7 +269,9 @@ impl RbacProxyConfig {
         }
         values
             .iter()
-            .map(|value| Attributes::resource(user.clone(), verb.clone(), resource.render(value)))
+            .map(|value| {
+                Attributes::resource(Arc::clone(user), verb.clone(), resource.render(value))
+            })
             .collect()
     }
 

@@ -1,11 +1,14 @@
 //! A request's authorization attributes as `k8s.io/apiserver`'s `RequestInfoFactory` derives
 //! them (`pkg/endpoints/request/requestinfo.go`).
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use crate::attributes::{Attributes, ResourceAttributes};
 use crate::error::Error;
 use crate::list_options;
 use crate::query::ListParams;
-use crate::request_path::{MAX_REQUEST_TARGET_BYTES, RequestPath};
+use crate::request_path::{MAX_REQUEST_TARGET_BYTES, RequestPath, is_slash};
 use crate::user::UserInfo;
 
 /// Which path prefixes hold API resources: kube-apiserver's (`/api` without a group, `/apis`
@@ -21,43 +24,48 @@ pub enum ApiPrefixes {
 }
 
 /// What a request asks for, as Kubernetes' `RequestInfo` holds it.
+///
+/// It borrows from the request: the path's segments from the [`RequestPath`] (already
+/// decoded), the selectors from the query unless they had to be unescaped, the verb from a
+/// constant unless the method is an uncommon one. Nothing is copied until
+/// [`RequestInfo::into_attributes`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
-pub struct RequestInfo {
+pub struct RequestInfo<'a> {
     /// Whether the request is for an API resource (or subresource).
     pub is_resource_request: bool,
     /// The request's decoded, clean path.
-    pub path: String,
+    pub path: &'a str,
     /// The Kubernetes verb (`get`, `list`, `watch`, `create`, `update`, `patch`, `delete`,
     /// `deletecollection`, `proxy`) for resource requests; the lowercase HTTP method for
     /// non-resource requests; empty for a resource request with another method.
-    pub verb: String,
+    pub verb: Cow<'a, str>,
     /// `api` or `apis`, empty for non-resource requests.
-    pub api_prefix: String,
+    pub api_prefix: &'a str,
     /// The API group, empty for the core group.
-    pub api_group: String,
+    pub api_group: &'a str,
     /// The API version.
-    pub api_version: String,
+    pub api_version: &'a str,
     /// The namespace, empty for cluster-scoped requests and requests across namespaces.
-    pub namespace: String,
+    pub namespace: &'a str,
     /// The resource (`pods`).
-    pub resource: String,
+    pub resource: &'a str,
     /// The subresource (`status`, `log`), empty for none.
-    pub subresource: String,
+    pub subresource: &'a str,
     /// The object's name, from the path or from an exact `metadata.name` field selector on a
-    /// list or watch.
-    pub name: String,
-    /// The path segments from the resource on (`pods`, `foo`, `status`, ...).
-    pub parts: Vec<String>,
+    /// list or watch (owned when the selector escaped it).
+    pub name: Cow<'a, str>,
     /// The raw `fieldSelector` of a `list`, `watch` or `deletecollection` (not of the
-    /// deprecated `/watch/` paths), empty otherwise.
-    pub field_selector: String,
+    /// deprecated `/watch/` paths), empty otherwise; owned when it was percent-encoded.
+    pub field_selector: Cow<'a, str>,
     /// The raw `labelSelector` of a `list`, `watch` or `deletecollection` (not of the
-    /// deprecated `/watch/` paths), empty otherwise.
-    pub label_selector: String,
+    /// deprecated `/watch/` paths), empty otherwise; owned when it was percent-encoded.
+    pub label_selector: Cow<'a, str>,
+    /// The path from the resource on (`pods/foo/status`), read by [`RequestInfo::parts`].
+    parts: &'a str,
 }
 
-impl RequestInfo {
+impl<'a> RequestInfo<'a> {
     /// Resolves a request as Kubernetes' `RequestInfoFactory.NewRequestInfo` does, with
     /// `prefixes` telling which paths hold resources.
     ///
@@ -72,9 +80,9 @@ impl RequestInfo {
     /// cannot resolve (`/api/v1/watch` with nothing after it) is not an error here: Kubernetes
     /// answers it with the information known so far and so does this function.
     pub fn resolve(
-        method: &str,
-        path: &RequestPath,
-        query: Option<&str>,
+        method: &'a str,
+        path: &'a RequestPath<'_>,
+        query: Option<&'a str>,
         prefixes: &ApiPrefixes,
     ) -> Result<Self, Error> {
         let query = query.unwrap_or("");
@@ -87,25 +95,33 @@ impl RequestInfo {
         Ok(resolve(method, path.as_str(), query, prefixes))
     }
 
-    /// The attributes an authorizer decides on, for `user`; copies what it needs (see
-    /// [`RequestInfo::into_attributes`] to move it instead).
+    /// The path segments from the resource on (`pods`, `foo`, `status`, ...), as Kubernetes'
+    /// `RequestInfo.Parts`; none for a non-resource request.
+    pub fn parts(&self) -> impl Iterator<Item = &'a str> + Clone + use<'a> {
+        self.parts.split('/').filter(|s| !s.is_empty())
+    }
+
+    /// The attributes an authorizer decides on, for `user` (shared: a reference count when
+    /// `user` is an `Arc`); copies this request's strings (see
+    /// [`RequestInfo::into_attributes`] to move those it owns).
     #[must_use]
-    pub fn to_attributes(&self, user: UserInfo) -> Attributes {
+    pub fn to_attributes(&self, user: impl Into<Arc<UserInfo>>) -> Attributes {
         self.clone().into_attributes(user)
     }
 
-    /// The attributes an authorizer decides on, for `user`, made of this request's own
-    /// strings (nothing is copied).
+    /// The attributes an authorizer decides on, for `user` (shared: a reference count when
+    /// `user` is an `Arc`), made of copies of the strings this request borrows and of the
+    /// strings it owns, moved.
     #[must_use]
-    pub fn into_attributes(self, user: UserInfo) -> Attributes {
+    pub fn into_attributes(self, user: impl Into<Arc<UserInfo>>) -> Attributes {
         if self.is_resource_request {
             let mut resource =
                 ResourceAttributes::new(self.api_group, self.api_version, self.resource)
                     .in_namespace(self.namespace)
                     .with_subresource(self.subresource)
                     .with_name(self.name);
-            resource.field_selector = self.field_selector;
-            resource.label_selector = self.label_selector;
+            resource.field_selector = self.field_selector.into_owned();
+            resource.label_selector = self.label_selector.into_owned();
             Attributes::resource(user, self.verb, resource)
         } else {
             Attributes::non_resource(user, self.verb, self.path)
@@ -114,9 +130,9 @@ impl RequestInfo {
 }
 
 /// The lowercase name of an HTTP method, as Go's `strings.ToLower` gives it (the common ones
-/// without walking the characters).
-fn lowercase_method(method: &str) -> String {
-    match method {
+/// without walking the characters or allocating).
+fn lowercase_method(method: &str) -> Cow<'static, str> {
+    Cow::Borrowed(match method {
         "GET" => "get",
         "HEAD" => "head",
         "POST" => "post",
@@ -124,9 +140,8 @@ fn lowercase_method(method: &str) -> String {
         "PATCH" => "patch",
         "DELETE" => "delete",
         "OPTIONS" => "options",
-        other => return other.to_lowercase(),
-    }
-    .to_owned()
+        other => return Cow::Owned(other.to_lowercase()),
+    })
 }
 
 /// The verbs that come from a path segment, and those of them that take no subresource.
@@ -134,93 +149,95 @@ const SPECIAL_VERBS: [&str; 2] = ["proxy", "watch"];
 /// The subresources of a namespace (`/api/v1/namespaces/{name}/status`).
 const NAMESPACE_SUBRESOURCES: [&str; 2] = ["status", "finalize"];
 
-fn resolve(method: &str, path: &str, query: &str, prefixes: &ApiPrefixes) -> RequestInfo {
+fn resolve<'a>(
+    method: &str,
+    path: &'a str,
+    query: &'a str,
+    prefixes: &ApiPrefixes,
+) -> RequestInfo<'a> {
     let mut info = RequestInfo {
-        path: path.to_owned(),
+        path,
         verb: lowercase_method(method),
         ..RequestInfo::default()
     };
     let trimmed = path.trim_matches('/');
-    // Fewer than three segments (`/metrics`, `/healthz/ready`) is never a resource request:
-    // known before the segments are collected.
-    if *prefixes == ApiPrefixes::None || trimmed.splitn(3, '/').count() < 3 {
+    // Fewer than three segments (`/metrics`, `/healthz/ready`) is never a resource request.
+    if *prefixes == ApiPrefixes::None || trimmed.splitn(3, is_slash).count() < 3 {
         return info;
     }
-    let segments: Vec<&str> = trimmed.split('/').collect();
-    let mut parts: &[&str] = &segments;
-    let (prefix, grouped) = match parts.first() {
-        Some(&"api") => ("api", false),
-        Some(&"apis") => ("apis", true),
+    let mut rest = Segments::new(trimmed);
+    let (prefix, grouped) = match rest.first() {
+        Some("api") => ("api", false),
+        Some("apis") => ("apis", true),
         _ => return info,
     };
-    info.api_prefix = prefix.to_owned();
-    parts = parts.get(1..).unwrap_or_default();
+    info.api_prefix = prefix;
+    rest.skip(1);
     if grouped {
-        if parts.len() < 3 {
+        if rest.count_up_to(3) < 3 {
             return info;
         }
-        info.api_group = parts.first().copied().unwrap_or_default().to_owned();
-        parts = parts.get(1..).unwrap_or_default();
+        info.api_group = rest.first().unwrap_or_default();
+        rest.skip(1);
     }
     info.is_resource_request = true;
-    info.api_version = parts.first().copied().unwrap_or_default().to_owned();
-    parts = parts.get(1..).unwrap_or_default();
+    info.api_version = rest.first().unwrap_or_default();
+    rest.skip(1);
 
     let mut verb_from_path = false;
-    match parts.first() {
-        Some(first) if SPECIAL_VERBS.contains(first) => {
-            if parts.len() < 2 {
+    match rest.first() {
+        Some(first) if SPECIAL_VERBS.contains(&first) => {
+            if rest.count_up_to(2) < 2 {
                 // Kubernetes returns an error with what it knows so far.
                 return info;
             }
-            info.verb = (*first).to_owned();
-            parts = parts.get(1..).unwrap_or_default();
+            info.verb = Cow::Borrowed(first);
+            rest.skip(1);
             verb_from_path = true;
         }
         _ => {
-            info.verb = match method {
+            info.verb = Cow::Borrowed(match method {
                 "POST" => "create",
                 "GET" | "HEAD" => "get",
                 "PUT" => "update",
                 "PATCH" => "patch",
                 "DELETE" => "delete",
                 _ => "",
-            }
-            .to_owned();
+            });
         }
     }
 
-    if let (Some(&"namespaces"), Some(namespace)) = (parts.first(), parts.get(1)) {
-        info.namespace = (*namespace).to_owned();
-        if parts
-            .get(2)
-            .is_some_and(|next| !NAMESPACE_SUBRESOURCES.contains(next))
+    if let (Some("namespaces"), Some(namespace)) = (rest.first(), rest.nth(1)) {
+        info.namespace = namespace;
+        if rest
+            .nth(2)
+            .is_some_and(|next| !NAMESPACE_SUBRESOURCES.contains(&next))
         {
-            parts = parts.get(2..).unwrap_or_default();
+            rest.skip(2);
         }
     }
-    info.parts = parts.iter().map(|s| (*s).to_owned()).collect();
+    info.parts = rest.rest();
 
-    if parts.len() >= 3 && info.verb != "proxy" {
-        info.subresource = parts.get(2).copied().unwrap_or_default().to_owned();
+    if info.verb != "proxy" {
+        info.subresource = rest.nth(2).unwrap_or_default();
     }
-    if parts.len() >= 2 {
-        info.name = parts.get(1).copied().unwrap_or_default().to_owned();
+    if let Some(name) = rest.nth(1) {
+        info.name = Cow::Borrowed(name);
     }
-    info.resource = parts.first().copied().unwrap_or_default().to_owned();
+    info.resource = rest.first().unwrap_or_default();
 
     let params = ListParams::read(query);
     if info.name.is_empty() && info.verb == "get" {
         let list = list_options::resolve(&params);
-        info.verb = list.verb.to_owned();
+        info.verb = Cow::Borrowed(list.verb);
         if let Some(name) = list.name {
-            info.name = name;
+            info.name = Cow::Owned(name);
         }
     }
     if info.name.is_empty() && info.verb == "delete" {
-        info.verb = "deletecollection".to_owned();
+        info.verb = Cow::Borrowed("deletecollection");
     }
-    if !verb_from_path && matches!(info.verb.as_str(), "list" | "watch" | "deletecollection") {
+    if !verb_from_path && matches!(&*info.verb, "list" | "watch" | "deletecollection") {
         if let Some(v) = params.field_selector {
             info.field_selector = v.value;
         }
@@ -229,4 +246,76 @@ fn resolve(method: &str, path: &str, query: &str, prefixes: &ApiPrefixes) -> Req
         }
     }
     info
+}
+
+/// The segments of a trimmed path (no leading or trailing `/`; a clean path has no empty
+/// segment), read from the front. The first [`Segments::HEAD`] are split once, in place;
+/// resolving never looks further (prefix, group, version, verb, `namespaces`, namespace,
+/// resource, name, subresource), and [`Segments::rest`] gives the path from the current one on.
+#[derive(Clone, Copy)]
+struct Segments<'a> {
+    head: [&'a str; Segments::HEAD],
+    /// How many of `head` the path has.
+    len: usize,
+    /// How many have been dropped from the front.
+    at: usize,
+    /// The whole trimmed path.
+    path: &'a str,
+}
+
+impl<'a> Segments<'a> {
+    const HEAD: usize = 10;
+
+    fn new(path: &'a str) -> Self {
+        let mut head = [""; Segments::HEAD];
+        let mut len: usize = 0;
+        if !path.is_empty() {
+            for (slot, segment) in head.iter_mut().zip(path.split(is_slash)) {
+                *slot = segment;
+                len = len.saturating_add(1);
+            }
+        }
+        Segments {
+            head,
+            len,
+            at: 0,
+            path,
+        }
+    }
+
+    /// The first segment, if any.
+    fn first(&self) -> Option<&'a str> {
+        self.nth(0)
+    }
+
+    /// The segment at `n` from the current one, if any (within the head).
+    fn nth(&self, n: usize) -> Option<&'a str> {
+        let i = self.at.checked_add(n)?;
+        if i >= self.len {
+            return None;
+        }
+        self.head.get(i).copied()
+    }
+
+    /// How many segments there are from the current one, counting no further than `limit`
+    /// (at most what the head holds).
+    fn count_up_to(&self, limit: usize) -> usize {
+        self.len.saturating_sub(self.at).min(limit)
+    }
+
+    /// Drops the first `n` segments (all of them if there are fewer).
+    fn skip(&mut self, n: usize) {
+        self.at = self.at.saturating_add(n).min(self.len);
+    }
+
+    /// The path from the current segment on, empty when none is left.
+    fn rest(&self) -> &'a str {
+        if self.at >= self.len {
+            return "";
+        }
+        self.path
+            .splitn(self.at.saturating_add(1), is_slash)
+            .last()
+            .unwrap_or_default()
+    }
 }

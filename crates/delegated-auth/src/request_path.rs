@@ -2,6 +2,8 @@
 //! `ServeMux` requires before any handler (kube-rbac-proxy's authorization filter, the kubelet's)
 //! sees it.
 
+use std::borrow::Cow;
+
 use crate::error::Error;
 
 /// The longest request target (path and query) this crate reads, in bytes.
@@ -20,6 +22,9 @@ pub const MAX_REQUEST_TARGET_BYTES: usize = 64 * 1024;
 /// Comparison stays exact, as Kubernetes compares: `/METRICS` is not `/metrics`, and `/metrics/`
 /// is not `/metrics` (but is matched by a rule `/metrics/*`).
 ///
+/// The path borrows the request target when it has no percent-escape (the common case) and
+/// owns its decoded form otherwise; [`RequestPath::into_owned`] detaches it from the target.
+///
 /// ```
 /// use delegated_auth::{Error, RequestPath};
 ///
@@ -34,9 +39,9 @@ pub const MAX_REQUEST_TARGET_BYTES: usize = 64 * 1024;
 /// # }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RequestPath(String);
+pub struct RequestPath<'a>(Cow<'a, str>);
 
-impl RequestPath {
+impl<'a> RequestPath<'a> {
     /// Reads the path of a request target as it arrives on the wire (still percent-encoded,
     /// as `http::Uri::path` gives it), decodes it as Go's `url.URL.Path` is decoded and requires
     /// it to be clean.
@@ -48,7 +53,7 @@ impl RequestPath {
     /// percent-escape, or decodes to bytes that are not UTF-8; [`Error::PathNotClean`] with the
     /// clean path to redirect to, when the decoded path is not clean (the empty path redirects
     /// to `/`).
-    pub fn parse(raw: &str) -> Result<Self, Error> {
+    pub fn parse(raw: &'a str) -> Result<Self, Error> {
         if raw.len() > MAX_REQUEST_TARGET_BYTES {
             return Err(Error::TooLarge {
                 what: "request path",
@@ -71,11 +76,12 @@ impl RequestPath {
             });
         }
         let decoded = percent_decode(raw)?;
-        let clean = clean_path(&decoded);
-        if clean == decoded {
+        if is_clean(&decoded) {
             Ok(Self(decoded))
         } else {
-            Err(Error::PathNotClean { clean })
+            Err(Error::PathNotClean {
+                clean: clean_path(&decoded),
+            })
         }
     }
 
@@ -85,30 +91,36 @@ impl RequestPath {
         &self.0
     }
 
-    /// The path as a `String`.
+    /// The path as a `String` (copied if it borrows the request target).
     #[must_use]
     pub fn into_string(self) -> String {
-        self.0
+        self.0.into_owned()
+    }
+
+    /// The same path, owning its bytes (copied if it borrows the request target).
+    #[must_use]
+    pub fn into_owned(self) -> RequestPath<'static> {
+        RequestPath(Cow::Owned(self.0.into_owned()))
     }
 }
 
-impl std::fmt::Display for RequestPath {
+impl std::fmt::Display for RequestPath<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl AsRef<str> for RequestPath {
+impl AsRef<str> for RequestPath<'_> {
     fn as_ref(&self) -> &str {
         &self.0
     }
 }
 
 /// Decodes `%XX` escapes as Go's path unescaping does (`+` stays `+`); a `%` not followed by
-/// two hex digits is an error, as in Go.
-fn percent_decode(raw: &str) -> Result<String, Error> {
+/// two hex digits is an error, as in Go. A path without `%` is borrowed as it is.
+fn percent_decode(raw: &str) -> Result<Cow<'_, str>, Error> {
     if !raw.contains('%') {
-        return Ok(raw.to_owned());
+        return Ok(Cow::Borrowed(raw));
     }
     let mut out = Vec::with_capacity(raw.len());
     let mut bytes = raw.bytes();
@@ -127,9 +139,11 @@ fn percent_decode(raw: &str) -> Result<String, Error> {
             out.push(b);
         }
     }
-    String::from_utf8(out).map_err(|_| Error::InvalidPath {
-        reason: "decodes to bytes that are not UTF-8",
-    })
+    String::from_utf8(out)
+        .map(Cow::Owned)
+        .map_err(|_| Error::InvalidPath {
+            reason: "decodes to bytes that are not UTF-8",
+        })
 }
 
 /// The value of one hex digit.
@@ -140,6 +154,29 @@ pub(crate) fn hex_value(b: u8) -> Option<u8> {
         b'A'..=b'F' => Some(b.wrapping_sub(b'A').wrapping_add(10)),
         _ => None,
     }
+}
+
+/// Whether `clean_path(p) == p`, for a path that starts with `/`, without building the clean
+/// path: no segment is `.` or `..`, and none but the last is empty (`//`; a trailing `/` is
+/// kept).
+fn is_clean(p: &str) -> bool {
+    let Some(rest) = p.strip_prefix('/') else {
+        return false;
+    };
+    let mut segments = rest.split(is_slash).peekable();
+    while let Some(segment) = segments.next() {
+        let last = segments.peek().is_none();
+        if segment == "." || segment == ".." || (segment.is_empty() && !last) {
+            return false;
+        }
+    }
+    true
+}
+
+/// The separator of path segments, as a predicate: paths are short, and a character loop
+/// splits them in fewer instructions than the `memchr` search a `char` pattern runs per segment.
+pub(crate) fn is_slash(c: char) -> bool {
+    c == '/'
 }
 
 /// Go's `cleanPath` in `net/http`: `path.Clean` of the rooted path, with a trailing slash put
@@ -222,6 +259,41 @@ mod tests {
         assert!(matches!(
             RequestPath::parse(&long),
             Err(Error::TooLarge { .. })
+        ));
+    }
+
+    /// `is_clean` agrees with building the clean path, for every path of up to eight
+    /// characters over `/`, `.` and `a`.
+    #[test]
+    fn is_clean_agrees_with_clean_path() {
+        let mut paths = vec!["/".to_owned()];
+        let mut frontier = paths.clone();
+        for _ in 0..7 {
+            let mut next = Vec::new();
+            for p in &frontier {
+                for c in ['/', '.', 'a'] {
+                    next.push(format!("{p}{c}"));
+                }
+            }
+            paths.extend(next.iter().cloned());
+            frontier = next;
+        }
+        assert!(paths.len() > 3000);
+        for p in &paths {
+            assert_eq!(is_clean(p), clean_path(p) == *p, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn borrows_unless_decoded() {
+        let raw = "/api/v1/pods";
+        assert!(matches!(
+            RequestPath::parse(raw).unwrap().0,
+            Cow::Borrowed(_)
+        ));
+        assert!(matches!(
+            RequestPath::parse("/a%20b").unwrap().0,
+            Cow::Owned(ref s) if s == "/a b"
         ));
     }
 

@@ -12,6 +12,7 @@
     reason = "tests"
 )]
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use delegated_auth::{
@@ -354,10 +355,12 @@ fn access_decisions_are_cached_by_attributes() {
     );
     // Any attribute tells entries apart: a group, an extra value, the UID.
     let mut a = attrs("alice", "get");
-    a.user.groups.push("system:masters".into());
+    Arc::make_mut(&mut a.user)
+        .groups
+        .push("system:masters".into());
     assert!(cache.get(&a, now).is_none());
     let mut a = attrs("alice", "get");
-    a.user.uid = Some("u".into());
+    Arc::make_mut(&mut a.user).uid = Some("u".into());
     assert!(cache.get(&a, now).is_none());
     assert_ne!(AccessKey::new(&a), AccessKey::new(&attrs("alice", "get")));
     assert_eq!(

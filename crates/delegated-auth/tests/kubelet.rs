@@ -12,6 +12,8 @@
     reason = "tests"
 )]
 
+use std::sync::Arc;
+
 use delegated_auth::{
     Attributes, KubeletAuthz, RequestPath, ResourceAttributes, UserInfo, kubelet_attributes,
 };
@@ -73,7 +75,7 @@ fn expected(verb: &str, subs: &[&str]) -> Vec<Attributes> {
 
 #[test]
 fn kubelet_request_attributes_table() {
-    let user = UserInfo::new("phibby");
+    let user = Arc::new(UserInfo::new("phibby"));
     for (path, coarse, fine) in PATHS {
         let p = RequestPath::parse(path).unwrap();
         for (method, verb) in METHODS {
@@ -92,7 +94,7 @@ fn kubelet_request_attributes_table() {
 
 #[test]
 fn other_methods_and_lookalike_paths() {
-    let user = UserInfo::new("u");
+    let user = Arc::new(UserInfo::new("u"));
     let p = RequestPath::parse("/metrics").unwrap();
     let a = kubelet_attributes(&user, "HEAD", &p, "n", KubeletAuthz::FineGrained);
     assert_eq!(a.len(), 1);

@@ -9,6 +9,8 @@
     reason = "tests"
 )]
 
+use std::sync::Arc;
+
 use delegated_auth::{
     ApiPrefixes, Attributes, ClusterRole, ClusterRoleBinding, Error, KubeletAuthz, Policy,
     PolicyRule, RbacObjects, RbacProxyConfig, RequestInfo, RequestPath, ResourceAttributes,
@@ -58,7 +60,7 @@ proptest! {
                 // Parsing the decoded path again gives it back (when it has no '%', space or
                 // control character, which stay valid only percent-encoded).
                 if !p.as_str().contains('%') && !p.as_str().bytes().any(|b| b <= b' ' || b == 0x7f) {
-                    prop_assert_eq!(RequestPath::parse(p.as_str()).unwrap(), p);
+                    prop_assert_eq!(&RequestPath::parse(p.as_str()).unwrap(), &p);
                 }
             }
             Err(Error::PathNotClean { clean }) => {
@@ -88,7 +90,7 @@ proptest! {
                 let copied = info.to_attributes(UserInfo::new("u"));
                 prop_assert_eq!(info.into_attributes(UserInfo::new("u")), copied);
             }
-            let _ = kubelet_attributes(&UserInfo::new("u"), &method, &path, "n", KubeletAuthz::FineGrained);
+            let _ = kubelet_attributes(&Arc::new(UserInfo::new("u")), &method, &path, "n", KubeletAuthz::FineGrained);
         }
     }
 
@@ -141,7 +143,7 @@ proptest! {
             prop_assert_eq!(allowed, rules.iter().any(|r| r.allows(a)));
             // Nobody else is allowed cluster-wide.
             let mut other = a.clone();
-            other.user = UserInfo::new("v");
+            other.user = Arc::new(UserInfo::new("v"));
             prop_assert!(!policy.authorize(&other).is_allowed());
         }
         let _ = policy.rules_for(&UserInfo::new("u").with_groups(["g"]), "ns");

@@ -14,11 +14,13 @@
     reason = "tests"
 )]
 
+use std::sync::Arc;
+
 use delegated_auth::{
     Attributes, Error, PathRule, RbacProxyConfig, RequestPath, ResourceAttributes, Target, UserInfo,
 };
 
-fn path(p: &str) -> RequestPath {
+fn path(p: &str) -> RequestPath<'_> {
     RequestPath::parse(p).unwrap()
 }
 
@@ -26,8 +28,8 @@ fn yaml(text: &str) -> RbacProxyConfig {
     RbacProxyConfig::from_yaml(text.as_bytes()).unwrap()
 }
 
-fn user() -> UserInfo {
-    UserInfo::new("bound test user")
+fn user() -> Arc<UserInfo> {
+    Arc::new(UserInfo::new("bound test user"))
 }
 
 fn resource(a: &Attributes) -> &ResourceAttributes {

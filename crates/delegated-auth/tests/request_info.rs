@@ -17,15 +17,19 @@
     reason = "tests"
 )]
 
+use std::borrow::Cow;
+
 use delegated_auth::{ApiPrefixes, Error, RequestInfo, RequestPath, UserInfo};
 
-fn resolve(method: &str, url: &str) -> RequestInfo {
+/// Resolves `url` (path and query) and hands the request info (which borrows the parsed path)
+/// to `check`.
+fn resolve<R>(method: &str, url: &str, check: impl FnOnce(RequestInfo<'_>) -> R) -> R {
     let (path, query) = match url.split_once('?') {
         Some((p, q)) => (p, Some(q)),
         None => (url, None),
     };
     let path = RequestPath::parse(path).unwrap_or_else(|e| panic!("{url}: {e}"));
-    RequestInfo::resolve(method, &path, query, &ApiPrefixes::Kubernetes).unwrap()
+    check(RequestInfo::resolve(method, &path, query, &ApiPrefixes::Kubernetes).unwrap())
 }
 
 /// method | url | verb | prefix | group | version | namespace | resource | subresource | name |
@@ -447,19 +451,20 @@ fn api_request_info_table() {
             name,
             parts,
         ] = *row;
-        let info = resolve(method, url);
         let ctx = format!("{method} {url}");
-        assert!(info.is_resource_request, "{ctx}");
-        assert_eq!(info.verb, verb, "{ctx}");
-        assert_eq!(info.api_prefix, prefix, "{ctx}");
-        assert_eq!(info.api_group, group, "{ctx}");
-        assert_eq!(info.api_version, version, "{ctx}");
-        assert_eq!(info.namespace, ns, "{ctx}");
-        assert_eq!(info.resource, resource, "{ctx}");
-        assert_eq!(info.subresource, sub, "{ctx}");
-        assert_eq!(info.name, name, "{ctx}");
-        let parts: Vec<&str> = parts.split(' ').collect();
-        assert_eq!(info.parts, parts, "{ctx}");
+        resolve(method, url, |info| {
+            assert!(info.is_resource_request, "{ctx}");
+            assert_eq!(info.verb, verb, "{ctx}");
+            assert_eq!(info.api_prefix, prefix, "{ctx}");
+            assert_eq!(info.api_group, group, "{ctx}");
+            assert_eq!(info.api_version, version, "{ctx}");
+            assert_eq!(info.namespace, ns, "{ctx}");
+            assert_eq!(info.resource, resource, "{ctx}");
+            assert_eq!(info.subresource, sub, "{ctx}");
+            assert_eq!(info.name, name, "{ctx}");
+            let parts: Vec<&str> = parts.split(' ').collect();
+            assert_eq!(info.parts().collect::<Vec<_>>(), parts, "{ctx}");
+        });
     }
 }
 
@@ -473,10 +478,12 @@ fn api_request_info_non_resource_cases() {
         "/badprefix/version/resource",
         "/apis/version/resource",
     ] {
-        let info = resolve("GET", url);
-        assert!(!info.is_resource_request, "{url}");
-        assert_eq!(info.verb, "get", "{url}");
-        assert_eq!(info.path, url);
+        resolve("GET", url, |info| {
+            assert!(!info.is_resource_request, "{url}");
+            assert_eq!(info.verb, "get", "{url}");
+            assert_eq!(info.path, url);
+            assert_eq!(info.parts().count(), 0, "{url}");
+        });
     }
 }
 
@@ -499,7 +506,8 @@ const RESOURCE_OR_NOT: &[(&str, bool)] = &[
 #[test]
 fn non_api_request_info_table() {
     for (url, expected) in RESOURCE_OR_NOT {
-        assert_eq!(resolve("GET", url).is_resource_request, *expected, "{url}");
+        let resource = resolve("GET", url, |info| info.is_resource_request);
+        assert_eq!(resource, *expected, "{url}");
     }
     // Upstream's "empty" row: a request line cannot carry an empty path; where one reaches
     // us (an authority-form target) it is redirected to `/`, which is a non-resource request.
@@ -627,18 +635,22 @@ const SELECTORS: &[[&str; 7]] = &[
 fn selector_parsing_table() {
     for row in SELECTORS {
         let [case, method, url, name, verb, field, label] = *row;
-        let info = resolve(method, url);
-        assert_eq!(info.name, name, "{case}");
-        assert_eq!(info.verb, verb, "{case}");
-        assert_eq!(info.field_selector, field, "{case}");
-        assert_eq!(info.label_selector, label, "{case}");
+        resolve(method, url, |info| {
+            assert_eq!(info.name, name, "{case}");
+            assert_eq!(info.verb, verb, "{case}");
+            assert_eq!(info.field_selector, field, "{case}");
+            assert_eq!(info.label_selector, label, "{case}");
+        });
     }
 }
 
 #[test]
 fn attributes_from_request_info() {
-    let info = resolve("GET", "/apis/apps/v1/namespaces/ns/deployments/web/scale");
-    let attrs = info.to_attributes(UserInfo::new("alice"));
+    let attrs = resolve(
+        "GET",
+        "/apis/apps/v1/namespaces/ns/deployments/web/scale",
+        |info| info.to_attributes(UserInfo::new("alice")),
+    );
     assert_eq!(attrs.verb, "get");
     let delegated_auth::Target::Resource(r) = attrs.target else {
         panic!("resource")
@@ -654,14 +666,44 @@ fn attributes_from_request_info() {
     );
     assert_eq!(r.namespace, "ns");
 
-    let info = resolve("POST", "/healthz");
-    let attrs = info.to_attributes(UserInfo::new("alice"));
+    let attrs = resolve("POST", "/healthz", |info| {
+        info.to_attributes(UserInfo::new("alice"))
+    });
     assert_eq!(attrs.verb, "post");
     assert_eq!(
         attrs.target,
         delegated_auth::Target::NonResource {
             path: "/healthz".into()
         }
+    );
+}
+
+/// Segments are read from the decoded path; selectors are unescaped from the query (and
+/// borrowed from it when there was nothing to unescape).
+#[test]
+fn decoded_segments_and_selectors() {
+    resolve("GET", "/api/v1/namespaces/k%C3%A9/pods/a%2Bb%20c", |info| {
+        assert_eq!(info.namespace, "k\u{e9}");
+        assert_eq!(info.name, "a+b c");
+        assert_eq!(info.parts().collect::<Vec<_>>(), ["pods", "a+b c"]);
+        assert_eq!(info.path, "/api/v1/namespaces/k\u{e9}/pods/a+b c");
+    });
+    resolve(
+        "GET",
+        "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1&labelSelector=app=web",
+        |info| {
+            assert_eq!(info.verb, "list");
+            assert_eq!(info.field_selector, "spec.nodeName=n1");
+            assert!(matches!(info.field_selector, Cow::Owned(_)));
+            assert_eq!(info.label_selector, "app=web");
+            assert!(matches!(info.label_selector, Cow::Borrowed(_)));
+        },
+    );
+    // A name from a field selector with an escaped comma is unescaped, so owned.
+    resolve(
+        "GET",
+        "/api/v1/namespaces/a/pods?fieldSelector=metadata.name%3Dx%5C%2Cy",
+        |info| assert_eq!(info.name, "x,y"),
     );
 }
 

@@ -446,7 +446,7 @@ async fn decide<ReqBody, B>(shared: &Shared, request: &mut Request<ReqBody>) -> 
     let attributes = match &shared.authorization {
         Authorization::Request(prefixes) => {
             match RequestInfo::resolve(method, &path, query, prefixes) {
-                Ok(info) => vec![info.into_attributes((*user).clone())],
+                Ok(info) => vec![info.into_attributes(Arc::clone(&user))],
                 Err(error) => return Verdict::Answer(response::bad_request(&error.to_string())),
             }
         }

@@ -3,6 +3,8 @@
 //! ConfigMap), and of what clients and operators send (request lines, RBAC objects,
 //! kube-rbac-proxy configuration files).
 
+use std::sync::Arc;
+
 use delegated_auth::{
     AccessReviewKind, ApiPrefixes, Attributes, AuthenticationConfigMap, BearerToken, Decision,
     Error, KubeletAuthz, OidcDiscovery, Policy, RbacObjects, RbacProxyConfig, RequestInfo,
@@ -137,7 +139,7 @@ pub fn delegated_auth_request_info(data: &[u8]) -> Outcome {
     // Any other method's verb is the method in lowercase, as RequestInfoFactory gives it.
     if info.is_resource_request && info.verb != method.to_ascii_lowercase() {
         assert!(matches!(
-            info.verb.as_str(),
+            &*info.verb,
             "" | "get"
                 | "list"
                 | "watch"
@@ -151,14 +153,13 @@ pub fn delegated_auth_request_info(data: &[u8]) -> Outcome {
     } else {
         assert_eq!(info.verb, method.to_lowercase());
     }
-    let _ = info.to_attributes(UserInfo::new("u"));
-    let node = kubelet_attributes(
-        &UserInfo::new("u"),
-        method,
-        &path,
-        "n",
-        KubeletAuthz::FineGrained,
-    );
+    // The parts start at the resource; the segments borrowed are the path's.
+    assert_eq!(info.parts().next().unwrap_or(""), info.resource);
+    assert!(info.parts().all(|part| path.as_str().contains(part)));
+    let user = Arc::new(UserInfo::new("u"));
+    let attrs = info.to_attributes(Arc::clone(&user));
+    assert_eq!(info.into_attributes(Arc::clone(&user)), attrs);
+    let node = kubelet_attributes(&user, method, &path, "n", KubeletAuthz::FineGrained);
     assert!((1..=2).contains(&node.len()));
     Outcome::Accepted
 }
@@ -232,7 +233,7 @@ pub fn delegated_auth_proxy_config(data: &[u8]) -> Outcome {
         None => (target, None),
     };
     let path = RequestPath::parse(raw_path).unwrap_or_else(|_| RequestPath::parse("/").unwrap());
-    let user = UserInfo::new("u").with_groups(["g"]);
+    let user = Arc::new(UserInfo::new("u").with_groups(["g"]));
     let attrs = config.attributes(&user, "GET", &path, query, &["h"]);
     for a in &attrs {
         assert_eq!(a.verb, "get");

@@ -16,8 +16,10 @@ jobs="${FUZZ_JOBS:-$(nproc)}"
 export RUSTC_BOOTSTRAP=1
 if [ $# -gt 0 ]; then targets=("$@"); else
   targets=(
-    clusterinfo_kubeconfig clusterinfo_discovery clusterinfo_configmap
-    exec_credential_plugin_output exec_credential_exec_info
+    clusterinfo_kubeconfig clusterinfo_discovery clusterinfo_configmap clusterinfo_ca_bundle
+    jws_detached_verify jws_detached_verify_header_json jws_detached_verify_kubernetes
+    bootstrap_token_authenticate bootstrap_token_secret_json
+    exec_credential_plugin_output exec_credential_exec_info exec_credential_authenticator
     addon_jwt_verify addon_jwt_jwks addon_jwt_sidecar addon_jwt_add_auth
     addon_jwt_http1_response addon_jwt_http1_differential
     tls_bootstrap_csr_json tls_bootstrap_csr_yaml tls_bootstrap_certificate tls_bootstrap_request

@@ -54,7 +54,9 @@ TOML
     fi
   done <<< "$adds"
   echo "--- $crate"
+  t0=$(date +%s)
   (cd "$project" && CARGO_TARGET_DIR="$root/target" cargo run --quiet > /dev/null)
+  echo "--- $crate: $(( $(date +%s) - t0 ))s"
   n=$((n + 1))
 done
 echo "readme-examples: $n passed, 0 failed"

@@ -10,9 +10,7 @@
 )]
 #![cfg(feature = "exec")]
 
-#[path = "support/executable.rs"]
-mod executable;
-use executable::write_executable;
+use crate::executable::write_executable;
 use std::path::{Path, PathBuf};
 
 use k8s_bootstrap::exec::{

@@ -19,9 +19,7 @@ use std::time::SystemTime;
 use k8s_bootstrap::addon_jwt::{Audience, Issuer, Minter, SigningKey};
 use tokio::process::Command;
 
-#[path = "support/process.rs"]
-mod support;
-use support::spawn_proxy;
+use crate::support::spawn_proxy;
 
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 const KEY_A: &str = "-----BEGIN PRIVATE KEY-----\n\

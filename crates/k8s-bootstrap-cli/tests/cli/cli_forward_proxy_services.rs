@@ -21,9 +21,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::Command;
 
-#[path = "support/process.rs"]
-mod support;
-use support::{eventually, spawn_proxy};
+use crate::support::{eventually, spawn_proxy};
 
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 const KEY: &str = "-----BEGIN PRIVATE KEY-----\n\

@@ -25,9 +25,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::{Child, Command};
 
-#[path = "support/process.rs"]
-mod support;
-use support::{addr_field, eventually, eventually_some, sigterm};
+use crate::support::{addr_field, eventually, eventually_some, sigterm};
 
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 

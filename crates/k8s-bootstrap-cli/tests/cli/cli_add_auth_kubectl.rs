@@ -36,9 +36,7 @@ use serde_json::json;
 use tokio::io::AsyncBufReadExt as _;
 use tokio::process::Command;
 
-#[path = "support/process.rs"]
-mod support;
-use support::{eventually, spawn_proxy};
+use crate::support::{eventually, spawn_proxy};
 
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 const ISSUER: &str = "https://kubernetes.default.svc";
@@ -593,7 +591,7 @@ async fn serve_loopback_add_auth_serves_a_forward_proxy_through_kubectl_proxy() 
     assert_eq!(answer.status, 403, "{}", answer.body);
     assert_eq!(new_entries(&log, before), []);
 
-    support::sigterm(&server);
+    crate::support::sigterm(&server);
     let status = tokio::time::timeout(Duration::from_secs(10), server.wait())
         .await
         .expect("serve-loopback exits within 10 s of SIGTERM")

@@ -16,9 +16,7 @@ use std::process::Output;
 use loopback_apiserver::LoopbackApiServer;
 use tokio::process::Command;
 
-#[path = "support/process.rs"]
-mod support;
-use support::Refusing;
+use crate::support::Refusing;
 
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 const NO_PINS: &str =

@@ -29,9 +29,7 @@ use hyper_util::rt::TokioExecutor;
 use k8s_bootstrap::addon_jwt::{Audience, Issuer, Minter, SigningKey};
 use tokio::process::Command;
 
-#[path = "support/process.rs"]
-mod support;
-use support::{Proxy, Refusing, eventually, sigterm, spawn_proxy};
+use crate::support::{Proxy, Refusing, eventually, sigterm, spawn_proxy};
 
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 const KEY_A: &str = "-----BEGIN PRIVATE KEY-----\n\

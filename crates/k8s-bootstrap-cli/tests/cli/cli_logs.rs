@@ -27,9 +27,7 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 use tokio::process::{Child, Command};
 
-#[path = "support/process.rs"]
-mod support;
-use support::{addr_field, eventually, sigterm};
+use crate::support::{addr_field, eventually, sigterm};
 
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 

@@ -20,6 +20,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::access_review::{AccessReviewOutcome, Decision};
 use crate::attributes::{Attributes, Target};
+use crate::request_info::RequestInfo;
 use crate::token::BearerToken;
 use crate::token_review::TokenReviewOutcome;
 use crate::user::UserInfo;
@@ -247,7 +248,8 @@ impl TokenCache {
 }
 
 /// The key a single-flight map dedupes access reviews on: SHA-256 over every attribute (the
-/// user, UID, groups, extra, verb and target, each length-prefixed). Computed only on a miss;
+/// user, UID, groups, extra, verb and target with its field and label selectors, each
+/// length-prefixed). Computed only on a miss;
 /// [`AccessCache`] looks up by the attributes themselves.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AccessKey([u8; 32]);
@@ -257,7 +259,7 @@ impl AccessKey {
     #[must_use]
     pub fn new(attributes: &Attributes) -> AccessKey {
         let mut h = Sha256::new();
-        encode(attributes, &mut |b: &[u8]| h.update(b));
+        encode(&View::of(attributes), &mut |b: &[u8]| h.update(b));
         AccessKey(h.finalize().into())
     }
 }
@@ -305,9 +307,26 @@ impl AccessCache {
     /// The outcome kept for `attributes`, if any and still fresh at `now`.
     #[must_use]
     pub fn get(&self, attributes: &Attributes, now: SystemTime) -> Option<&AccessReviewOutcome> {
-        let key = self.key(attributes);
+        self.get_view(&View::of(attributes), now)
+    }
+
+    /// The outcome kept for the attributes `request` has for `user`, if any and still fresh at
+    /// `now`: what [`AccessCache::get`] answers for `request.to_attributes(user)`, without
+    /// copying a string of the request (a hit on a request's path allocates nothing).
+    #[must_use]
+    pub fn get_request(
+        &self,
+        user: &Arc<UserInfo>,
+        request: &RequestInfo<'_>,
+        now: SystemTime,
+    ) -> Option<&AccessReviewOutcome> {
+        self.get_view(&View::of_request(user, request), now)
+    }
+
+    fn get_view(&self, view: &View<'_>, now: SystemTime) -> Option<&AccessReviewOutcome> {
+        let key = self.key(view);
         match self.store.get(&key, now) {
-            Some((_, (kept, outcome))) if kept == attributes => Some(outcome),
+            Some((_, (kept, outcome))) if View::of(kept) == *view => Some(outcome),
             _ => None,
         }
     }
@@ -322,7 +341,7 @@ impl AccessCache {
         outcome: AccessReviewOutcome,
         now: SystemTime,
     ) -> bool {
-        let key = self.key(attributes);
+        let key = self.key(&View::of(attributes));
         if !outcome.is_cacheable() {
             // Only forget what was kept for these very attributes.
             if self.get(attributes, SystemTime::UNIX_EPOCH).is_some() {
@@ -365,15 +384,88 @@ impl AccessCache {
         self.store.bytes
     }
 
-    fn key(&self, attributes: &Attributes) -> u64 {
+    fn key(&self, view: &View<'_>) -> u64 {
         let mut h = self.hasher.build_hasher();
-        encode(attributes, &mut |b: &[u8]| h.write(b));
+        encode(view, &mut |b: &[u8]| h.write(b));
         h.finish()
     }
 }
 
+/// Attributes as the access cache reads them, borrowed from kept [`Attributes`] or from a
+/// request's [`RequestInfo`]: a request is looked up without copying its strings.
+#[derive(Debug)]
+struct View<'a> {
+    user: &'a Arc<UserInfo>,
+    verb: &'a str,
+    target: ViewTarget<'a>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum ViewTarget<'a> {
+    /// Namespace, group, version, resource, subresource, name, field selector, label selector.
+    Resource([&'a str; 8]),
+    NonResource(&'a str),
+}
+
+impl<'a> View<'a> {
+    fn of(a: &'a Attributes) -> View<'a> {
+        let target = match &a.target {
+            Target::Resource(r) => ViewTarget::Resource([
+                &r.namespace,
+                &r.api_group,
+                &r.api_version,
+                &r.resource,
+                &r.subresource,
+                &r.name,
+                &r.field_selector,
+                &r.label_selector,
+            ]),
+            Target::NonResource { path } => ViewTarget::NonResource(path),
+        };
+        View {
+            user: &a.user,
+            verb: &a.verb,
+            target,
+        }
+    }
+
+    /// The view of `request.to_attributes(user)`, field for field (see
+    /// `RequestInfo::into_attributes`).
+    fn of_request(user: &'a Arc<UserInfo>, r: &'a RequestInfo<'_>) -> View<'a> {
+        let target = if r.is_resource_request {
+            ViewTarget::Resource([
+                r.namespace,
+                r.api_group,
+                r.api_version,
+                r.resource,
+                r.subresource,
+                &r.name,
+                &r.field_selector,
+                &r.label_selector,
+            ])
+        } else {
+            ViewTarget::NonResource(r.path)
+        };
+        View {
+            user,
+            verb: &r.verb,
+            target,
+        }
+    }
+}
+
+impl PartialEq for View<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        // The same user is usually the same allocation (the token cache's): no need to walk
+        // its groups and extra then.
+        (Arc::ptr_eq(self.user, other.user) || self.user == other.user)
+            && self.verb == other.verb
+            && self.target == other.target
+    }
+}
+
 /// Feeds every attribute, length-prefixed, to `out`.
-fn encode(a: &Attributes, out: &mut impl FnMut(&[u8])) {
+fn encode(a: &View<'_>, out: &mut impl FnMut(&[u8])) {
     fn count(out: &mut impl FnMut(&[u8]), n: usize) {
         out(&(n as u64).to_le_bytes());
     }
@@ -402,22 +494,15 @@ fn encode(a: &Attributes, out: &mut impl FnMut(&[u8])) {
             field(out, v);
         }
     }
-    field(out, &a.verb);
+    field(out, a.verb);
     match &a.target {
-        Target::Resource(r) => {
+        ViewTarget::Resource(fields) => {
             count(out, 1);
-            for s in [
-                &r.namespace,
-                &r.api_group,
-                &r.api_version,
-                &r.resource,
-                &r.subresource,
-                &r.name,
-            ] {
+            for s in fields {
                 field(out, s);
             }
         }
-        Target::NonResource { path } => {
+        ViewTarget::NonResource(path) => {
             count(out, 2);
             field(out, path);
         }
@@ -456,6 +541,8 @@ fn attributes_bytes(a: &Attributes) -> usize {
             &r.resource,
             &r.subresource,
             &r.name,
+            &r.field_selector,
+            &r.label_selector,
         ]
         .iter()
         .fold(0usize, |n, s| n.saturating_add(s.len())),

@@ -367,6 +367,22 @@ fn access_decisions_are_cached_by_attributes() {
         AccessKey::new(&attrs("alice", "get")),
         AccessKey::new(&attrs("alice", "get"))
     );
+    // So do the selectors (an authorizer may decide on them: AuthorizeWithSelectors), in the
+    // cache and in the key that shares one review among requests in flight.
+    let mut selected = attrs("alice", "get");
+    if let delegated_auth::Target::Resource(r) = &mut selected.target {
+        r.label_selector = "app=web".into();
+    }
+    assert!(cache.get(&selected, now).is_none());
+    assert_ne!(
+        AccessKey::new(&selected),
+        AccessKey::new(&attrs("alice", "get"))
+    );
+    let mut fields = attrs("alice", "get");
+    if let delegated_auth::Target::Resource(r) = &mut fields.target {
+        r.field_selector = "app=web".into();
+    }
+    assert_ne!(AccessKey::new(&selected), AccessKey::new(&fields));
 }
 
 #[test]

@@ -12,9 +12,10 @@
 use std::sync::Arc;
 
 use delegated_auth::{
-    ApiPrefixes, Attributes, ClusterRole, ClusterRoleBinding, Error, KubeletAuthz, Policy,
-    PolicyRule, RbacObjects, RbacProxyConfig, RequestInfo, RequestPath, ResourceAttributes,
-    RoleBinding, RoleRef, Subject, UserInfo, kubelet_attributes, uncovered_rules,
+    AccessCache, AccessReviewKind, ApiPrefixes, Attributes, CacheConfig, ClusterRole,
+    ClusterRoleBinding, Error, KubeletAuthz, Policy, PolicyRule, RbacObjects, RbacProxyConfig,
+    RequestInfo, RequestPath, ResourceAttributes, RoleBinding, RoleRef, Subject, UserInfo,
+    kubelet_attributes, read_access_review, uncovered_rules,
 };
 use proptest::prelude::*;
 
@@ -91,6 +92,43 @@ proptest! {
                 prop_assert_eq!(info.into_attributes(UserInfo::new("u")), copied);
             }
             let _ = kubelet_attributes(&Arc::new(UserInfo::new("u")), &method, &path, "n", KubeletAuthz::FineGrained);
+        }
+    }
+
+    /// A request looked up in the access cache straight from its `RequestInfo` finds exactly
+    /// what a lookup with its attributes finds: the same entry for the same request, nothing
+    /// for another request, another method or another user.
+    #[test]
+    fn proptest_access_cache_lookup_from_a_request_agrees_with_its_attributes(
+        method in "GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS|LIST",
+        other_method in "GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS|LIST",
+        raw in "/(api|apis|metrics|healthz)(/[a-z0-9.%=-]{0,12}){0,7}",
+        query in "(watch=[01]&)?(fieldSelector=[a-z.=!%0-9D]{0,16}&)?(labelSelector=[a-z=!%0-9D]{0,16})?",
+        other_raw in "/(api|apis|metrics)(/[a-z0-9.=-]{0,12}){0,7}",
+        name in "[a-z]{1,6}",
+    ) {
+        let Ok(path) = RequestPath::parse(&raw) else { return Ok(()) };
+        let Ok(other_path) = RequestPath::parse(&other_raw) else { return Ok(()) };
+        let user = Arc::new(UserInfo::new(name.clone()).with_groups(["system:authenticated"]));
+        let twin = Arc::new(UserInfo::new(name.clone()).with_groups(["system:authenticated"]));
+        let stranger = Arc::new(UserInfo::new(format!("{name}x")));
+        let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
+        let allowed = read_access_review(AccessReviewKind::Subject, 201, br#"{"status":{"allowed":true}}"#).unwrap();
+        for prefixes in [ApiPrefixes::Kubernetes, ApiPrefixes::None] {
+            let info = RequestInfo::resolve(&method, &path, Some(&query), &prefixes).unwrap();
+            let mut cache = AccessCache::new(CacheConfig::default());
+            prop_assert!(cache.insert(&info.to_attributes(Arc::clone(&user)), allowed.clone(), now));
+            prop_assert!(cache.get_request(&user, &info, now).is_some());
+            // An equal user in another allocation is the same user.
+            prop_assert!(cache.get_request(&twin, &info, now).is_some());
+            prop_assert!(cache.get_request(&stranger, &info, now).is_none());
+            for (m, p) in [(&other_method, &path), (&method, &other_path)] {
+                let other = RequestInfo::resolve(m, p, Some(&query), &prefixes).unwrap();
+                prop_assert_eq!(
+                    cache.get_request(&user, &other, now).is_some(),
+                    cache.get(&other.to_attributes(Arc::clone(&user)), now).is_some()
+                );
+            }
         }
     }
 

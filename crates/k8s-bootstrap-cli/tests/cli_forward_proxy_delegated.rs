@@ -351,4 +351,22 @@ async fn flag_errors_name_the_flag_before_any_work() {
             assert!(stderr.contains(&missing.display().to_string()), "{stderr}");
         }
     }
+
+    // Flags that pass (the configuration file and header flags of
+    // deploy/forward-proxy-delegated): the first work is the kubeconfig, which is missing.
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, "authorization: {}\n").unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(common)
+        .args([
+            "--authentication=token-review",
+            &format!("--config-file={}", config.display()),
+            "--auth-header-fields-enabled=true",
+            "--auth-header-groups-field-separator=|",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
 }

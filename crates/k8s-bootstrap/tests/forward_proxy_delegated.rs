@@ -484,3 +484,35 @@ async fn jwt_settings_are_refused_in_the_delegated_mode() {
         "audiences are a setting of the add-on JWT mode, not of the delegated mode"
     );
 }
+
+/// Path tricks with a token allowed only `get /metrics`: an unclean path is redirected to the
+/// clean one (what is authorized is what would be served), another spelling is another path
+/// (403); none reaches the add-on.
+#[tokio::test]
+async fn path_tricks_never_reach_the_addon() {
+    let cluster = Cluster::start().await;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let addon = echo_addon(calls.clone()).await;
+    let proxy = proxy(&cluster, addon, Delegated::new(cluster.layer().await)).await;
+    let token = cluster.token("prometheus").await;
+    for (path, expected) in [
+        ("//metrics", 301),
+        ("/metrics/../secret", 301),
+        ("/metrics/./", 301),
+        ("/%2e%2e/secret", 301),
+        ("/METRICS", 403),
+        ("/metrics/", 403),
+        ("/metrics/x", 403),
+    ] {
+        let (status, body) = proxy.get(path, Some(&token), "").await;
+        assert_eq!(status, expected, "{path}: {body}");
+    }
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        0,
+        "nothing reached the add-on"
+    );
+    // The clean path itself does.
+    assert_eq!(proxy.get("/metrics", Some(&token), "").await.0, 200);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}

@@ -11,7 +11,7 @@ use crate::delegated::DelegatedAuthLayer;
 use crate::delegated_auth::UserInfo;
 
 #[cfg(doc)]
-use super::{Config, Server};
+use super::Config;
 use super::{Error, KeySource};
 
 /// How the forward proxy decides who a request comes from, and whether it goes on.

@@ -814,6 +814,35 @@ impl Sidecar {
                 return Err(Rejection { reason });
             }
         };
+        self.strip_request_headers(headers);
+        headers.insert(http::HeaderName::from_static(USER_HEADER_LOWER), value);
+        Ok(user)
+    }
+
+    /// Removes from a request's headers every line [`Sidecar::decide`] removes from a request
+    /// it forwards: `Authorization`, every client-supplied [`AUTHENTICATED_USER_HEADER`], the
+    /// [`STRIPPED_IDENTITY_HEADERS`] and those of [`Sidecar::strip_headers`] (any case, `_`
+    /// for `-`), the hop-by-hop headers and every header `Connection` names. Nothing is
+    /// verified and no identity is added: for a proxy that authenticates requests another way
+    /// (a `TokenReview`, say) and sets identity headers of its own afterwards, so that the
+    /// client's copies of them never reach the upstream.
+    ///
+    /// ```
+    /// # use addon_jwt::{Audience, Issuer, KeySet, Sidecar, Validation};
+    /// let rule = Sidecar::new(KeySet::new(), Validation::new(Issuer::new("iss"), Audience::new("dash")))
+    ///     .strip_headers(["X-Remote-Groups"])?;
+    /// let mut headers = http::HeaderMap::new();
+    /// headers.insert("x-remote-user", "system:admin".parse()?);
+    /// headers.insert("x_remote_groups", "system:masters".parse()?);
+    /// headers.insert("authorization", "Bearer abc".parse()?);
+    /// headers.insert("accept", "text/plain".parse()?);
+    /// rule.strip_request_headers(&mut headers);
+    /// assert_eq!(headers.len(), 1);
+    /// assert_eq!(headers["accept"], "text/plain");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "http")]
+    pub fn strip_request_headers(&self, headers: &mut http::HeaderMap) {
         // Every header to remove, found before anything is removed (Connection may name any).
         // Listed names are removed by their static spelling; others (look-alikes, names
         // Connection lists) by a clone of the map's name. A few slots on the stack, a vector
@@ -849,8 +878,6 @@ impl Sidecar {
                 Victim::Named(name) => headers.remove(name),
             };
         }
-        headers.insert(http::HeaderName::from_static(USER_HEADER_LOWER), value);
-        Ok(user)
     }
 
     /// Whether `authorization` (an `Authorization` header value, `Bearer <token>` with the

@@ -102,7 +102,8 @@ impl Cli {
         };
         let Some((own_kubeconfig, own_context)) = self.command.cluster_mut() else {
             let why = if name == "forward-proxy" {
-                "it talks to the cluster only with '--audience-from-services'"
+                "it talks to the cluster only with '--audience-from-services' or \
+                 '--authentication=token-review'"
             } else {
                 "it talks to no cluster through a kubeconfig"
             };
@@ -147,8 +148,10 @@ pub(crate) enum Command {
     /// tokencleaner) with leader election, health and metrics, until SIGTERM or Ctrl-C.
     #[cfg(feature = "controllers")]
     Controllers(ControllersArgs),
-    /// Run the add-on sidecar: verify each request's identity token, forward it to the add-on
-    /// with X-Authenticated-User, answer 403 otherwise; until SIGTERM or Ctrl-C.
+    /// Run the add-on sidecar: verify each request's identity token (an add-on JWT, or with
+    /// --authentication=token-review a TokenReview and a SubjectAccessReview, as
+    /// kube-rbac-proxy), forward it to the add-on with the user in a header, answer 401 or 403
+    /// otherwise; until SIGTERM or Ctrl-C.
     #[cfg(feature = "sidecar")]
     ForwardProxy(ForwardProxyArgs),
     /// Run the loopback API server, a test double, until SIGTERM or Ctrl-C (its admin
@@ -219,7 +222,9 @@ impl Command {
             #[cfg(feature = "controllers")]
             Command::Controllers(a) => &mut a.cluster,
             #[cfg(feature = "sidecar")]
-            Command::ForwardProxy(a) if a.audience_from_services => {
+            Command::ForwardProxy(a)
+                if a.audience_from_services || a.authentication == Authentication::TokenReview =>
+            {
                 return Some((&mut a.kubeconfig, &mut a.context));
             }
             _ => return None,
@@ -310,26 +315,72 @@ pub(crate) struct ForwardProxyArgs {
     /// The add-on's address, as host:port (plain HTTP, usually 127.0.0.1 in the same pod).
     #[arg(long, value_name = "HOST:PORT")]
     pub(crate) forward: String,
-    /// The accepted token issuer (the `iss` claim).
+    /// How requests are authenticated: `jwt`, add-on JWTs verified with --jwks-file or
+    /// --public-key-file (the add-on gets X-Authenticated-User); `token-review`, the bearer
+    /// token reviewed by the API server (TokenReview) and the request authorized by it
+    /// (SubjectAccessReview), as kube-rbac-proxy does (the add-on gets
+    /// --auth-header-user-field-name and --auth-header-groups-field-name). The proxy's service
+    /// account needs the ClusterRole system:auth-delegator for token-review.
+    #[arg(long, value_enum, default_value_t = Authentication::Jwt, value_name = "MODE")]
+    pub(crate) authentication: Authentication,
+    /// jwt: the accepted token issuer (the `iss` claim).
     #[arg(long, value_name = "ISSUER")]
-    pub(crate) issuer: String,
-    /// An accepted audience (the `aud` claim); repeatable.
+    pub(crate) issuer: Option<String>,
+    /// jwt: an accepted audience (the `aud` claim); repeatable (this or
+    /// --audience-from-services is required).
+    #[arg(long, value_name = "AUDIENCE")]
+    pub(crate) audience: Vec<String>,
+    /// token-review: kube-rbac-proxy's configuration file (YAML or JSON:
+    /// authorization.resourceAttributes, rewrites, static), which decides the attributes each
+    /// request is authorized with; without it, a non-resource request for the path with the
+    /// lowercase method as verb (get /metrics).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) config_file: Option<PathBuf>,
+    /// token-review: only these paths are served (glob patterns, comma-separated), others
+    /// answered 403; kube-rbac-proxy's --allow-paths.
     #[arg(
         long,
-        value_name = "AUDIENCE",
-        required_unless_present = "audience_from_services"
+        value_delimiter = ',',
+        value_name = "PATTERNS",
+        conflicts_with = "ignore_paths"
     )]
-    pub(crate) audience: Vec<String>,
+    pub(crate) allow_paths: Vec<String>,
+    /// token-review: these paths go to the add-on without authentication or authorization
+    /// (glob patterns, comma-separated); kube-rbac-proxy's --ignore-paths.
+    #[arg(long, value_delimiter = ',', value_name = "PATTERNS")]
+    pub(crate) ignore_paths: Vec<String>,
+    /// token-review: accept only tokens the API server authenticates for one of these
+    /// audiences (comma-separated; default: the API server's own).
+    #[arg(long, value_delimiter = ',', value_name = "AUDIENCES")]
+    pub(crate) auth_token_audiences: Vec<String>,
+    /// token-review: send the verified user to the add-on in --auth-header-user-field-name
+    /// and its groups in --auth-header-groups-field-name (on by default, unlike
+    /// kube-rbac-proxy; `=false` sends neither). The client's own copies are removed either
+    /// way.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
+        default_missing_value = "true", value_name = "BOOL")]
+    pub(crate) auth_header_fields_enabled: bool,
+    /// token-review: the header the add-on gets the user's name in.
+    #[arg(long, default_value = "x-remote-user", value_name = "NAME")]
+    pub(crate) auth_header_user_field_name: String,
+    /// token-review: the header the add-on gets the user's groups in.
+    #[arg(long, default_value = "x-remote-groups", value_name = "NAME")]
+    pub(crate) auth_header_groups_field_name: String,
+    /// token-review: what the groups are joined by.
+    #[arg(long, default_value = "|", value_name = "SEPARATOR")]
+    pub(crate) auth_header_groups_field_separator: String,
     /// Also accept `<namespace>/<service>` for every Service of the pod's namespace whose
     /// selector matches the pod's labels (needs `list` on Services), refreshed periodically.
     #[arg(long)]
     pub(crate) audience_from_services: bool,
-    /// The kubeconfig to list the Services with, for --audience-from-services (else the first
-    /// file of $KUBECONFIG, else ~/.kube/config, else the pod's service account).
-    #[arg(long, value_name = "PATH", requires = "audience_from_services")]
+    /// The kubeconfig to send the reviews (token-review) or list the Services
+    /// (--audience-from-services) with (else the first file of $KUBECONFIG, else
+    /// ~/.kube/config, else the pod's service account).
+    #[arg(long, value_name = "PATH")]
     pub(crate) kubeconfig: Option<PathBuf>,
-    /// The kubeconfig context to use, for --audience-from-services (else its current context).
-    #[arg(long, value_name = "NAME", requires = "audience_from_services")]
+    /// The kubeconfig context to use, for token-review or --audience-from-services (else its
+    /// current context).
+    #[arg(long, value_name = "NAME")]
     pub(crate) context: Option<String>,
     /// The pod's namespace, for --audience-from-services.
     #[arg(long, env = "POD_NAMESPACE", value_name = "NAMESPACE")]
@@ -404,6 +455,16 @@ pub(crate) struct ForwardProxyArgs {
     /// reason never holds token bytes, but it tells any caller which check failed.
     #[arg(long)]
     pub(crate) explain_rejections: bool,
+}
+
+/// `forward-proxy --authentication`.
+#[cfg(feature = "sidecar")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Authentication {
+    /// Add-on JWTs, verified with the key files.
+    Jwt,
+    /// TokenReview and SubjectAccessReview by the API server.
+    TokenReview,
 }
 
 /// `forward-proxy --tls-min-version`, as kube-rbac-proxy names the versions.

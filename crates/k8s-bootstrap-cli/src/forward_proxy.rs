@@ -4,11 +4,14 @@
 use std::num::NonZeroUsize;
 
 use k8s_bootstrap::addon_jwt::Algorithm;
+use k8s_bootstrap::delegated::DelegatedAuthLayer;
+use k8s_bootstrap::delegated_auth::RbacProxyConfig;
 use k8s_bootstrap::forward_proxy::{
-    self, Config, KeySource, ServiceAudiences, TlsFile, TlsServing, TlsVersion,
+    self, AuthHeaders, Config, Delegated, KeySource, ServiceAudiences, TlsFile, TlsServing,
+    TlsVersion,
 };
 
-use crate::args::{ClusterArgs, ForwardProxyArgs, KeyReloadFailure, TlsMinVersion};
+use crate::args::{Authentication, ClusterArgs, ForwardProxyArgs, KeyReloadFailure, TlsMinVersion};
 use crate::error::CliError;
 use crate::kubeconfig;
 
@@ -66,6 +69,178 @@ fn serving(
     }
 }
 
+/// The add-on JWT mode's flags: the issuer, an audience source and the key file, and none of
+/// the token-review mode's.
+fn jwt_flags(args: &ForwardProxyArgs) -> Result<(String, KeySource), CliError> {
+    if let Some(flag) = delegated_flag_given(args) {
+        return Err(CliError::Usage(format!(
+            "{flag} is a flag of --authentication=token-review"
+        )));
+    }
+    let issuer = args.issuer.clone().ok_or_else(|| {
+        CliError::Usage("--issuer is required with --authentication=jwt".to_owned())
+    })?;
+    if !args.audience_from_services {
+        for (given, flag) in [
+            (args.kubeconfig.is_some(), "--kubeconfig"),
+            (args.context.is_some(), "--context"),
+        ] {
+            if given {
+                return Err(CliError::Usage(format!(
+                    "{flag} is used only with --audience-from-services or \
+                     --authentication=token-review"
+                )));
+            }
+        }
+    }
+    if args.audience.is_empty() && !args.audience_from_services {
+        return Err(CliError::Usage(
+            "--audience or --audience-from-services is required with --authentication=jwt"
+                .to_owned(),
+        ));
+    }
+    Ok((issuer, key_source(args)?))
+}
+
+/// The first token-review flag given away from its default, if any.
+fn delegated_flag_given(args: &ForwardProxyArgs) -> Option<&'static str> {
+    let headers = forward_proxy::AuthHeaders::default();
+    [
+        (args.config_file.is_some(), "--config-file"),
+        (!args.allow_paths.is_empty(), "--allow-paths"),
+        (!args.ignore_paths.is_empty(), "--ignore-paths"),
+        (
+            !args.auth_token_audiences.is_empty(),
+            "--auth-token-audiences",
+        ),
+        (
+            !args.auth_header_fields_enabled,
+            "--auth-header-fields-enabled",
+        ),
+        (
+            args.auth_header_user_field_name != headers.user_header(),
+            "--auth-header-user-field-name",
+        ),
+        (
+            args.auth_header_groups_field_name != headers.groups_header(),
+            "--auth-header-groups-field-name",
+        ),
+        (
+            args.auth_header_groups_field_separator != headers.groups_separator(),
+            "--auth-header-groups-field-separator",
+        ),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag))
+}
+
+/// The token-review mode's flags, checked (the configuration file read and parsed, the header
+/// names checked) before any work: the kube-rbac-proxy configuration, if any, and the
+/// headers the user goes in.
+fn delegated_flags(
+    args: &ForwardProxyArgs,
+) -> Result<(Option<RbacProxyConfig>, Option<AuthHeaders>), CliError> {
+    for (given, flag) in [
+        (args.issuer.is_some(), "--issuer"),
+        (!args.audience.is_empty(), "--audience"),
+        (args.audience_from_services, "--audience-from-services"),
+        (args.jwks_file.is_some(), "--jwks-file"),
+        (args.public_key_file.is_some(), "--public-key-file"),
+    ] {
+        if given {
+            return Err(CliError::Usage(format!(
+                "{flag} is a flag of --authentication=jwt; token-review reviews tokens with the \
+                 API server (--auth-token-audiences for their audiences)"
+            )));
+        }
+    }
+    let headers = if args.auth_header_fields_enabled {
+        Some(
+            AuthHeaders::new(
+                &args.auth_header_user_field_name,
+                &args.auth_header_groups_field_name,
+                &args.auth_header_groups_field_separator,
+            )
+            .map_err(|e| {
+                CliError::Usage(format!(
+                    "--auth-header-user-field-name {:?}, --auth-header-groups-field-name {:?}, \
+                     --auth-header-groups-field-separator {:?}: {e}",
+                    truncate(&args.auth_header_user_field_name),
+                    truncate(&args.auth_header_groups_field_name),
+                    truncate(&args.auth_header_groups_field_separator),
+                ))
+            })?,
+        )
+    } else {
+        None
+    };
+    let mut config =
+        match &args.config_file {
+            Some(path) => {
+                let bytes = read_config_file(path)?;
+                Some(RbacProxyConfig::from_yaml(&bytes).map_err(|e| {
+                    CliError::Proxy(format!("--config-file {}: {e}", path.display()))
+                })?)
+            }
+            None => None,
+        };
+    if !args.allow_paths.is_empty() {
+        config = Some(
+            config
+                .unwrap_or_default()
+                .with_allow_paths(&args.allow_paths)
+                .map_err(|e| CliError::Usage(format!("--allow-paths: {e}")))?,
+        );
+    }
+    if !args.ignore_paths.is_empty() {
+        config = Some(
+            config
+                .unwrap_or_default()
+                .with_ignore_paths(&args.ignore_paths)
+                .map_err(|e| CliError::Usage(format!("--ignore-paths: {e}")))?,
+        );
+    }
+    Ok((config, headers))
+}
+
+/// kube-rbac-proxy's configuration file, at most 1 MiB.
+fn read_config_file(path: &std::path::Path) -> Result<Vec<u8>, CliError> {
+    use std::io::Read as _;
+    const LIMIT: u64 = 1 << 20;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(LIMIT.saturating_add(1)).read_to_end(&mut bytes))
+        .map_err(|e| CliError::Proxy(format!("--config-file {}: {e}", path.display())))?;
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > LIMIT {
+        return Err(CliError::Proxy(format!(
+            "--config-file {}: larger than 1 MiB",
+            path.display()
+        )));
+    }
+    Ok(bytes)
+}
+
+/// At most 64 characters of a flag's value, for an error message.
+fn truncate(value: &str) -> String {
+    value.chars().take(64).collect()
+}
+
+/// The client for the API server: the kubeconfig or context named, else in-cluster, else
+/// kube's inference.
+async fn cluster_client(args: &ForwardProxyArgs) -> Result<kube::Client, CliError> {
+    // In a pod: the service account (in-cluster config) unless a kubeconfig or context is named.
+    let cluster = ClusterArgs {
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+    };
+    if cluster.is_set() {
+        Ok(kubeconfig::client(&cluster).await?.0)
+    } else {
+        let config = kube::Config::infer().await.map_err(CliError::InferConfig)?;
+        kube::Client::try_from(config).map_err(CliError::Client)
+    }
+}
+
 /// The Services that select this pod, for `--audience-from-services`.
 async fn services(args: &ForwardProxyArgs) -> Result<ServiceAudiences, CliError> {
     let namespace = args
@@ -79,25 +254,41 @@ async fn services(args: &ForwardProxyArgs) -> Result<ServiceAudiences, CliError>
         })?;
     let labels = forward_proxy::read_pod_labels(&args.pod_labels_file)
         .map_err(|e| CliError::Proxy(format!("reading {}: {e}", args.pod_labels_file.display())))?;
-    // In a pod: the service account (in-cluster config) unless a kubeconfig or context is named.
-    let cluster = ClusterArgs {
-        kubeconfig: args.kubeconfig.clone(),
-        context: args.context.clone(),
-    };
-    let client = if cluster.is_set() {
-        kubeconfig::client(&cluster).await?.0
-    } else {
-        let config = kube::Config::infer().await.map_err(CliError::InferConfig)?;
-        kube::Client::try_from(config).map_err(CliError::Client)?
-    };
+    let client = cluster_client(args).await?;
     Ok(ServiceAudiences::new(client, &namespace, labels)
         .refresh_interval(args.audience_refresh_interval))
 }
 
+/// The flags checked for the mode chosen, before any work.
+enum Mode {
+    Jwt(String, KeySource),
+    TokenReview(Option<Box<RbacProxyConfig>>, Option<AuthHeaders>),
+}
+
 pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
-    let source = key_source(args)?;
+    let mode = match args.authentication {
+        Authentication::Jwt => {
+            let (issuer, keys) = jwt_flags(args)?;
+            Mode::Jwt(issuer, keys)
+        }
+        Authentication::TokenReview => {
+            let (rbac, headers) = delegated_flags(args)?;
+            Mode::TokenReview(rbac.map(Box::new), headers)
+        }
+    };
     let (listen, tls) = serving(args)?;
-    let mut config = Config::new(&args.forward, &args.issuer, source)
+    let config = match mode {
+        Mode::Jwt(issuer, keys) => Config::new(&args.forward, &issuer, keys),
+        Mode::TokenReview(rbac, headers) => {
+            let mut layer = DelegatedAuthLayer::new(cluster_client(args).await?)
+                .token_audiences(args.auth_token_audiences.iter().cloned());
+            if let Some(rbac) = rbac {
+                layer = layer.rbac_proxy_config(*rbac);
+            }
+            Config::delegated(&args.forward, Delegated::new(layer).auth_headers(headers))
+        }
+    };
+    let mut config = config
         .listen(listen)
         .request_timeout(args.request_timeout)
         .max_connection_duration(args.max_connection_duration)
@@ -161,8 +352,25 @@ fn log_configuration(args: &ForwardProxyArgs, listen: std::net::SocketAddr) {
     } else {
         "flags only".to_owned()
     };
+    let auth_headers = match (args.authentication, args.auth_header_fields_enabled) {
+        (Authentication::Jwt, _) => "X-Authenticated-User".to_owned(),
+        (Authentication::TokenReview, true) => format!(
+            "{} and {} (joined by {:?})",
+            args.auth_header_user_field_name,
+            args.auth_header_groups_field_name,
+            args.auth_header_groups_field_separator
+        ),
+        (Authentication::TokenReview, false) => "none".to_owned(),
+    };
     tracing::info!(
         %listen,
+        authentication = match args.authentication {
+            Authentication::Jwt => "jwt",
+            Authentication::TokenReview => "token-review",
+        },
+        auth_headers,
+        config_file = args.config_file.as_ref().map(|p| p.display().to_string()),
+        auth_token_audiences = args.auth_token_audiences.join(","),
         serving = if args.insecure_listen_address.is_some() {
             "plain HTTP"
         } else {
@@ -178,7 +386,7 @@ fn log_configuration(args: &ForwardProxyArgs, listen: std::net::SocketAddr) {
         tls_cipher_suites = args.tls_cipher_suites.join(","),
         http_address = %args.http_address,
         forward = args.forward,
-        issuer = args.issuer,
+        issuer = args.issuer.as_deref(),
         audiences = args.audience.join(","),
         audiences_from,
         keys,
@@ -205,6 +413,7 @@ fn log_configuration(args: &ForwardProxyArgs, listen: std::net::SocketAddr) {
 fn proxy_error(e: &forward_proxy::Error, args: &ForwardProxyArgs) -> CliError {
     CliError::Proxy(match e {
         forward_proxy::Error::StripHeaders(e) => format!("--strip-header: {e}"),
+        forward_proxy::Error::AuthHeaders { what } => format!("--auth-header-*: {what}"),
         forward_proxy::Error::Forward => format!(
             "--forward {:?} is not host:port",
             args.forward.chars().take(64).collect::<String>()

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const DIRS: [&str; 2] = ["controllers", "forward-proxy"];
+const DIRS: [&str; 3] = ["controllers", "forward-proxy", "forward-proxy-delegated"];
 const RELEASED: &str = "ghcr.io/k8s-bootstrap-rs/k8s-bootstrap";
 
 fn repository() -> PathBuf {

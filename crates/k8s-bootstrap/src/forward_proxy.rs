@@ -31,6 +31,7 @@
 //! (`upstream`), the key file and its reload (`keys`), the pod's labels and the Services that
 //! select it (`labels`), and the metrics (`metrics`).
 
+mod authentication;
 mod config;
 mod connections;
 mod keys;
@@ -40,6 +41,10 @@ mod server;
 mod tls;
 mod upstream;
 
+pub use authentication::{
+    AuthHeaders, Authentication, DEFAULT_GROUPS_HEADER, DEFAULT_GROUPS_SEPARATOR,
+    DEFAULT_USER_HEADER, Delegated,
+};
 pub use config::{
     Config, Error, KeyReloadFailure, KeySource, Serving, TlsFile, TlsServing, TlsVersion,
     available_cpus,

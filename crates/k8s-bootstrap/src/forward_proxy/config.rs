@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use crate::addon_jwt::Algorithm;
 
-use super::ServiceAudiences;
 #[cfg(doc)]
-use super::{ClientCertificates, Server, SidecarLayer};
+use super::{AuthHeaders, ClientCertificates, Server, SidecarLayer};
+use super::{Authentication, Delegated, ServiceAudiences};
 
 /// Where the verification keys come from; the file is re-read when it changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,8 +150,11 @@ impl TlsServing {
     }
 }
 
-/// The forward proxy's settings; [`Config::new`] takes what has no default, the other
-/// methods change one setting each (the defaults are `k8s-bootstrap forward-proxy`'s).
+/// The forward proxy's settings; [`Config::new`] (add-on JWTs) and [`Config::delegated`]
+/// (TokenReview and SubjectAccessReview) take what has no default, the other methods change
+/// one setting each (the defaults are `k8s-bootstrap forward-proxy`'s). The settings marked
+/// *add-on JWT mode* change nothing in the delegated mode, and audiences or Services given
+/// there are refused ([`Error::NotDelegated`]).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Config {
@@ -162,35 +165,35 @@ pub struct Config {
     pub serving: Option<Serving>,
     /// The add-on's address, as host:port (plain HTTP).
     pub forward: String,
-    /// The accepted token issuer (the `iss` claim).
-    pub issuer: String,
-    /// The accepted audiences (the `aud` claim), besides those of [`Config::services`].
+    /// How requests are authenticated and authorized.
+    pub authentication: Authentication,
+    /// *Add-on JWT mode:* the accepted audiences (the `aud` claim), besides those of
+    /// [`Config::services`]. (The delegated mode's token audiences are its layer's.)
     pub audiences: Vec<String>,
-    /// Where the keys come from.
-    pub keys: KeySource,
-    /// The Services whose names are accepted as audiences too.
+    /// *Add-on JWT mode:* the Services whose names are accepted as audiences too.
     pub services: Option<ServiceAudiences>,
     /// The longest a request may take, response body included (default 60 s).
     pub request_timeout: Duration,
     /// The longest a client connection stays open, requests in flight finishing first
     /// (default 10 min).
     pub max_connection_duration: Duration,
-    /// How many verified tokens to remember (default 4096; 0 verifies every request).
+    /// *Add-on JWT mode:* how many verified tokens to remember (default 4096; 0 verifies every
+    /// request).
     pub verified_cache_size: usize,
-    /// Requests that need a signature check decided at once, at most (`None`: half of
-    /// [`available_cpus`], at least 1).
+    /// *Add-on JWT mode:* requests that need a signature check decided at once, at most
+    /// (`None`: half of [`available_cpus`], at least 1).
     pub max_concurrent_verifications: Option<NonZeroUsize>,
-    /// The same limit while no known caller (a request whose token the proxy verified before)
+    /// *Add-on JWT mode:* the same limit while no known caller (a request whose token the proxy verified before)
     /// arrived in the last ten seconds (`None`: [`available_cpus`]); see
     /// [`SidecarLayer::max_concurrent_verifications_without_known_callers`].
     pub max_concurrent_verifications_without_known_callers: Option<NonZeroUsize>,
-    /// How often the key file is checked for changes (default 5 s; a zero interval is taken as
-    /// 1 ms).
+    /// How often the key file and the serving certificate files are checked for changes
+    /// (default 5 s; a zero interval is taken as 1 ms).
     pub reload_interval: Duration,
-    /// What a changed key file that cannot be loaded does.
+    /// *Add-on JWT mode:* what a changed key file that cannot be loaded does.
     pub key_reload_failure: KeyReloadFailure,
     /// Request headers removed before the add-on besides the default identity headers
-    /// (`addon_jwt::Sidecar::strip_headers`; a trailing `*` matches a prefix).
+    /// (`addon_jwt::Sidecar::strip_headers`; a trailing `*` matches a prefix), in either mode.
     pub strip_headers: Vec<String>,
     /// Client connections open at once, at most (`None`: from the open-file limit,
     /// (limit − 64) / 2, at most 16384).
@@ -198,7 +201,7 @@ pub struct Config {
     /// Where to serve `/healthz`, `/readyz` and `/metrics` (plain HTTP; default
     /// `0.0.0.0:10267`).
     pub http_address: SocketAddr,
-    /// Whether a 403 tells the caller why (`WWW-Authenticate` with an `error_description`, as
+    /// *Add-on JWT mode:* whether a 403 tells the caller why (`WWW-Authenticate` with an `error_description`, as
     /// [`SidecarLayer::explain_rejections`]; default off).
     pub explain_rejections: bool,
     /// Where client connections are served (`None`, the default: on the runtime
@@ -218,13 +221,32 @@ impl Config {
     /// Add at least one audience ([`Config::audience`]) or [`Config::services`].
     #[must_use]
     pub fn new(forward: &str, issuer: &str, keys: KeySource) -> Config {
+        Config::with(
+            forward,
+            Authentication::AddonJwt {
+                issuer: issuer.to_owned(),
+                keys,
+            },
+        )
+    }
+
+    /// Forwards to `forward` (host:port) what the API server authenticates (`TokenReview`)
+    /// and authorizes (`SubjectAccessReview`) through `delegated`'s layer, with the user in
+    /// its [`AuthHeaders`] (a [`DelegatedAuthLayer`](crate::delegated::DelegatedAuthLayer)
+    /// alone: kube-rbac-proxy's `x-remote-user` and `x-remote-groups`), as kube-rbac-proxy
+    /// does.
+    #[must_use]
+    pub fn delegated(forward: &str, delegated: impl Into<Delegated>) -> Config {
+        Config::with(forward, Authentication::Delegated(delegated.into()))
+    }
+
+    fn with(forward: &str, authentication: Authentication) -> Config {
         Config {
             listen: SocketAddr::from(([0, 0, 0, 0], 8443)),
             serving: None,
             forward: forward.to_owned(),
-            issuer: issuer.to_owned(),
+            authentication,
             audiences: Vec::new(),
-            keys,
             services: None,
             request_timeout: Duration::from_secs(60),
             max_connection_duration: Duration::from_secs(600),
@@ -439,6 +461,18 @@ pub enum Error {
     /// A name of [`Config::strip_headers`] is not a header name.
     #[error("the headers to strip: {0}")]
     StripHeaders(#[source] crate::addon_jwt::Error),
+    /// A name or the separator of [`AuthHeaders`] cannot be used.
+    #[error("the identity headers: {what}")]
+    AuthHeaders {
+        /// What is wrong.
+        what: &'static str,
+    },
+    /// A setting of the add-on JWT mode was given in the delegated mode.
+    #[error("{setting} are a setting of the add-on JWT mode, not of the delegated mode")]
+    NotDelegated {
+        /// The setting (`audiences`, `services`).
+        setting: &'static str,
+    },
     /// [`Config::forward`] is not host:port.
     #[error("the add-on address is not host:port")]
     Forward,

@@ -5,28 +5,46 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use http::Request;
+use http_body_util::Either;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::watch;
 use tower::Layer as _;
 
 use crate::accept::{Acceptor, ConnectionPermit};
+use crate::delegated::{DelegatedAuthLayer, VerifiedUser};
 use crate::sidecar::SidecarLayer;
 
 #[cfg(doc)]
 use super::Config;
 use super::Error;
+use super::authentication::Handover;
+use super::metrics::ProxyMetrics;
 use super::tls::{Handshake, Stream};
-use super::upstream::{Link, Upstream, refusal};
+use super::upstream::{Link, Upstream, refusal, status};
 
-/// What every client connection shares: the sidecar in front, the add-on behind.
+/// What decides whether a request goes on to the add-on.
+#[derive(Clone)]
+pub(super) enum Guard {
+    /// The add-on JWT sidecar.
+    Jwt(SidecarLayer),
+    /// The delegated layer, and what a request it lets through gets before the add-on.
+    Delegated {
+        layer: DelegatedAuthLayer,
+        handover: Arc<Handover>,
+        metrics: Arc<ProxyMetrics>,
+    },
+}
+
+/// What every client connection shares: the guard in front, the add-on behind.
 pub(super) struct Connections {
-    pub(super) layer: SidecarLayer,
+    pub(super) guard: Guard,
     pub(super) upstream: Arc<Upstream>,
     pub(super) max_connection_duration: Duration,
     /// How long the connections may take to finish after the shutdown.
@@ -87,7 +105,8 @@ impl Connections {
         stop: impl Future<Output = ()> + Send + 'static,
     ) -> impl Future<Output = ()> + Send + 'static {
         let _ = stream.set_nodelay(true);
-        let (layer, upstream, tls) = (self.layer.clone(), self.upstream.clone(), self.tls.clone());
+        let guard = self.guard.clone();
+        let (upstream, tls) = (self.upstream.clone(), self.tls.clone());
         let lifetime = self.max_connection_duration;
         let mut builder = hyper::server::conn::http1::Builder::new();
         // hyper's default of at most 100 header lines (as Envoy's) keeps its parse on the
@@ -116,49 +135,52 @@ impl Connections {
                 }
             };
             let link = Arc::new(Link::default());
-            let service = {
+            let forward = {
                 let link = link.clone();
-                let checked = layer.layer(tower::service_fn(move |request: Request<Incoming>| {
+                move |request: Request<Incoming>| {
                     let upstream = upstream.clone();
                     let link = link.clone();
                     async move { Ok::<_, Infallible>(upstream.forward(&link, request).await) }
-                }));
-                // A request the proxy refuses whoever sends it (`CONNECT`, two `Host` lines) is
-                // answered before the token is looked at, as nginx and HAProxy answer it.
-                hyper_util::service::TowerToHyperService::new(tower::service_fn(
-                    move |mut request: Request<Incoming>| {
-                        let refused = refusal(&request);
-                        if let Some(certificates) = &certificates {
-                            request.extensions_mut().insert(certificates.clone());
-                        }
-                        let checked = checked.clone();
-                        async move {
-                            match refused {
-                                Some(refused) => Ok(refused),
-                                None => tower::ServiceExt::oneshot(checked, request).await,
-                            }
-                        }
-                    },
-                ))
-            };
-            let connection = builder.serve_connection(TokioIo::new(stream), service);
-            let mut connection = std::pin::pin!(connection);
-            // The client connection and its add-on connection, driven together.
-            let mut both = std::future::poll_fn(|cx| link.poll_beside(connection.as_mut(), cx));
-            tokio::select! {
-                result = &mut both => {
-                    if let Err(e) = result {
-                        tracing::debug!(%peer, error = %e, "forward-proxy: connection ended");
-                    }
-                    return;
                 }
-                () = &mut stop => {}
-                () = &mut limit => {}
+            };
+            let conn = Connection {
+                builder,
+                peer,
+                link,
+                certificates,
+            };
+            match guard {
+                Guard::Jwt(layer) => {
+                    let checked = layer.layer(tower::service_fn(forward));
+                    conn.serve(stream, checked, stop, limit).await;
+                }
+                Guard::Delegated {
+                    layer,
+                    handover,
+                    metrics,
+                } => {
+                    // What the layer let through: the client's identity headers out, the
+                    // verified user's in, then the add-on.
+                    let handed = tower::service_fn(move |mut request: Request<Incoming>| {
+                        let user = request.extensions().get::<VerifiedUser>().cloned();
+                        let handed = handover.apply(request.headers_mut(), user.as_deref());
+                        let forward = handed.is_ok().then(|| forward(request));
+                        let metrics = metrics.clone();
+                        async move {
+                            let Some(forward) = forward else {
+                                tracing::debug!(
+                                    "forward-proxy: the user's name or groups cannot be a header value (403)"
+                                );
+                                return Ok(status(http::StatusCode::FORBIDDEN));
+                            };
+                            metrics.forwarded.inc();
+                            forward.await
+                        }
+                    });
+                    let checked = layer.layer(handed);
+                    conn.serve(stream, checked, stop, limit).await;
+                }
             }
-            // Finish the request in flight, then close; a request that does not finish
-            // within its own timeout is cut by its deadline.
-            connection.as_mut().graceful_shutdown();
-            let _ = std::future::poll_fn(|cx| link.poll_beside(connection.as_mut(), cx)).await;
         }
     }
 
@@ -265,6 +287,78 @@ impl Connections {
         })
         .await;
         failed.map_or(Ok(()), |e| Err(Error::Threads(e)))
+    }
+}
+
+/// One client connection, its TLS handshake done, about to be served.
+struct Connection {
+    builder: hyper::server::conn::http1::Builder,
+    peer: SocketAddr,
+    link: Arc<Link>,
+    certificates: Option<super::ClientCertificates>,
+}
+
+impl Connection {
+    /// Serves requests through `checked` (the guard around the add-on) until the client
+    /// closes, or `stop` or `limit` completes; the request in flight then finishes first.
+    async fn serve<S, B>(
+        self,
+        stream: Stream,
+        checked: S,
+        mut stop: Pin<&mut impl Future<Output = ()>>,
+        mut limit: Pin<&mut tokio::time::Sleep>,
+    ) where
+        S: tower::Service<Request<Incoming>, Response = http::Response<B>, Error = Infallible>
+            + Clone
+            + Send
+            + 'static,
+        S::Future: Send + 'static,
+        B: hyper::body::Body<Data = bytes::Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let Connection {
+            builder,
+            peer,
+            link,
+            certificates,
+        } = self;
+        // A request the proxy refuses whoever sends it (`CONNECT`, two `Host` lines) is
+        // answered before the token is looked at, as nginx and HAProxy answer it.
+        let service = hyper_util::service::TowerToHyperService::new(tower::service_fn(
+            move |mut request: Request<Incoming>| {
+                let refused = refusal(&request);
+                if let Some(certificates) = &certificates {
+                    request.extensions_mut().insert(certificates.clone());
+                }
+                let checked = checked.clone();
+                async move {
+                    match refused {
+                        Some(refused) => Ok(refused.map(Either::Left)),
+                        None => tower::ServiceExt::oneshot(checked, request)
+                            .await
+                            .map(|r| r.map(Either::Right)),
+                    }
+                }
+            },
+        ));
+        let connection = builder.serve_connection(TokioIo::new(stream), service);
+        let mut connection = std::pin::pin!(connection);
+        // The client connection and its add-on connection, driven together.
+        let mut both = std::future::poll_fn(|cx| link.poll_beside(connection.as_mut(), cx));
+        tokio::select! {
+            result = &mut both => {
+                if let Err(e) = result {
+                    tracing::debug!(%peer, error = %e, "forward-proxy: connection ended");
+                }
+                return;
+            }
+            () = stop.as_mut() => {}
+            () = limit.as_mut() => {}
+        }
+        // Finish the request in flight, then close; a request that does not finish
+        // within its own timeout is cut by its deadline.
+        connection.as_mut().graceful_shutdown();
+        let _ = std::future::poll_fn(|cx| link.poll_beside(connection.as_mut(), cx)).await;
     }
 }
 

@@ -4,7 +4,14 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use std::sync::Arc;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric as _};
+use prometheus_client::metrics::counter::ConstCounter;
+
 use crate::addon_jwt::Rejection;
+use crate::delegated::Metrics;
 use crate::sidecar::DecisionObserver;
 
 /// The proxy's metrics.
@@ -91,6 +98,13 @@ impl ProxyMetrics {
         }
     }
 
+    /// Adds the delegated layer's counters (`..._delegated_token_reviews_total`, ...), read
+    /// from `metrics` when `/metrics` is scraped.
+    pub(super) fn register_delegated(&mut self, metrics: Arc<Metrics>) {
+        self.registry
+            .register_collector(Box::new(DelegatedCollector(metrics)));
+    }
+
     pub(super) fn encode(&self) -> String {
         let mut out = String::new();
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
@@ -104,5 +118,67 @@ impl DecisionObserver for ProxyMetrics {
     }
     fn rejected(&self, _: &Rejection) {
         self.rejected.inc();
+    }
+}
+
+/// The delegated layer's counters, as Prometheus counters.
+#[derive(Debug)]
+struct DelegatedCollector(Arc<Metrics>);
+
+impl Collector for DelegatedCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let s = self.0.snapshot();
+        for (name, help, value) in [
+            (
+                "delegated_token_reviews",
+                "TokenReviews sent to the API server",
+                s.token_reviews,
+            ),
+            (
+                "delegated_access_reviews",
+                "SubjectAccessReviews sent to the API server",
+                s.access_reviews,
+            ),
+            (
+                "delegated_token_cache_hits",
+                "Tokens decided from the token cache",
+                s.token_cache_hits,
+            ),
+            (
+                "delegated_access_cache_hits",
+                "Authorizations decided from the access cache",
+                s.access_cache_hits,
+            ),
+            (
+                "delegated_coalesced_reviews",
+                "Reviews a request waited for instead of sending its own",
+                s.coalesced,
+            ),
+            (
+                "delegated_allowed_requests",
+                "Requests authenticated and authorized",
+                s.allowed,
+            ),
+            (
+                "delegated_unauthenticated_requests",
+                "Requests answered 401",
+                s.unauthenticated,
+            ),
+            (
+                "delegated_denied_requests",
+                "Requests answered 403",
+                s.denied,
+            ),
+            (
+                "delegated_errored_requests",
+                "Requests answered 500 because a review failed",
+                s.errored,
+            ),
+        ] {
+            let counter = ConstCounter::new(value);
+            let metric = encoder.encode_descriptor(name, help, None, counter.metric_type())?;
+            counter.encode(metric)?;
+        }
+        Ok(())
     }
 }

@@ -9,15 +9,19 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::accept::Acceptor;
+use crate::delegated::DelegatedAuthLayer;
 use crate::sidecar::{SharedSidecar, SidecarLayer};
 
-use super::connections::{Connections, auto_max_connections, stopped};
+use super::authentication::Handover;
+use super::connections::{Connections, Guard, auto_max_connections, stopped};
 use super::keys::{BuildConfig, BuildState, Inputs, KeyStamp};
 use super::labels::ServiceAudiences;
 use super::metrics::ProxyMetrics;
 use super::tls::{Handshake, PairStamp, ServingCertificate};
 use super::upstream::Upstream;
-use super::{Config, Error, Serving, TlsVersion, available_cpus};
+use super::{
+    AuthHeaders, Authentication, Config, Error, KeySource, Serving, TlsVersion, available_cpus,
+};
 
 /// Runs the forward proxy with `config` until `shutdown` completes, then finishes the
 /// requests in flight (each within its request timeout) and returns.
@@ -35,15 +39,11 @@ pub async fn serve(
 /// A forward proxy whose keys are loaded and whose addresses are bound, not yet serving.
 pub struct Server {
     args: Config,
-    inputs: Arc<Inputs>,
-    /// The key file's stamp when its keys were loaded.
-    key_stamp: KeyStamp,
+    mode: Mode,
     /// The serving certificate and its files' stamp when it was loaded (TLS only).
     certificate: Option<(Arc<ServingCertificate>, PairStamp)>,
     handshake: Option<Handshake>,
     metrics: Arc<ProxyMetrics>,
-    services: Option<ServiceAudiences>,
-    layer: SidecarLayer,
     upstream: Arc<Upstream>,
     acceptor: Acceptor,
     local: SocketAddr,
@@ -60,20 +60,46 @@ impl std::fmt::Debug for Server {
     }
 }
 
+/// What authenticates requests, as bound.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per server, moved once into serving"
+)]
+enum Mode {
+    /// Add-on JWTs: the keys, their reload and the sidecar built from them.
+    Jwt {
+        inputs: Arc<Inputs>,
+        /// The key file's stamp when its keys were loaded.
+        key_stamp: KeyStamp,
+        services: Option<ServiceAudiences>,
+        layer: SidecarLayer,
+    },
+    /// Delegated to the API server.
+    Delegated {
+        layer: DelegatedAuthLayer,
+        handover: Arc<Handover>,
+    },
+}
+
 impl Server {
-    /// Loads the serving certificate (with [`Serving::Tls`]), lists the Services (with
-    /// [`Config::services`]), loads the keys, builds the sidecar and binds [`Config::listen`]
-    /// and [`Config::http_address`], in that order.
+    /// Loads the serving certificate (with [`Serving::Tls`]); in the add-on JWT mode, lists
+    /// the Services (with [`Config::services`]), loads the keys and builds the sidecar; then
+    /// binds [`Config::listen`] and [`Config::http_address`], in that order.
     ///
     /// # Errors
     ///
     /// [`Error::NoServing`] (no [`Config::serving`]); [`Error::NoCryptoProvider`],
     /// [`Error::CipherSuite`], [`Error::ReadTlsFile`], [`Error::TlsFileContents`],
     /// [`Error::KeyMismatch`] or [`Error::Tls`] for TLS; [`Error::ListServices`],
-    /// [`Error::ReadKeys`], [`Error::Keys`], [`Error::NoAudience`], [`Error::StripHeaders`],
+    /// [`Error::ReadKeys`], [`Error::Keys`], [`Error::NoAudience`] in the add-on JWT mode,
+    /// [`Error::NotDelegated`] in the delegated mode; [`Error::StripHeaders`],
     /// [`Error::Forward`] or [`Error::Listen`]: the first step that failed.
     pub async fn bind(config: Config) -> Result<Server, Error> {
-        let metrics = Arc::new(ProxyMetrics::new());
+        let mut metrics = ProxyMetrics::new();
+        if let Authentication::Delegated(delegated) = &config.authentication {
+            metrics.register_delegated(delegated.layer.metrics());
+        }
+        let metrics = Arc::new(metrics);
         // Plain HTTP only when asked for; the certificate files before anything else.
         let (certificate, handshake) = match config.serving.as_ref().ok_or(Error::NoServing)? {
             Serving::Tls(tls) => {
@@ -83,63 +109,37 @@ impl Server {
             }
             Serving::PlainHttp => (None, None),
         };
-        // Services that select this pod, when asked: listed once before serving.
-        let discovered = match &config.services {
-            Some(s) => s.matching().await.map_err(|source| Error::ListServices {
-                namespace: s.namespace().to_owned(),
-                source,
-            })?,
-            None => Vec::new(),
+        let (mode, trailer_rule) = match &config.authentication {
+            Authentication::AddonJwt { issuer, keys } => {
+                bind_jwt(&config, issuer, keys, &metrics).await?
+            }
+            Authentication::Delegated(delegated) => {
+                if !config.audiences.is_empty() {
+                    return Err(Error::NotDelegated {
+                        setting: "audiences",
+                    });
+                }
+                if config.services.is_some() {
+                    return Err(Error::NotDelegated {
+                        setting: "services",
+                    });
+                }
+                let handover =
+                    Handover::new(delegated.auth_headers.clone(), &config.strip_headers)?;
+                // The request trailers lose what the header section loses.
+                let rule = SharedSidecar::new(handover.rule.clone());
+                let mode = Mode::Delegated {
+                    layer: delegated.layer.clone(),
+                    handover: Arc::new(handover),
+                };
+                (mode, rule)
+            }
         };
-        let discovered_services = discovered.len();
-        // The key file's stamp before its first load: a change from here on, even one made
-        // before `serve` starts watching, is a change the watch reloads.
-        let key_stamp = config.keys.stamp();
-        let state = BuildState {
-            keys: config.keys.load()?,
-            discovered,
-            key_error: None,
-        };
-        let build = BuildConfig {
-            source: config.keys.clone(),
-            issuer: config.issuer.clone(),
-            fixed: config.audiences.clone(),
-            cache_size: config.verified_cache_size,
-            strip: config.strip_headers.clone(),
-            policy: config.key_reload_failure,
-        };
-        let first = build.build(&state)?;
-        let inputs = Arc::new(Inputs {
-            config: build,
-            sidecar: SharedSidecar::new(first),
-            metrics: metrics.clone(),
-            state: std::sync::Mutex::new(state),
-        });
-        // Known callers first: a request whose token the sidecar remembers is decided at once;
-        // one that needs a signature check waits for one of a few slots, so a flood of forged
-        // tokens queues behind itself instead of in front of everyone. Half the CPUs by default,
-        // all of them while no known caller is being served.
-        let cpus = available_cpus();
-        let slots = config
-            .max_concurrent_verifications
-            .unwrap_or_else(|| NonZeroUsize::new(cpus.get() / 2).unwrap_or(NonZeroUsize::MIN));
-        let layer = SidecarLayer::new(inputs.sidecar.clone())
-            .observer(metrics.clone())
-            .max_concurrent_verifications(slots)
-            .max_concurrent_verifications_without_known_callers(
-                config
-                    .max_concurrent_verifications_without_known_callers
-                    .unwrap_or(cpus),
-            )
-            .explain_rejections(config.explain_rejections)
-            // While known callers are served, checks leave the connections' threads, so a flood
-            // of forged tokens on a connection's thread does not hold its known callers back.
-            .checks_on_blocking_threads(true);
         let upstream = Upstream::new(
             &config.forward,
             config.request_timeout,
             metrics.clone(),
-            inputs.sidecar.clone(),
+            trailer_rule,
         )
         .map(Arc::new)
         .ok_or(Error::Forward)?;
@@ -180,6 +180,32 @@ impl Server {
             ),
             _ => ("plain HTTP", None, None, None, None),
         };
+        // Which mode, and what the add-on is told: the key file and audiences, or the headers.
+        let (authentication, keys, discovered, user_header, groups_header, groups_separator) =
+            match (&config.authentication, &mode) {
+                (Authentication::AddonJwt { keys, .. }, Mode::Jwt { inputs, .. }) => {
+                    let discovered = inputs
+                        .state
+                        .lock()
+                        .map_or(0, |state| state.discovered.len());
+                    let keys = Some(keys.path().display().to_string());
+                    let keys = keys.map(tracing::field::display);
+                    let user = Some(crate::addon_jwt::AUTHENTICATED_USER_HEADER);
+                    ("add-on JWT", keys, Some(discovered), user, None, None)
+                }
+                (_, Mode::Delegated { handover, .. }) => {
+                    let headers = handover.headers.as_ref();
+                    (
+                        "token-review",
+                        None,
+                        None,
+                        headers.map(AuthHeaders::user_header),
+                        headers.map(AuthHeaders::groups_header),
+                        headers.map(AuthHeaders::groups_separator),
+                    )
+                }
+                _ => ("add-on JWT", None, None, None, None, None),
+            };
         tracing::info!(
             %local,
             serving,
@@ -189,24 +215,25 @@ impl Server {
             min_version,
             http = %http_local,
             forward = %config.forward,
-            keys = %config.keys.path().display(),
+            authentication,
+            user_header,
+            groups_header,
+            groups_separator,
+            keys,
             audiences = config.audiences.len(),
             services = config.services.as_ref().map(ServiceAudiences::namespace),
-            discovered = discovered_services,
+            discovered,
             key_reload_failure = ?config.key_reload_failure,
             connection_threads = config.connection_threads.map(NonZeroUsize::get),
             max_connections,
             "forward-proxy: listening"
         );
         Ok(Server {
-            services: config.services.clone(),
             args: config,
-            inputs,
-            key_stamp,
+            mode,
             certificate,
             handshake,
             metrics,
-            layer,
             upstream,
             acceptor,
             local,
@@ -240,20 +267,35 @@ impl Server {
     ) -> Result<(), Error> {
         let Server {
             args,
-            inputs,
-            key_stamp,
+            mode,
             certificate,
             handshake,
             metrics,
-            services,
-            layer,
             upstream,
             acceptor,
             http_listener,
             ..
         } = self;
+        // The key reload and the Service refresh (add-on JWT mode), and the readiness.
+        let (guard, jwt) = match mode {
+            Mode::Jwt {
+                inputs,
+                key_stamp,
+                services,
+                layer,
+            } => (Guard::Jwt(layer), Some((inputs, key_stamp, services))),
+            Mode::Delegated { layer, handover } => (
+                Guard::Delegated {
+                    layer,
+                    handover,
+                    metrics: metrics.clone(),
+                },
+                None,
+            ),
+        };
+        let ready = jwt.as_ref().map(|(inputs, _, _)| inputs.clone());
         let connections = Arc::new(Connections {
-            layer,
+            guard,
             upstream,
             max_connection_duration: args.max_connection_duration,
             grace: args.request_timeout.saturating_add(Duration::from_secs(1)),
@@ -263,11 +305,18 @@ impl Server {
         // Health and metrics.
         let http = {
             let metrics = metrics.clone();
-            let ready = inputs.clone();
             let certificate = certificate.as_ref().map(|(c, _)| c.clone());
+            // The delegated mode has no keys to be ready with: ready once bound (a review that
+            // fails is the request's 500, as in kube-rbac-proxy).
             let router = crate::health::router(
                 crate::health::Livez::Off,
-                move || with_certificate_note(ready.readiness(), certificate.as_deref()),
+                move || {
+                    let keys = ready.as_ref().map_or_else(
+                        || (http::StatusCode::OK, "ok".to_owned()),
+                        |inputs| inputs.readiness(),
+                    );
+                    with_certificate_note(keys, certificate.as_deref())
+                },
                 move || metrics.encode(),
             );
             tokio::spawn(
@@ -276,14 +325,21 @@ impl Server {
                     .into_future(),
             )
         };
-        // Key reload when the mounted file changes.
-        let reload = tokio::spawn(inputs.clone().watch(key_stamp, args.reload_interval));
+        // Key reload when the mounted file changes; audiences from the Services that select
+        // this pod.
+        let (reload, refresh) = match jwt {
+            Some((inputs, key_stamp, services)) => (
+                Some(tokio::spawn(
+                    inputs.clone().watch(key_stamp, args.reload_interval),
+                )),
+                services.map(|s| tokio::spawn(inputs.refresh(s))),
+            ),
+            None => (None, None),
+        };
         // Serving certificate reload when its files change, at the same interval.
         let reload_certificate = certificate.map(|(certificate, stamp)| {
             tokio::spawn(certificate.watch(stamp, args.reload_interval))
         });
-        // Audiences from the Services that select this pod.
-        let refresh = services.map(|s| tokio::spawn(inputs.clone().refresh(s)));
         let signals = tokio::spawn(async move {
             shutdown.await;
             tracing::info!("forward-proxy: shutting down, finishing the requests in flight");
@@ -300,7 +356,9 @@ impl Server {
             Some(threads) => connections.on_threads(threads, acceptor, stop_rx).await,
         };
         signals.abort();
-        reload.abort();
+        if let Some(reload) = reload {
+            reload.abort();
+        }
         if let Some(reload) = reload_certificate {
             reload.abort();
         }
@@ -311,6 +369,75 @@ impl Server {
         tracing::info!("forward-proxy: stopped");
         served
     }
+}
+
+/// The add-on JWT mode's part of [`Server::bind`]: the Services listed, the keys loaded, the
+/// sidecar built; the mode, and the sidecar whose rule the request trailers follow.
+async fn bind_jwt(
+    config: &Config,
+    issuer: &str,
+    keys: &KeySource,
+    metrics: &Arc<ProxyMetrics>,
+) -> Result<(Mode, SharedSidecar), Error> {
+    // Services that select this pod, when asked: listed once before serving.
+    let discovered = match &config.services {
+        Some(s) => s.matching().await.map_err(|source| Error::ListServices {
+            namespace: s.namespace().to_owned(),
+            source,
+        })?,
+        None => Vec::new(),
+    };
+    // The key file's stamp before its first load: a change from here on, even one made
+    // before `serve` starts watching, is a change the watch reloads.
+    let key_stamp = keys.stamp();
+    let state = BuildState {
+        keys: keys.load()?,
+        discovered,
+        key_error: None,
+    };
+    let build = BuildConfig {
+        source: keys.clone(),
+        issuer: issuer.to_owned(),
+        fixed: config.audiences.clone(),
+        cache_size: config.verified_cache_size,
+        strip: config.strip_headers.clone(),
+        policy: config.key_reload_failure,
+    };
+    let first = build.build(&state)?;
+    let inputs = Arc::new(Inputs {
+        config: build,
+        sidecar: SharedSidecar::new(first),
+        metrics: metrics.clone(),
+        state: std::sync::Mutex::new(state),
+    });
+    // Known callers first: a request whose token the sidecar remembers is decided at once;
+    // one that needs a signature check waits for one of a few slots, so a flood of forged
+    // tokens queues behind itself instead of in front of everyone. Half the CPUs by default,
+    // all of them while no known caller is being served.
+    let cpus = available_cpus();
+    let slots = config
+        .max_concurrent_verifications
+        .unwrap_or_else(|| NonZeroUsize::new(cpus.get() / 2).unwrap_or(NonZeroUsize::MIN));
+    let layer = SidecarLayer::new(inputs.sidecar.clone())
+        .observer(metrics.clone())
+        .max_concurrent_verifications(slots)
+        .max_concurrent_verifications_without_known_callers(
+            config
+                .max_concurrent_verifications_without_known_callers
+                .unwrap_or(cpus),
+        )
+        .explain_rejections(config.explain_rejections)
+        // While known callers are served, checks leave the connections' threads, so a flood
+        // of forged tokens on a connection's thread does not hold its known callers back.
+        .checks_on_blocking_threads(true);
+    let rule = inputs.sidecar.clone();
+    let mode = Mode::Jwt {
+        inputs,
+        key_stamp,
+        services: config.services.clone(),
+        layer,
+    };
+    Ok((mode, rule))
 }
 
 /// `/readyz` as the keys make it, with a line saying when the serving certificate in use is

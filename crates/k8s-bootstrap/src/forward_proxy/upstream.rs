@@ -327,7 +327,7 @@ pub(super) fn refusal(request: &Request<Incoming>) -> Option<Response<ProxyBody>
 }
 
 /// A response with an empty body.
-fn status(code: StatusCode) -> Response<ProxyBody> {
+pub(super) fn status(code: StatusCode) -> Response<ProxyBody> {
     let mut response = Response::new(ProxyBody::default());
     *response.status_mut() = code;
     response

@@ -18,9 +18,14 @@ mod exec_kube_client;
 #[path = "../support/executable.rs"]
 mod executable;
 #[cfg(feature = "forward-proxy")]
+mod forward_proxy_delegated;
+#[cfg(feature = "forward-proxy")]
 mod forward_proxy_tls;
 #[cfg(feature = "forward-proxy")]
 mod http1_differential;
 mod loopback_csr_controllers;
+#[cfg(feature = "forward-proxy")]
+#[path = "../support/relay.rs"]
+mod relay;
 #[cfg(feature = "token")]
 mod token_api;

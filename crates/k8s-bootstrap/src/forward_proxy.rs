@@ -40,13 +40,13 @@ mod server;
 mod tls;
 mod upstream;
 
+pub use crate::ClientCertificates;
 pub use config::{
     Config, Error, KeyReloadFailure, KeySource, Serving, TlsFile, TlsServing, TlsVersion,
     available_cpus,
 };
 pub use labels::{ServiceAudiences, read_pod_labels};
 pub use server::{Server, serve};
-pub use tls::ClientCertificates;
 
 #[cfg(doc)]
 use crate::sidecar::SidecarLayer;

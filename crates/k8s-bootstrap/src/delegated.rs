@@ -64,9 +64,11 @@
 //! # }
 //! ```
 
+mod authn;
 mod metrics;
 mod response;
 mod review;
+mod service_account_keys;
 
 use std::fmt;
 use std::future::Future;
@@ -78,13 +80,21 @@ use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
 use delegated_auth::{
-    ApiPrefixes, Attributes, BearerToken, CacheConfig, PathRule, RbacProxyConfig, RequestInfo,
-    RequestPath, UserInfo,
+    ApiPrefixes, Attributes, BearerToken, CacheConfig, ClientCa, FrontProxyAuthenticator, PathRule,
+    RbacProxyConfig, RequestInfo, RequestPath, ServiceAccountAuthenticator, UserInfo,
 };
 use http::{Request, Response};
 
+pub use self::authn::TokenReviews;
 pub use self::metrics::{Metrics, MetricsSnapshot};
 pub use self::response::ResponseBody;
+pub use self::service_account_keys::{
+    JWKS_PATH, OPENID_CONFIGURATION_PATH, ServiceAccountKeysError,
+    fetch_service_account_authenticator,
+};
+
+use self::authn::Authenticators;
+use crate::ClientCertificates;
 
 use self::metrics::Counter;
 use self::review::{Failure, Identity, Reviewer, ReviewerConfig};
@@ -144,6 +154,7 @@ struct Shared {
     client: kube::Client,
     config: ReviewerConfig,
     authorization: Authorization,
+    authenticators: Authenticators,
     explain: bool,
     reviewer: Reviewer,
     metrics: Arc<Metrics>,
@@ -171,6 +182,7 @@ impl DelegatedAuthLayer {
                 client,
                 config,
                 authorization: Authorization::Request(ApiPrefixes::None),
+                authenticators: Authenticators::default(),
                 explain: false,
                 metrics,
             }),
@@ -247,6 +259,61 @@ impl DelegatedAuthLayer {
         self.rebuild(|s| s.config.timeout = timeout)
     }
 
+    /// Authenticates the API server's front proxy (the aggregation layer, or another
+    /// authenticating proxy) as `k8s.io/apiserver`'s requestheader authenticator does, before
+    /// any other authenticator: a request whose [`ClientCertificates`] verify against the
+    /// requestheader CA, with a common name among the allowed names, is the user its identity
+    /// headers name (`X-Remote-User`, `X-Remote-Group`, `X-Remote-Extra-*` as configured).
+    /// Whatever authenticates a request, those headers (and kube-apiserver's defaults) are
+    /// removed before the inner service sees it; from any other client they are never
+    /// believed. The client certificates come from the server that terminated TLS, as a
+    /// request extension.
+    #[must_use]
+    pub fn front_proxy(self, authenticator: FrontProxyAuthenticator) -> DelegatedAuthLayer {
+        let authenticator = Arc::new(authenticator);
+        self.rebuild(|s| s.authenticators.front_proxy = Some(authenticator))
+    }
+
+    /// Authenticates client certificates as `k8s.io/apiserver`'s x509 authenticator does,
+    /// after the front proxy: a request whose [`ClientCertificates`] verify against `ca` for
+    /// client authentication is the certificate's user (the common name, the organizations
+    /// as groups). A chain that does not verify leaves the request to its bearer token.
+    #[must_use]
+    pub fn client_ca(self, ca: ClientCa) -> DelegatedAuthLayer {
+        let ca = Arc::new(ca);
+        self.rebuild(|s| s.authenticators.client_ca = Some(ca))
+    }
+
+    /// Verifies projected service-account tokens offline, before any TokenReview: a bearer
+    /// token `authenticator` accepts (its issuer's keys, one of its audiences, not expired) is
+    /// the service account's user without a call to the API server. A token it refuses goes
+    /// to the TokenReview, as in `k8s.io/apiserver`'s union, unless
+    /// [`token_reviews`](DelegatedAuthLayer::token_reviews) is [`TokenReviews::Disabled`];
+    /// give [`token_audiences`](DelegatedAuthLayer::token_audiences) the same audiences so
+    /// that the review binds the token to them too.
+    ///
+    /// The issuer comes from the cluster's `/.well-known/openid-configuration`, the keys from
+    /// its `/openid/v1/jwks` (both readable by `system:service-account-issuer-discovery`,
+    /// bound to every authenticated user by default); [`fetch_service_account_authenticator`] reads
+    /// them with a `kube::Client`. Offline verification cannot see a deleted ServiceAccount
+    /// or Pod: such a token stays valid until it expires.
+    #[must_use]
+    pub fn service_account_tokens(
+        self,
+        authenticator: ServiceAccountAuthenticator,
+    ) -> DelegatedAuthLayer {
+        let authenticator = Arc::new(authenticator);
+        self.rebuild(|s| s.authenticators.service_accounts = Some(authenticator))
+    }
+
+    /// Whether bearer tokens that no offline authenticator accepts are reviewed by the API
+    /// server ([`TokenReviews::Enabled`], the default) or refused ([`TokenReviews::Disabled`]:
+    /// service-account tokens verified offline only, with no TokenReview ever sent).
+    #[must_use]
+    pub fn token_reviews(self, reviews: TokenReviews) -> DelegatedAuthLayer {
+        self.rebuild(|s| s.authenticators.token_reviews = reviews)
+    }
+
     /// Appends the authorizer's reason to each 403's message (`...: RBAC: ...`), as
     /// kube-apiserver does. Off by default: the reason may name roles and bindings.
     #[must_use]
@@ -272,6 +339,7 @@ impl DelegatedAuthLayer {
         let mut settings = Settings {
             config: shared.config.clone(),
             authorization: shared.authorization.clone(),
+            authenticators: shared.authenticators.clone(),
             explain: shared.explain,
         };
         change(&mut settings);
@@ -283,6 +351,7 @@ impl DelegatedAuthLayer {
                 client,
                 config: settings.config,
                 authorization: settings.authorization,
+                authenticators: settings.authenticators,
                 explain: settings.explain,
                 metrics,
             }),
@@ -294,6 +363,7 @@ impl DelegatedAuthLayer {
 struct Settings {
     config: ReviewerConfig,
     authorization: Authorization,
+    authenticators: Authenticators,
     explain: bool,
 }
 
@@ -305,6 +375,7 @@ impl fmt::Debug for DelegatedAuthLayer {
             .field("authorization", &s.authorization)
             .field("token_cache", &s.config.token_cache)
             .field("access_cache", &s.config.access_cache)
+            .field("authenticators", &s.authenticators.describe())
             .field("max_concurrent_reviews", &s.config.max_concurrent_reviews)
             .field("review_timeout", &s.config.timeout)
             .field("explain_denials", &s.explain)
@@ -371,18 +442,19 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut request: Request<ReqBody>) -> Self::Future {
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         // The service made ready goes with the request; a clone stays for the next one.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let shared = Arc::clone(&self.shared);
         Box::pin(async move {
-            match decide(&shared, &mut request).await {
+            let (mut parts, body) = request.into_parts();
+            match decide(&shared, &mut parts).await {
                 Verdict::Forward(user) => {
                     if let Some(user) = user {
-                        request.extensions_mut().insert(user);
+                        parts.extensions.insert(user);
                     }
-                    let response = inner.call(request).await?;
+                    let response = inner.call(Request::from_parts(parts, body)).await?;
                     Ok(response.map(ResponseBody::inner))
                 }
                 Verdict::Answer(response) => Ok(response),
@@ -399,10 +471,10 @@ enum Verdict<B> {
     Answer(Response<ResponseBody<B>>),
 }
 
-async fn decide<ReqBody, B>(shared: &Shared, request: &mut Request<ReqBody>) -> Verdict<B> {
+async fn decide<B>(shared: &Shared, request: &mut http::request::Parts) -> Verdict<B> {
     let metrics = shared.reviewer.metrics();
-    let query = request.uri().query();
-    let path = match RequestPath::parse(request.uri().path()) {
+    let query = request.uri.query();
+    let path = match RequestPath::parse(request.uri.path()) {
         Ok(path) => path,
         Err(delegated_auth::Error::PathNotClean { clean }) => {
             return Verdict::Answer(response::redirect(&clean, query));
@@ -414,12 +486,17 @@ async fn decide<ReqBody, B>(shared: &Shared, request: &mut Request<ReqBody>) -> 
     if let Authorization::Proxy(config) = &shared.authorization {
         match config.path_rule(&path) {
             PathRule::Authorize => {}
-            PathRule::Ignore => return Verdict::Forward(None),
+            PathRule::Ignore => {
+                shared
+                    .authenticators
+                    .remove_identity_headers(&mut request.headers);
+                return Verdict::Forward(None);
+            }
             _ => {
                 metrics.inc(Counter::Denied);
                 let attributes = Attributes::non_resource(
                     UserInfo::default(),
-                    request.method().as_str().to_lowercase(),
+                    request.method.as_str().to_lowercase(),
                     path.as_str(),
                 );
                 return Verdict::Answer(response::forbidden(&attributes, None));
@@ -427,22 +504,30 @@ async fn decide<ReqBody, B>(shared: &Shared, request: &mut Request<ReqBody>) -> 
         }
     }
 
-    // Who: the bearer token, reviewed.
-    let Some(token) = bearer_token(request.headers()) else {
-        metrics.inc(Counter::Unauthenticated);
-        return Verdict::Answer(response::unauthorized());
-    };
-    let user = match shared.reviewer.authenticate(token).await {
-        Ok(Identity::User(user)) => user,
-        Ok(Identity::Unauthenticated) => {
-            metrics.inc(Counter::Unauthenticated);
-            return Verdict::Answer(response::unauthorized());
-        }
-        Err(failure) => return failed(shared, failure),
+    // Who: in `k8s.io/apiserver`'s union order, the front proxy, the client certificate,
+    // then the bearer token (offline, then reviewed). The identity headers go, whoever won.
+    let authenticators = &shared.authenticators;
+    let now = shared.reviewer.now();
+    let certificate_user = authenticators.certificate_user(
+        request.extensions.get::<ClientCertificates>(),
+        &request.headers,
+        now,
+    );
+    authenticators.remove_identity_headers(&mut request.headers);
+    let user = match certificate_user {
+        Some(user) => Arc::new(user),
+        None => match authenticate_token(shared, &request.headers, now).await {
+            Ok(Some(user)) => user,
+            Ok(None) => {
+                metrics.inc(Counter::Unauthenticated);
+                return Verdict::Answer(response::unauthorized());
+            }
+            Err(failure) => return failed(shared, failure),
+        },
     };
 
     // May they: every attribute set allowed (statically or by the API server).
-    let method = request.method().as_str();
+    let method = request.method.as_str();
     let attributes = match &shared.authorization {
         Authorization::Request(prefixes) => {
             match RequestInfo::resolve(method, &path, query, prefixes) {
@@ -455,7 +540,7 @@ async fn decide<ReqBody, B>(shared: &Shared, request: &mut Request<ReqBody>) -> 
                 .rewrite_header()
                 .map(|name| {
                     request
-                        .headers()
+                        .headers
                         .get_all(name)
                         .iter()
                         .filter_map(|v| v.to_str().ok())
@@ -498,16 +583,38 @@ async fn decide<ReqBody, B>(shared: &Shared, request: &mut Request<ReqBody>) -> 
     }
     metrics.inc(Counter::Allowed);
     // As kube-apiserver, once authenticated: the credential stays here.
-    request.headers_mut().remove(http::header::AUTHORIZATION);
+    request.headers.remove(http::header::AUTHORIZATION);
     Verdict::Forward(Some(VerifiedUser(user)))
 }
 
+/// The user of the request's bearer token: verified offline, else reviewed (when enabled);
+/// `None` for no token or one no authenticator accepts.
+async fn authenticate_token(
+    shared: &Shared,
+    headers: &http::HeaderMap,
+    now: SystemTime,
+) -> Result<Option<Arc<UserInfo>>, Failure> {
+    let Some(token) = bearer_token(headers) else {
+        return Ok(None);
+    };
+    if let Some(user) = shared.authenticators.offline_token_user(&token, now) {
+        return Ok(Some(Arc::new(user)));
+    }
+    if shared.authenticators.token_reviews == TokenReviews::Disabled {
+        return Ok(None);
+    }
+    Ok(match shared.reviewer.authenticate(token).await? {
+        Identity::User(user) => Some(user),
+        Identity::Unauthenticated => None,
+    })
+}
+
 fn failed<B>(shared: &Shared, failure: Failure) -> Verdict<B> {
-    shared.reviewer.metrics().inc(Counter::Errored);
     let message = match failure {
         Failure::TokenReview => "the API server could not review the token",
         Failure::AccessReview => "the API server could not review the access",
     };
+    shared.reviewer.metrics().inc(Counter::Errored);
     Verdict::Answer(response::internal_error(message))
 }
 

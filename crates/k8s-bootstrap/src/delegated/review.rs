@@ -15,6 +15,7 @@ use delegated_auth::{
 use http_body_util::BodyExt as _;
 use tokio::sync::{OnceCell, Semaphore};
 
+use super::authn::with_authenticated_group;
 use super::metrics::{Counter, Metrics};
 
 const TOKEN_REVIEWS: &str = "/apis/authentication.k8s.io/v1/tokenreviews";
@@ -167,11 +168,14 @@ impl Reviewer {
             .await
             .ok_or(Failure::TokenReview)?;
         self.metrics.inc(Counter::TokenReview);
-        let outcome = review.read_answer(answer.0, &answer.1).map_err(|error| {
+        let mut outcome = review.read_answer(answer.0, &answer.1).map_err(|error| {
             // The reader's errors never hold the token.
             tracing::warn!(%error, "delegated authentication: the TokenReview failed");
             Failure::TokenReview
         })?;
+        if let TokenReviewOutcome::Authenticated { user, .. } = &mut outcome {
+            *user = with_authenticated_group(std::mem::take(user));
+        }
         write(&self.tokens).insert(key, outcome.clone(), self.now());
         Ok(match outcome {
             TokenReviewOutcome::Authenticated { user, .. } => Identity::User(Arc::new(user)),

@@ -66,6 +66,7 @@
 
 mod authn;
 mod metrics;
+mod rate_limit;
 mod response;
 mod review;
 mod service_account_keys;
@@ -87,6 +88,7 @@ use http::{Request, Response};
 
 pub use self::authn::TokenReviews;
 pub use self::metrics::{Metrics, MetricsSnapshot};
+pub use self::rate_limit::ReviewRateLimit;
 pub use self::response::ResponseBody;
 pub use self::service_account_keys::{
     JWKS_PATH, OPENID_CONFIGURATION_PATH, ServiceAccountKeysError,
@@ -172,6 +174,7 @@ impl DelegatedAuthLayer {
             token_cache: CacheConfig::default(),
             access_cache: CacheConfig::default(),
             max_concurrent_reviews: DEFAULT_MAX_CONCURRENT_REVIEWS,
+            rate_limit: None,
             timeout: DEFAULT_REVIEW_TIMEOUT,
             clock: crate::clock::now,
         };
@@ -257,6 +260,18 @@ impl DelegatedAuthLayer {
     #[must_use]
     pub fn review_timeout(self, timeout: Duration) -> DelegatedAuthLayer {
         self.rebuild(|s| s.config.timeout = timeout)
+    }
+
+    /// At most `limit`'s rate and burst of reviews (both kinds, every service of this layer),
+    /// on top of [`max_concurrent_reviews`](DelegatedAuthLayer::max_concurrent_reviews): under
+    /// a flood of new (say, invalid) tokens, what the API server sees stays bounded. A request
+    /// whose review would exceed it is answered 429 (`TooManyRequests`, `Retry-After` and
+    /// `details.retryAfterSeconds` as kube-apiserver sets them) and nothing is cached; requests
+    /// decided from the caches or offline never count and are never refused by it. The bucket
+    /// is refilled at the layer's [`clock`](DelegatedAuthLayer::clock). None by default.
+    #[must_use]
+    pub fn review_rate_limit(self, limit: ReviewRateLimit) -> DelegatedAuthLayer {
+        self.rebuild(|s| s.config.rate_limit = Some(limit))
     }
 
     /// Authenticates the API server's front proxy (the aggregation layer, or another
@@ -377,6 +392,7 @@ impl fmt::Debug for DelegatedAuthLayer {
             .field("access_cache", &s.config.access_cache)
             .field("authenticators", &s.authenticators.describe())
             .field("max_concurrent_reviews", &s.config.max_concurrent_reviews)
+            .field("review_rate_limit", &s.config.rate_limit)
             .field("review_timeout", &s.config.timeout)
             .field("explain_denials", &s.explain)
             .field("metrics", &s.metrics.snapshot())
@@ -613,6 +629,10 @@ fn failed<B>(shared: &Shared, failure: Failure) -> Verdict<B> {
     let message = match failure {
         Failure::TokenReview => "the API server could not review the token",
         Failure::AccessReview => "the API server could not review the access",
+        Failure::Throttled { retry_after } => {
+            shared.reviewer.metrics().inc(Counter::Throttled);
+            return Verdict::Answer(response::too_many_requests(retry_after));
+        }
     };
     shared.reviewer.metrics().inc(Counter::Errored);
     Verdict::Answer(response::internal_error(message))

@@ -25,9 +25,12 @@ use axum::routing::get;
 use axum::{Extension, Router};
 use http::{Request, StatusCode};
 use http_body_util::BodyExt as _;
+use std::num::NonZeroU32;
+
 use k8s_bootstrap::ClientCertificates;
 use k8s_bootstrap::delegated::{
-    DelegatedAuthLayer, TokenReviews, VerifiedUser, fetch_service_account_authenticator,
+    DelegatedAuthLayer, ReviewRateLimit, TokenReviews, VerifiedUser,
+    fetch_service_account_authenticator,
 };
 use k8s_bootstrap::delegated_auth::{ClientCa, FrontProxyAuthenticator, RequestHeaderConfig};
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
@@ -1140,4 +1143,115 @@ async fn projected_tokens_verify_offline_and_another_audience_is_refused() {
     }
     assert_eq!(cluster.reviews(TOKEN_REVIEWS), before + 2);
     assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+#[allow(clippy::disallowed_methods, reason = "the wall time the flood took")]
+async fn a_flood_of_unique_invalid_tokens_is_held_to_the_rate_limit_and_cached_users_still_get_in()
+{
+    const RATE: u32 = 2;
+    const BURST: u32 = 5;
+    const N: usize = 100;
+    let cluster = Cluster::start().await;
+    let layer = cluster
+        .layer()
+        .await
+        .review_rate_limit(ReviewRateLimit::new(
+            NonZeroU32::new(RATE).unwrap(),
+            NonZeroU32::new(BURST).unwrap(),
+        ));
+    let metrics = layer.metrics();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let app = app(layer, Arc::clone(&calls));
+    let token = cluster.token("prometheus").await;
+    let fresh = cluster.token("prometheus").await;
+
+    let start = std::time::Instant::now();
+    // A valid user, reviewed (a TokenReview and a SubjectAccessReview of the burst) and cached.
+    assert_eq!(call(&app, "/metrics", Some(&token)).await.0, StatusCode::OK);
+    let reviews = || cluster.reviews(TOKEN_REVIEWS) + cluster.reviews(ACCESS_REVIEWS);
+    let before = reviews();
+
+    let mut throttled = 0;
+    let mut refused = 0;
+    let mut last_429 = None;
+    for i in 0..N {
+        let (status, headers, body) =
+            call(&app, "/metrics", Some(&format!("invalid-token-{i:04}"))).await;
+        match status {
+            StatusCode::UNAUTHORIZED => refused += 1,
+            StatusCode::TOO_MANY_REQUESTS => {
+                throttled += 1;
+                last_429 = Some((headers, body));
+            }
+            other => panic!("{other}: {body}"),
+        }
+        // The cached user is never throttled.
+        if i % 10 == 0 {
+            assert_eq!(call(&app, "/metrics", Some(&token)).await.0, StatusCode::OK);
+        }
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let sent = reviews() - before;
+    let bound = f64::from(BURST) + f64::from(RATE) * elapsed;
+    assert!(
+        (sent as f64) <= bound,
+        "{sent} reviews in {elapsed:.2} s, bound {bound:.1}"
+    );
+    assert!(
+        sent >= (BURST - 2) as usize,
+        "the rest of the burst is used: {sent}"
+    );
+    assert_eq!(refused, sent, "each review sent refused one token");
+    assert_eq!(throttled + refused, N);
+    assert!(throttled > 0);
+    let m = metrics.snapshot();
+    assert_eq!(m.throttled as usize, throttled);
+    assert_eq!(m.errored, 0);
+
+    // The answer: kube-apiserver's TooManyRequests Status, with Retry-After.
+    let (headers, body) = last_429.unwrap();
+    let retry_after: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=1).contains(&retry_after), "{retry_after}");
+    let s = status_json(&body);
+    assert_eq!(
+        (
+            s["kind"].as_str(),
+            s["status"].as_str(),
+            s["reason"].as_str(),
+            s["code"].as_u64()
+        ),
+        (
+            Some("Status"),
+            Some("Failure"),
+            Some("TooManyRequests"),
+            Some(429)
+        )
+    );
+    assert_eq!(
+        s["details"]["retryAfterSeconds"].as_u64(),
+        Some(retry_after)
+    );
+    assert!(
+        s["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Too many requests")
+    );
+
+    // Exhausted, a valid new token is throttled, and that is not cached: once the bucket has
+    // refilled (the layer's clock moved, no sleep), the same token gets in.
+    for i in 0.. {
+        let drain = format!("drain-the-bucket-{i}");
+        if call(&app, "/metrics", Some(&drain)).await.0 == StatusCode::TOO_MANY_REQUESTS {
+            break;
+        }
+    }
+    assert_eq!(
+        call(&app, "/metrics", Some(&fresh)).await.0,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    advance(5);
+    let (status, _, body) = call(&app, "/metrics", Some(&fresh)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
 }

@@ -1,17 +1,42 @@
-//! Delegated authentication and authorization as a tower layer: each request's bearer token
-//! is reviewed by the API server (`TokenReview`), and the request is authorized by it
+//! Delegated authentication and authorization as a tower layer: each request is authenticated
+//! (by the API server's front proxy, a client certificate, or a bearer token verified offline
+//! or reviewed by the API server with a `TokenReview`), and authorized by the API server
 //! (`SubjectAccessReview`), as `k8s.io/apiserver`'s delegating authenticator and authorizer and
 //! controller-runtime's `filters.WithAuthenticationAndAuthorization` do. For a server's
 //! `/metrics`, an aggregated API, any endpoint that pods and people call with their Kubernetes
 //! credentials.
 //!
+//! The authenticators, tried in this order (`k8s.io/apiserver`'s union: the first that names a
+//! user wins; one that refuses leaves the request to the next):
+//!
+//! 1. **the front proxy** ([`DelegatedAuthLayer::front_proxy`], off by default): a client
+//!    certificate that verifies against the requestheader CA, with an allowed common name,
+//!    and the user its `X-Remote-User`, `X-Remote-Group`, `X-Remote-Extra-*` headers name (as
+//!    configured);
+//! 2. **a client certificate** ([`DelegatedAuthLayer::client_ca`], off by default): one that
+//!    verifies against the client CA is its common name, with its organizations as groups;
+//! 3. **a service-account token verified offline**
+//!    ([`DelegatedAuthLayer::service_account_tokens`], off by default): a projected token
+//!    signed by the cluster's keys for one of the configured audiences, with no API call;
+//! 4. **a TokenReview** (on by default, [`DelegatedAuthLayer::token_reviews`]): the API server
+//!    authenticates the token for the [audiences](DelegatedAuthLayer::token_audiences).
+//!
+//! Client certificates are read from the [`ClientCertificates`] request extension, which the
+//! server that terminated TLS puts there (the forward proxy does). The identity headers (the
+//! front proxy's, as configured, and kube-apiserver's defaults `X-Remote-User`,
+//! `X-Remote-Uid`, `X-Remote-Group`, `X-Remote-Extra-*`) are removed from every request before
+//! the inner service sees it, whichever authenticator won: a client without the front proxy's
+//! certificate can never name a user. Every user but `system:anonymous` is in
+//! `system:authenticated`, as `k8s.io/apiserver`'s `AuthenticatedGroupAdder` makes it.
+//!
 //! [`DelegatedAuthLayer`] wraps any `tower::Service<http::Request<B>>` (an axum `Router`, a
 //! hyper service):
 //!
-//! * the token is read from `Authorization: Bearer` only (never from the query string); no
-//!   token, another scheme, two `Authorization` headers, or a token the API server does not
-//!   authenticate for the [audiences](DelegatedAuthLayer::token_audiences) is answered `401`,
-//!   with the `Status` kube-apiserver answers (`reason: Unauthorized`);
+//! * the token is read from `Authorization: Bearer` only (never from the query string); a
+//!   request no authenticator accepts (no certificate nor token, another scheme, two
+//!   `Authorization` headers, a token neither verified offline nor authenticated by the API
+//!   server) is answered `401`, with the `Status` kube-apiserver answers
+//!   (`reason: Unauthorized`);
 //! * the request's attributes are, by default, a non-resource request for its path with the
 //!   lowercase method as verb (`get /metrics`), as kube-rbac-proxy authorizes without a
 //!   configuration file; [`DelegatedAuthLayer::request_attributes`] resolves them as an
@@ -20,6 +45,9 @@
 //!   allowed and ignored paths). A user who is not allowed is answered `403` with
 //!   kube-apiserver's `Status` (`forbidden: User "..." cannot get path "/metrics"`), the
 //!   authorizer's reason appended only with [`DelegatedAuthLayer::explain_denials`];
+//! * when the [review rate limit](DelegatedAuthLayer::review_rate_limit) is exhausted, a
+//!   request that needs a review is answered `429` (`TooManyRequests`, with `Retry-After`) and
+//!   nothing is cached;
 //! * a path that is not clean (`//metrics`, `/metrics/../secret`, `%2e%2e`) is answered `301`
 //!   to the clean path before anything else, as Go's `ServeMux` in front of kube-rbac-proxy
 //!   does, so what is authorized is what is served;

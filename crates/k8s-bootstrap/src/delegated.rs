@@ -551,16 +551,16 @@ async fn decide<B>(shared: &Shared, request: &mut http::request::Parts) -> Verdi
     // Who: in `k8s.io/apiserver`'s union order, the front proxy, the client certificate,
     // then the bearer token (offline, then reviewed). The identity headers go, whoever won.
     let authenticators = &shared.authenticators;
-    let now = shared.reviewer.now();
+    let clock = shared.config.clock;
     let certificate_user = authenticators.certificate_user(
         request.extensions.get::<ClientCertificates>(),
         &request.headers,
-        now,
+        clock,
     );
     authenticators.remove_identity_headers(&mut request.headers);
     let user = match certificate_user {
         Some(user) => Arc::new(user),
-        None => match authenticate_token(shared, &request.headers, now).await {
+        None => match authenticate_token(shared, &request.headers, clock).await {
             Ok(Some(user)) => user,
             Ok(None) => {
                 metrics.inc(Counter::Unauthenticated);
@@ -636,12 +636,12 @@ async fn decide<B>(shared: &Shared, request: &mut http::request::Parts) -> Verdi
 async fn authenticate_token(
     shared: &Shared,
     headers: &http::HeaderMap,
-    now: SystemTime,
+    clock: fn() -> SystemTime,
 ) -> Result<Option<Arc<UserInfo>>, Failure> {
     let Some(token) = bearer_token(headers) else {
         return Ok(None);
     };
-    if let Some(user) = shared.authenticators.offline_token_user(&token, now) {
+    if let Some(user) = shared.authenticators.offline_token_user(&token, clock) {
         return Ok(Some(Arc::new(user)));
     }
     if shared.authenticators.token_reviews == TokenReviews::Disabled {

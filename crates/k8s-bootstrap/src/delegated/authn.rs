@@ -64,14 +64,19 @@ impl Authenticators {
     /// verifies against the requestheader CA, with an allowed common name, and a username
     /// header), else the certificate's own user (a chain that verifies against the client CA).
     /// A chain that fails one authenticator goes on to the next, as in `k8s.io/apiserver`'s
-    /// union; `None` leaves the request to its bearer token.
+    /// union; `None` leaves the request to its bearer token. `clock` is read only when a chain
+    /// is to be verified.
     pub(super) fn certificate_user(
         &self,
         certificates: Option<&ClientCertificates>,
         headers: &HeaderMap,
-        now: SystemTime,
+        clock: fn() -> SystemTime,
     ) -> Option<UserInfo> {
+        if self.front_proxy.is_none() && self.client_ca.is_none() {
+            return None;
+        }
         let chain = certificates.filter(|c| !c.is_empty())?.as_slice();
+        let now = clock();
         if let Some(front_proxy) = &self.front_proxy {
             let pairs: Vec<(&[u8], &[u8])> = headers
                 .iter()
@@ -98,13 +103,13 @@ impl Authenticators {
     }
 
     /// The user of a projected service-account token verified offline, if configured and the
-    /// token verifies.
+    /// token verifies (`clock` read only then).
     pub(super) fn offline_token_user(
         &self,
         token: &BearerToken,
-        now: SystemTime,
+        clock: fn() -> SystemTime,
     ) -> Option<UserInfo> {
-        match self.service_accounts.as_ref()?.authenticate(token, now) {
+        match self.service_accounts.as_ref()?.authenticate(token, clock()) {
             Ok(user) => Some(with_authenticated_group(user)),
             Err(error) => {
                 // The verifier's errors never hold the token.

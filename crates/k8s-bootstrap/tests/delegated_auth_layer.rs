@@ -1255,3 +1255,26 @@ async fn a_flood_of_unique_invalid_tokens_is_held_to_the_rate_limit_and_cached_u
     let (status, _, body) = call(&app, "/metrics", Some(&fresh)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 }
+
+#[tokio::test]
+async fn identity_headers_never_reach_the_addon_on_an_ignored_path_either() {
+    let cluster = Cluster::start().await;
+    let config = k8s_bootstrap::delegated_auth::RbacProxyConfig::new()
+        .with_ignore_paths(["/metrics"])
+        .unwrap();
+    let layer = cluster.layer().await.rbac_proxy_config(config);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let app = echo_app(layer, Arc::clone(&calls));
+    let (status, _, body) = call_with(&app, None, &IDENTITY, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let v = status_json(&body);
+    assert_eq!(v["user"], Value::Null);
+    let headers = v["headers"].as_array().unwrap();
+    assert!(
+        headers
+            .iter()
+            .all(|h| !h.as_str().unwrap().starts_with("x-remote-")),
+        "{headers:?}"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}

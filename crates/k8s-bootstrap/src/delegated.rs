@@ -1,17 +1,42 @@
-//! Delegated authentication and authorization as a tower layer: each request's bearer token
-//! is reviewed by the API server (`TokenReview`), and the request is authorized by it
+//! Delegated authentication and authorization as a tower layer: each request is authenticated
+//! (by the API server's front proxy, a client certificate, or a bearer token verified offline
+//! or reviewed by the API server with a `TokenReview`), and authorized by the API server
 //! (`SubjectAccessReview`), as `k8s.io/apiserver`'s delegating authenticator and authorizer and
 //! controller-runtime's `filters.WithAuthenticationAndAuthorization` do. For a server's
 //! `/metrics`, an aggregated API, any endpoint that pods and people call with their Kubernetes
 //! credentials.
 //!
+//! The authenticators, tried in this order (`k8s.io/apiserver`'s union: the first that names a
+//! user wins; one that refuses leaves the request to the next):
+//!
+//! 1. **the front proxy** ([`DelegatedAuthLayer::front_proxy`], off by default): a client
+//!    certificate that verifies against the requestheader CA, with an allowed common name,
+//!    and the user its `X-Remote-User`, `X-Remote-Group`, `X-Remote-Extra-*` headers name (as
+//!    configured);
+//! 2. **a client certificate** ([`DelegatedAuthLayer::client_ca`], off by default): one that
+//!    verifies against the client CA is its common name, with its organizations as groups;
+//! 3. **a service-account token verified offline**
+//!    ([`DelegatedAuthLayer::service_account_tokens`], off by default): a projected token
+//!    signed by the cluster's keys for one of the configured audiences, with no API call;
+//! 4. **a TokenReview** (on by default, [`DelegatedAuthLayer::token_reviews`]): the API server
+//!    authenticates the token for the [audiences](DelegatedAuthLayer::token_audiences).
+//!
+//! Client certificates are read from the [`ClientCertificates`] request extension, which the
+//! server that terminated TLS puts there (the forward proxy does). The identity headers (the
+//! front proxy's, as configured, and kube-apiserver's defaults `X-Remote-User`,
+//! `X-Remote-Uid`, `X-Remote-Group`, `X-Remote-Extra-*`) are removed from every request before
+//! the inner service sees it, whichever authenticator won: a client without the front proxy's
+//! certificate can never name a user. Every user but `system:anonymous` is in
+//! `system:authenticated`, as `k8s.io/apiserver`'s `AuthenticatedGroupAdder` makes it.
+//!
 //! [`DelegatedAuthLayer`] wraps any `tower::Service<http::Request<B>>` (an axum `Router`, a
 //! hyper service):
 //!
-//! * the token is read from `Authorization: Bearer` only (never from the query string); no
-//!   token, another scheme, two `Authorization` headers, or a token the API server does not
-//!   authenticate for the [audiences](DelegatedAuthLayer::token_audiences) is answered `401`,
-//!   with the `Status` kube-apiserver answers (`reason: Unauthorized`);
+//! * the token is read from `Authorization: Bearer` only (never from the query string); a
+//!   request no authenticator accepts (no certificate nor token, another scheme, two
+//!   `Authorization` headers, a token neither verified offline nor authenticated by the API
+//!   server) is answered `401`, with the `Status` kube-apiserver answers
+//!   (`reason: Unauthorized`);
 //! * the request's attributes are, by default, a non-resource request for its path with the
 //!   lowercase method as verb (`get /metrics`), as kube-rbac-proxy authorizes without a
 //!   configuration file; [`DelegatedAuthLayer::request_attributes`] resolves them as an
@@ -20,6 +45,9 @@
 //!   allowed and ignored paths). A user who is not allowed is answered `403` with
 //!   kube-apiserver's `Status` (`forbidden: User "..." cannot get path "/metrics"`), the
 //!   authorizer's reason appended only with [`DelegatedAuthLayer::explain_denials`];
+//! * when the [review rate limit](DelegatedAuthLayer::review_rate_limit) is exhausted, a
+//!   request that needs a review is answered `429` (`TooManyRequests`, with `Retry-After`) and
+//!   nothing is cached;
 //! * a path that is not clean (`//metrics`, `/metrics/../secret`, `%2e%2e`) is answered `301`
 //!   to the clean path before anything else, as Go's `ServeMux` in front of kube-rbac-proxy
 //!   does, so what is authorized is what is served;
@@ -64,9 +92,12 @@
 //! # }
 //! ```
 
+mod authn;
 mod metrics;
+mod rate_limit;
 mod response;
 mod review;
+mod service_account_keys;
 
 use std::fmt;
 use std::future::Future;
@@ -78,13 +109,22 @@ use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
 use delegated_auth::{
-    ApiPrefixes, Attributes, BearerToken, CacheConfig, PathRule, RbacProxyConfig, RequestInfo,
-    RequestPath, UserInfo,
+    ApiPrefixes, Attributes, BearerToken, CacheConfig, ClientCa, FrontProxyAuthenticator, PathRule,
+    RbacProxyConfig, RequestInfo, RequestPath, ServiceAccountAuthenticator, UserInfo,
 };
 use http::{Request, Response};
 
+pub use self::authn::TokenReviews;
 pub use self::metrics::{Metrics, MetricsSnapshot};
+pub use self::rate_limit::ReviewRateLimit;
 pub use self::response::ResponseBody;
+pub use self::service_account_keys::{
+    JWKS_PATH, OPENID_CONFIGURATION_PATH, ServiceAccountKeysError,
+    fetch_service_account_authenticator,
+};
+
+use self::authn::Authenticators;
+use crate::ClientCertificates;
 
 use self::metrics::Counter;
 use self::review::{Failure, Identity, Reviewer, ReviewerConfig};
@@ -144,6 +184,7 @@ struct Shared {
     client: kube::Client,
     config: ReviewerConfig,
     authorization: Authorization,
+    authenticators: Authenticators,
     explain: bool,
     reviewer: Reviewer,
     metrics: Arc<Metrics>,
@@ -161,6 +202,7 @@ impl DelegatedAuthLayer {
             token_cache: CacheConfig::default(),
             access_cache: CacheConfig::default(),
             max_concurrent_reviews: DEFAULT_MAX_CONCURRENT_REVIEWS,
+            rate_limit: None,
             timeout: DEFAULT_REVIEW_TIMEOUT,
             clock: crate::clock::now,
         };
@@ -171,6 +213,7 @@ impl DelegatedAuthLayer {
                 client,
                 config,
                 authorization: Authorization::Request(ApiPrefixes::None),
+                authenticators: Authenticators::default(),
                 explain: false,
                 metrics,
             }),
@@ -247,6 +290,73 @@ impl DelegatedAuthLayer {
         self.rebuild(|s| s.config.timeout = timeout)
     }
 
+    /// At most `limit`'s rate and burst of reviews (both kinds, every service of this layer),
+    /// on top of [`max_concurrent_reviews`](DelegatedAuthLayer::max_concurrent_reviews): under
+    /// a flood of new (say, invalid) tokens, what the API server sees stays bounded. A request
+    /// whose review would exceed it is answered 429 (`TooManyRequests`, `Retry-After` and
+    /// `details.retryAfterSeconds` as kube-apiserver sets them) and nothing is cached; requests
+    /// decided from the caches or offline never count and are never refused by it. The bucket
+    /// is refilled at the layer's [`clock`](DelegatedAuthLayer::clock). None by default.
+    #[must_use]
+    pub fn review_rate_limit(self, limit: ReviewRateLimit) -> DelegatedAuthLayer {
+        self.rebuild(|s| s.config.rate_limit = Some(limit))
+    }
+
+    /// Authenticates the API server's front proxy (the aggregation layer, or another
+    /// authenticating proxy) as `k8s.io/apiserver`'s requestheader authenticator does, before
+    /// any other authenticator: a request whose [`ClientCertificates`] verify against the
+    /// requestheader CA, with a common name among the allowed names, is the user its identity
+    /// headers name (`X-Remote-User`, `X-Remote-Group`, `X-Remote-Extra-*` as configured).
+    /// Whatever authenticates a request, those headers (and kube-apiserver's defaults) are
+    /// removed before the inner service sees it; from any other client they are never
+    /// believed. The client certificates come from the server that terminated TLS, as a
+    /// request extension.
+    #[must_use]
+    pub fn front_proxy(self, authenticator: FrontProxyAuthenticator) -> DelegatedAuthLayer {
+        let authenticator = Arc::new(authenticator);
+        self.rebuild(|s| s.authenticators.front_proxy = Some(authenticator))
+    }
+
+    /// Authenticates client certificates as `k8s.io/apiserver`'s x509 authenticator does,
+    /// after the front proxy: a request whose [`ClientCertificates`] verify against `ca` for
+    /// client authentication is the certificate's user (the common name, the organizations
+    /// as groups). A chain that does not verify leaves the request to its bearer token.
+    #[must_use]
+    pub fn client_ca(self, ca: ClientCa) -> DelegatedAuthLayer {
+        let ca = Arc::new(ca);
+        self.rebuild(|s| s.authenticators.client_ca = Some(ca))
+    }
+
+    /// Verifies projected service-account tokens offline, before any TokenReview: a bearer
+    /// token `authenticator` accepts (its issuer's keys, one of its audiences, not expired) is
+    /// the service account's user without a call to the API server. A token it refuses goes
+    /// to the TokenReview, as in `k8s.io/apiserver`'s union, unless
+    /// [`token_reviews`](DelegatedAuthLayer::token_reviews) is [`TokenReviews::Disabled`];
+    /// give [`token_audiences`](DelegatedAuthLayer::token_audiences) the same audiences so
+    /// that the review binds the token to them too.
+    ///
+    /// The issuer comes from the cluster's `/.well-known/openid-configuration`, the keys from
+    /// its `/openid/v1/jwks` (both readable by `system:service-account-issuer-discovery`,
+    /// bound to every authenticated user by default); [`fetch_service_account_authenticator`] reads
+    /// them with a `kube::Client`. Offline verification cannot see a deleted ServiceAccount
+    /// or Pod: such a token stays valid until it expires.
+    #[must_use]
+    pub fn service_account_tokens(
+        self,
+        authenticator: ServiceAccountAuthenticator,
+    ) -> DelegatedAuthLayer {
+        let authenticator = Arc::new(authenticator);
+        self.rebuild(|s| s.authenticators.service_accounts = Some(authenticator))
+    }
+
+    /// Whether bearer tokens that no offline authenticator accepts are reviewed by the API
+    /// server ([`TokenReviews::Enabled`], the default) or refused ([`TokenReviews::Disabled`]:
+    /// service-account tokens verified offline only, with no TokenReview ever sent).
+    #[must_use]
+    pub fn token_reviews(self, reviews: TokenReviews) -> DelegatedAuthLayer {
+        self.rebuild(|s| s.authenticators.token_reviews = reviews)
+    }
+
     /// Appends the authorizer's reason to each 403's message (`...: RBAC: ...`), as
     /// kube-apiserver does. Off by default: the reason may name roles and bindings.
     #[must_use]
@@ -272,6 +382,7 @@ impl DelegatedAuthLayer {
         let mut settings = Settings {
             config: shared.config.clone(),
             authorization: shared.authorization.clone(),
+            authenticators: shared.authenticators.clone(),
             explain: shared.explain,
         };
         change(&mut settings);
@@ -283,6 +394,7 @@ impl DelegatedAuthLayer {
                 client,
                 config: settings.config,
                 authorization: settings.authorization,
+                authenticators: settings.authenticators,
                 explain: settings.explain,
                 metrics,
             }),
@@ -294,6 +406,7 @@ impl DelegatedAuthLayer {
 struct Settings {
     config: ReviewerConfig,
     authorization: Authorization,
+    authenticators: Authenticators,
     explain: bool,
 }
 
@@ -305,7 +418,9 @@ impl fmt::Debug for DelegatedAuthLayer {
             .field("authorization", &s.authorization)
             .field("token_cache", &s.config.token_cache)
             .field("access_cache", &s.config.access_cache)
+            .field("authenticators", &s.authenticators.describe())
             .field("max_concurrent_reviews", &s.config.max_concurrent_reviews)
+            .field("review_rate_limit", &s.config.rate_limit)
             .field("review_timeout", &s.config.timeout)
             .field("explain_denials", &s.explain)
             .field("metrics", &s.metrics.snapshot())
@@ -371,18 +486,19 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut request: Request<ReqBody>) -> Self::Future {
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         // The service made ready goes with the request; a clone stays for the next one.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let shared = Arc::clone(&self.shared);
         Box::pin(async move {
-            match decide(&shared, &mut request).await {
+            let (mut parts, body) = request.into_parts();
+            match decide(&shared, &mut parts).await {
                 Verdict::Forward(user) => {
                     if let Some(user) = user {
-                        request.extensions_mut().insert(user);
+                        parts.extensions.insert(user);
                     }
-                    let response = inner.call(request).await?;
+                    let response = inner.call(Request::from_parts(parts, body)).await?;
                     Ok(response.map(ResponseBody::inner))
                 }
                 Verdict::Answer(response) => Ok(response),
@@ -399,10 +515,10 @@ enum Verdict<B> {
     Answer(Response<ResponseBody<B>>),
 }
 
-async fn decide<ReqBody, B>(shared: &Shared, request: &mut Request<ReqBody>) -> Verdict<B> {
+async fn decide<B>(shared: &Shared, request: &mut http::request::Parts) -> Verdict<B> {
     let metrics = shared.reviewer.metrics();
-    let query = request.uri().query();
-    let path = match RequestPath::parse(request.uri().path()) {
+    let query = request.uri.query();
+    let path = match RequestPath::parse(request.uri.path()) {
         Ok(path) => path,
         Err(delegated_auth::Error::PathNotClean { clean }) => {
             return Verdict::Answer(response::redirect(&clean, query));
@@ -414,12 +530,17 @@ async fn decide<ReqBody, B>(shared: &Shared, request: &mut Request<ReqBody>) -> 
     if let Authorization::Proxy(config) = &shared.authorization {
         match config.path_rule(&path) {
             PathRule::Authorize => {}
-            PathRule::Ignore => return Verdict::Forward(None),
+            PathRule::Ignore => {
+                shared
+                    .authenticators
+                    .remove_identity_headers(&mut request.headers);
+                return Verdict::Forward(None);
+            }
             _ => {
                 metrics.inc(Counter::Denied);
                 let attributes = Attributes::non_resource(
                     UserInfo::default(),
-                    request.method().as_str().to_lowercase(),
+                    request.method.as_str().to_lowercase(),
                     path.as_str(),
                 );
                 return Verdict::Answer(response::forbidden(&attributes, None));
@@ -427,22 +548,30 @@ async fn decide<ReqBody, B>(shared: &Shared, request: &mut Request<ReqBody>) -> 
         }
     }
 
-    // Who: the bearer token, reviewed.
-    let Some(token) = bearer_token(request.headers()) else {
-        metrics.inc(Counter::Unauthenticated);
-        return Verdict::Answer(response::unauthorized());
-    };
-    let user = match shared.reviewer.authenticate(token).await {
-        Ok(Identity::User(user)) => user,
-        Ok(Identity::Unauthenticated) => {
-            metrics.inc(Counter::Unauthenticated);
-            return Verdict::Answer(response::unauthorized());
-        }
-        Err(failure) => return failed(shared, failure),
+    // Who: in `k8s.io/apiserver`'s union order, the front proxy, the client certificate,
+    // then the bearer token (offline, then reviewed). The identity headers go, whoever won.
+    let authenticators = &shared.authenticators;
+    let clock = shared.config.clock;
+    let certificate_user = authenticators.certificate_user(
+        request.extensions.get::<ClientCertificates>(),
+        &request.headers,
+        clock,
+    );
+    authenticators.remove_identity_headers(&mut request.headers);
+    let user = match certificate_user {
+        Some(user) => Arc::new(user),
+        None => match authenticate_token(shared, &request.headers, clock).await {
+            Ok(Some(user)) => user,
+            Ok(None) => {
+                metrics.inc(Counter::Unauthenticated);
+                return Verdict::Answer(response::unauthorized());
+            }
+            Err(failure) => return failed(shared, failure),
+        },
     };
 
     // May they: every attribute set allowed (statically or by the API server).
-    let method = request.method().as_str();
+    let method = request.method.as_str();
     let attributes = match &shared.authorization {
         Authorization::Request(prefixes) => {
             match RequestInfo::resolve(method, &path, query, prefixes) {
@@ -455,7 +584,7 @@ async fn decide<ReqBody, B>(shared: &Shared, request: &mut Request<ReqBody>) -> 
                 .rewrite_header()
                 .map(|name| {
                     request
-                        .headers()
+                        .headers
                         .get_all(name)
                         .iter()
                         .filter_map(|v| v.to_str().ok())
@@ -498,16 +627,42 @@ async fn decide<ReqBody, B>(shared: &Shared, request: &mut Request<ReqBody>) -> 
     }
     metrics.inc(Counter::Allowed);
     // As kube-apiserver, once authenticated: the credential stays here.
-    request.headers_mut().remove(http::header::AUTHORIZATION);
+    request.headers.remove(http::header::AUTHORIZATION);
     Verdict::Forward(Some(VerifiedUser(user)))
 }
 
+/// The user of the request's bearer token: verified offline, else reviewed (when enabled);
+/// `None` for no token or one no authenticator accepts.
+async fn authenticate_token(
+    shared: &Shared,
+    headers: &http::HeaderMap,
+    clock: fn() -> SystemTime,
+) -> Result<Option<Arc<UserInfo>>, Failure> {
+    let Some(token) = bearer_token(headers) else {
+        return Ok(None);
+    };
+    if let Some(user) = shared.authenticators.offline_token_user(&token, clock) {
+        return Ok(Some(Arc::new(user)));
+    }
+    if shared.authenticators.token_reviews == TokenReviews::Disabled {
+        return Ok(None);
+    }
+    Ok(match shared.reviewer.authenticate(token).await? {
+        Identity::User(user) => Some(user),
+        Identity::Unauthenticated => None,
+    })
+}
+
 fn failed<B>(shared: &Shared, failure: Failure) -> Verdict<B> {
-    shared.reviewer.metrics().inc(Counter::Errored);
     let message = match failure {
         Failure::TokenReview => "the API server could not review the token",
         Failure::AccessReview => "the API server could not review the access",
+        Failure::Throttled { retry_after } => {
+            shared.reviewer.metrics().inc(Counter::Throttled);
+            return Verdict::Answer(response::too_many_requests(retry_after));
+        }
     };
+    shared.reviewer.metrics().inc(Counter::Errored);
     Verdict::Answer(response::internal_error(message))
 }
 

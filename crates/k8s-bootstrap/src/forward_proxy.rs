@@ -41,6 +41,7 @@ mod server;
 mod tls;
 mod upstream;
 
+pub use crate::ClientCertificates;
 pub use authentication::{
     AuthHeaders, Authentication, DEFAULT_GROUPS_HEADER, DEFAULT_GROUPS_SEPARATOR,
     DEFAULT_USER_HEADER, Delegated,
@@ -51,7 +52,6 @@ pub use config::{
 };
 pub use labels::{ServiceAudiences, read_pod_labels};
 pub use server::{Server, serve};
-pub use tls::ClientCertificates;
 
 #[cfg(doc)]
 use crate::sidecar::SidecarLayer;

@@ -49,6 +49,11 @@ pub use kube;
 #[cfg(feature = "tls-bootstrap")]
 pub use tls_bootstrap;
 
+#[cfg(any(feature = "forward-proxy", feature = "delegated-auth"))]
+mod client_certificates;
+#[cfg(any(feature = "forward-proxy", feature = "delegated-auth"))]
+pub use client_certificates::ClientCertificates;
+
 #[cfg(feature = "accept")]
 pub mod accept;
 #[cfg(feature = "add-auth")]

@@ -25,7 +25,14 @@ use axum::routing::get;
 use axum::{Extension, Router};
 use http::{Request, StatusCode};
 use http_body_util::BodyExt as _;
-use k8s_bootstrap::delegated::{DelegatedAuthLayer, VerifiedUser};
+use std::num::NonZeroU32;
+
+use k8s_bootstrap::ClientCertificates;
+use k8s_bootstrap::delegated::{
+    DelegatedAuthLayer, ReviewRateLimit, TokenReviews, VerifiedUser,
+    fetch_service_account_authenticator,
+};
+use k8s_bootstrap::delegated_auth::{ClientCa, FrontProxyAuthenticator, RequestHeaderConfig};
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
@@ -788,4 +795,486 @@ authorization:
             cluster.reviews(ACCESS_REVIEWS)
         )
     );
+}
+
+/// A CA of our own (the front proxy's, or one the layer does not trust), with rcgen.
+struct TestCa {
+    key: rcgen::KeyPair,
+    cert: rcgen::Certificate,
+}
+
+impl TestCa {
+    fn new(name: &str) -> TestCa {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        let cert = params.self_signed(&key).unwrap();
+        TestCa { key, cert }
+    }
+
+    fn pem(&self) -> String {
+        self.cert.pem()
+    }
+
+    /// A client certificate (DER) for `common_name`, for client authentication.
+    fn client(&self, common_name: &str) -> Vec<u8> {
+        use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair};
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params
+            .distinguished_name
+            .push(DnType::CommonName, common_name);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params
+            .signed_by(&key, &self.cert, &self.key)
+            .unwrap()
+            .der()
+            .to_vec()
+    }
+}
+
+fn pem_to_der(pem: &str) -> Vec<u8> {
+    use tokio_rustls::rustls::pki_types::CertificateDer;
+    use tokio_rustls::rustls::pki_types::pem::PemObject as _;
+    CertificateDer::from_pem_slice(pem.as_bytes())
+        .unwrap()
+        .to_vec()
+}
+
+/// The add-on: `/metrics` answers, in JSON, with the user the layer verified and every request
+/// header it received; counts its calls.
+fn echo_app(layer: DelegatedAuthLayer, calls: Arc<AtomicUsize>) -> Router {
+    Router::new()
+        .route(
+            "/metrics",
+            get(
+                move |user: Option<Extension<VerifiedUser>>, headers: http::HeaderMap| {
+                    calls.fetch_add(1, Ordering::SeqCst);
+                    async move {
+                        let headers: Vec<String> =
+                            headers.keys().map(|k| k.as_str().to_owned()).collect();
+                        let user = user.map(|Extension(u)| {
+                            json!({"name": u.name, "groups": u.groups, "extra": u.extra})
+                        });
+                        json!({"user": user, "headers": headers}).to_string()
+                    }
+                },
+            ),
+        )
+        .layer(layer)
+}
+
+/// A GET of `/metrics` with these headers, the client certificate chain as a request extension
+/// (as the TLS server puts it), and the bearer token.
+async fn call_with(
+    app: &Router,
+    certificate: Option<&[u8]>,
+    headers: &[(&str, &str)],
+    token: Option<&str>,
+) -> (StatusCode, http::HeaderMap, String) {
+    let mut request = Request::get("/metrics");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    let mut request = request.body(Body::empty()).unwrap();
+    if let Some(der) = certificate {
+        request
+            .extensions_mut()
+            .insert(ClientCertificates::from_der_chain([der.to_vec()]));
+    }
+    let response = app.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, headers, String::from_utf8(body.to_vec()).unwrap())
+}
+
+/// Binds the `metrics-reader` ClusterRole to these users.
+async fn bind_users(cluster: &Cluster, users: &[&str]) {
+    let subjects: Vec<Value> = users
+        .iter()
+        .map(|u| json!({"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": u}))
+        .collect();
+    create(
+        Api::<ClusterRoleBinding>::all(cluster.admin.clone()),
+        json!({
+            "metadata": {"name": "users-metrics"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "metrics-reader"},
+            "subjects": subjects,
+        }),
+    )
+    .await;
+}
+
+const IDENTITY: [(&str, &str); 4] = [
+    ("X-Remote-User", "alice"),
+    ("X-Remote-Group", "metrics-viewers"),
+    ("X-Remote-Extra-Scopes", "read"),
+    ("X-Remote-Uid", "alice-uid"),
+];
+
+#[tokio::test]
+async fn the_front_proxy_then_client_certificates_then_tokens_and_identity_headers_never_reach_the_addon()
+ {
+    let cluster = Cluster::start().await;
+    bind_users(&cluster, &["alice", "carol"]).await;
+    let front_proxy_ca = TestCa::new("front-proxy-ca");
+    let front_proxy = front_proxy_ca.client("front-proxy-client");
+    let intruder = front_proxy_ca.client("intruder");
+    let (carol_pem, _) = cluster
+        .server
+        .issue_client_certificate("carol", &["dev"])
+        .unwrap();
+    let carol = pem_to_der(&carol_pem);
+    let unknown_carol = TestCa::new("someone else's CA").client("carol");
+
+    let layer = cluster
+        .layer()
+        .await
+        .front_proxy(FrontProxyAuthenticator::new(
+            ClientCa::from_pem(front_proxy_ca.pem().as_bytes()).unwrap(),
+            vec!["front-proxy-client".to_owned()],
+            RequestHeaderConfig::kube_apiserver_defaults(),
+        ))
+        .client_ca(ClientCa::from_pem(cluster.server.ca_pem().as_bytes()).unwrap());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let app = echo_app(layer, Arc::clone(&calls));
+    let token_reviews = cluster.reviews(TOKEN_REVIEWS);
+    let seen = |body: &str| -> (Value, Vec<String>) {
+        let v = status_json(body);
+        let headers = v["headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap().to_owned())
+            .collect();
+        (v["user"].clone(), headers)
+    };
+    let no_identity_header = |headers: &[String]| {
+        headers
+            .iter()
+            .all(|h| !h.starts_with("x-remote-") && h != "authorization")
+    };
+
+    // The front proxy's certificate (an allowed name): the user its headers name, in
+    // system:authenticated, without a TokenReview; the headers stop here.
+    let (status, _, body) = call_with(&app, Some(&front_proxy), &IDENTITY, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (user, headers) = seen(&body);
+    assert_eq!(user["name"], "alice");
+    assert_eq!(
+        user["groups"],
+        json!(["metrics-viewers", "system:authenticated"])
+    );
+    assert_eq!(user["extra"]["scopes"], json!(["read"]));
+    assert!(no_identity_header(&headers), "{headers:?}");
+
+    // A certificate of the front-proxy CA whose name is not allowed: not the front proxy, not
+    // a client of the client CA, no token: 401, and the add-on sees nothing.
+    let before = calls.load(Ordering::SeqCst);
+    let (status, _, body) = call_with(&app, Some(&intruder), &IDENTITY, None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    // The allowed front proxy naming no user is no user either.
+    let (status, _, _) = call_with(&app, Some(&front_proxy), &[], None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // A client certificate of the client CA is its own user: X-Remote-* ignored and removed.
+    let (status, _, body) = call_with(&app, Some(&carol), &IDENTITY, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (user, headers) = seen(&body);
+    assert_eq!(user["name"], "carol");
+    assert_eq!(user["groups"], json!(["dev", "system:authenticated"]));
+    assert!(
+        user["extra"]["authentication.kubernetes.io/credential-id"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("X509SHA256="),
+        "{user}"
+    );
+    assert!(no_identity_header(&headers), "{headers:?}");
+    // The same name from a CA the layer does not trust: 401.
+    let (status, _, _) = call_with(&app, Some(&unknown_carol), &IDENTITY, None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // No certificate: X-Remote-* alone is nothing (401); with a token, the token's user, and
+    // the headers never reach the add-on.
+    let (status, _, _) = call_with(&app, None, &IDENTITY, None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(calls.load(Ordering::SeqCst), before + 1);
+    assert_eq!(
+        cluster.reviews(TOKEN_REVIEWS),
+        token_reviews,
+        "no token, no review"
+    );
+    let token = cluster.token("prometheus").await;
+    let (status, _, body) = call_with(&app, None, &IDENTITY, Some(&token)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (user, headers) = seen(&body);
+    assert_eq!(
+        user["name"],
+        format!("system:serviceaccount:{NS}:prometheus")
+    );
+    assert!(no_identity_header(&headers), "{headers:?}");
+    // A certificate that fails both leaves the request to its token, as in k8s.io/apiserver's
+    // union.
+    let (status, _, body) = call_with(&app, Some(&intruder), &IDENTITY, Some(&token)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        seen(&body).0["name"],
+        format!("system:serviceaccount:{NS}:prometheus")
+    );
+
+    // Configured header names are removed as well as kube-apiserver's defaults, and read.
+    let layer = cluster
+        .layer()
+        .await
+        .front_proxy(FrontProxyAuthenticator::new(
+            ClientCa::from_pem(front_proxy_ca.pem().as_bytes()).unwrap(),
+            Vec::new(),
+            RequestHeaderConfig::new(
+                &["X-Forwarded-User"],
+                &["X-Forwarded-Groups"],
+                &["X-Forwarded-Extra-"],
+            )
+            .unwrap(),
+        ));
+    let app = echo_app(layer, Arc::new(AtomicUsize::new(0)));
+    let forwarded = [
+        ("X-Forwarded-User", "alice"),
+        ("X-Forwarded-Extra-Scopes", "read"),
+        ("X-Remote-User", "carol"),
+        ("X-Remote-Group", "system:masters"),
+    ];
+    let (status, _, body) = call_with(&app, Some(&intruder), &forwarded, None).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "every name of that CA is allowed: {body}"
+    );
+    let (user, headers) = seen(&body);
+    assert_eq!(user["name"], "alice");
+    assert_eq!(user["groups"], json!(["system:authenticated"]));
+    assert!(
+        headers
+            .iter()
+            .all(|h| !h.starts_with("x-remote-") && !h.starts_with("x-forwarded-")),
+        "{headers:?}"
+    );
+}
+
+#[tokio::test]
+async fn projected_tokens_verify_offline_and_another_audience_is_refused() {
+    const AUDIENCE: &str = "https://metrics.example";
+    let cluster = Cluster::start().await;
+    let audiences = [AUDIENCE.to_owned()];
+    let offline = fetch_service_account_authenticator(&cluster.admin, &audiences)
+        .await
+        .unwrap();
+    let token_for = |audience: &'static str| {
+        let admin = cluster.admin.clone();
+        async move {
+            let request = TokenRequest {
+                spec: Some(TokenRequestSpec {
+                    audiences: Some(vec![audience.to_owned()]),
+                    ..TokenRequestSpec::default()
+                }),
+                ..TokenRequest::default()
+            };
+            Api::<ServiceAccount>::namespaced(admin, NS)
+                .create_token_request("prometheus", &PostParams::default(), &request)
+                .await
+                .unwrap()
+                .status
+                .unwrap()
+                .token
+                .unwrap()
+        }
+    };
+    let metrics_token = token_for(AUDIENCE).await;
+    let other_token = token_for("https://other.example").await;
+    let api_token = cluster.token("prometheus").await;
+
+    // Offline only: no TokenReview is ever sent.
+    let layer = cluster
+        .layer()
+        .await
+        .service_account_tokens(offline.clone())
+        .token_reviews(TokenReviews::Disabled);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let app = app(layer, Arc::clone(&calls));
+    let before = cluster.reviews(TOKEN_REVIEWS);
+    let (status, _, body) = call(&app, "/metrics", Some(&metrics_token)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        body.starts_with(&format!("system:serviceaccount:{NS}:prometheus ")),
+        "{body}"
+    );
+    assert!(body.contains("system:authenticated"), "{body}");
+    for token in [&other_token, &api_token, &"not-a-jwt".to_owned()] {
+        let (status, _, body) = call(&app, "/metrics", Some(token)).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        cluster.reviews(TOKEN_REVIEWS),
+        before,
+        "a TokenReview was sent"
+    );
+
+    // Offline, then reviewed for the same audiences: the other audience's token is refused by
+    // the API server too; the API server's own token likewise.
+    let layer = cluster
+        .layer()
+        .await
+        .token_audiences(audiences.clone())
+        .service_account_tokens(offline);
+    let app = self::app(layer, Arc::clone(&calls));
+    assert_eq!(
+        call(&app, "/metrics", Some(&metrics_token)).await.0,
+        StatusCode::OK
+    );
+    assert_eq!(cluster.reviews(TOKEN_REVIEWS), before);
+    for token in [&other_token, &api_token] {
+        let (status, _, body) = call(&app, "/metrics", Some(token)).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    }
+    assert_eq!(cluster.reviews(TOKEN_REVIEWS), before + 2);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+#[allow(clippy::disallowed_methods, reason = "the wall time the flood took")]
+async fn a_flood_of_unique_invalid_tokens_is_held_to_the_rate_limit_and_cached_users_still_get_in()
+{
+    const RATE: u32 = 2;
+    const BURST: u32 = 5;
+    const N: usize = 100;
+    let cluster = Cluster::start().await;
+    let layer = cluster
+        .layer()
+        .await
+        .review_rate_limit(ReviewRateLimit::new(
+            NonZeroU32::new(RATE).unwrap(),
+            NonZeroU32::new(BURST).unwrap(),
+        ));
+    let metrics = layer.metrics();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let app = app(layer, Arc::clone(&calls));
+    let token = cluster.token("prometheus").await;
+    let fresh = cluster.token("prometheus").await;
+
+    let start = std::time::Instant::now();
+    // A valid user, reviewed (a TokenReview and a SubjectAccessReview of the burst) and cached.
+    assert_eq!(call(&app, "/metrics", Some(&token)).await.0, StatusCode::OK);
+    let reviews = || cluster.reviews(TOKEN_REVIEWS) + cluster.reviews(ACCESS_REVIEWS);
+    let before = reviews();
+
+    let mut throttled = 0;
+    let mut refused = 0;
+    let mut last_429 = None;
+    for i in 0..N {
+        let (status, headers, body) =
+            call(&app, "/metrics", Some(&format!("invalid-token-{i:04}"))).await;
+        match status {
+            StatusCode::UNAUTHORIZED => refused += 1,
+            StatusCode::TOO_MANY_REQUESTS => {
+                throttled += 1;
+                last_429 = Some((headers, body));
+            }
+            other => panic!("{other}: {body}"),
+        }
+        // The cached user is never throttled.
+        if i % 10 == 0 {
+            assert_eq!(call(&app, "/metrics", Some(&token)).await.0, StatusCode::OK);
+        }
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let sent = reviews() - before;
+    let bound = f64::from(BURST) + f64::from(RATE) * elapsed;
+    assert!(
+        (sent as f64) <= bound,
+        "{sent} reviews in {elapsed:.2} s, bound {bound:.1}"
+    );
+    assert!(
+        sent >= (BURST - 2) as usize,
+        "the rest of the burst is used: {sent}"
+    );
+    assert_eq!(refused, sent, "each review sent refused one token");
+    assert_eq!(throttled + refused, N);
+    assert!(throttled > 0);
+    let m = metrics.snapshot();
+    assert_eq!(m.throttled as usize, throttled);
+    assert_eq!(m.errored, 0);
+
+    // The answer: kube-apiserver's TooManyRequests Status, with Retry-After.
+    let (headers, body) = last_429.unwrap();
+    let retry_after: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=1).contains(&retry_after), "{retry_after}");
+    let s = status_json(&body);
+    assert_eq!(
+        (
+            s["kind"].as_str(),
+            s["status"].as_str(),
+            s["reason"].as_str(),
+            s["code"].as_u64()
+        ),
+        (
+            Some("Status"),
+            Some("Failure"),
+            Some("TooManyRequests"),
+            Some(429)
+        )
+    );
+    assert_eq!(
+        s["details"]["retryAfterSeconds"].as_u64(),
+        Some(retry_after)
+    );
+    assert!(
+        s["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Too many requests")
+    );
+
+    // Exhausted, a valid new token is throttled, and that is not cached: once the bucket has
+    // refilled (the layer's clock moved, no sleep), the same token gets in.
+    for i in 0.. {
+        let drain = format!("drain-the-bucket-{i}");
+        if call(&app, "/metrics", Some(&drain)).await.0 == StatusCode::TOO_MANY_REQUESTS {
+            break;
+        }
+    }
+    assert_eq!(
+        call(&app, "/metrics", Some(&fresh)).await.0,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    advance(5);
+    let (status, _, body) = call(&app, "/metrics", Some(&fresh)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+#[tokio::test]
+async fn identity_headers_never_reach_the_addon_on_an_ignored_path_either() {
+    let cluster = Cluster::start().await;
+    let config = k8s_bootstrap::delegated_auth::RbacProxyConfig::new()
+        .with_ignore_paths(["/metrics"])
+        .unwrap();
+    let layer = cluster.layer().await.rbac_proxy_config(config);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let app = echo_app(layer, Arc::clone(&calls));
+    let (status, _, body) = call_with(&app, None, &IDENTITY, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let v = status_json(&body);
+    assert_eq!(v["user"], Value::Null);
+    let headers = v["headers"].as_array().unwrap();
+    assert!(
+        headers
+            .iter()
+            .all(|h| !h.as_str().unwrap().starts_with("x-remote-")),
+        "{headers:?}"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
 }

@@ -16,6 +16,7 @@ pub struct Metrics {
     unauthenticated: AtomicU64,
     denied: AtomicU64,
     errored: AtomicU64,
+    throttled: AtomicU64,
 }
 
 /// The counters of [`Metrics`] at one moment.
@@ -43,6 +44,9 @@ pub struct MetricsSnapshot {
     /// answering with an error, or failing to evaluate the access review), or because a
     /// kube-rbac-proxy configuration's rewrite found no value in the request.
     pub errored: u64,
+    /// Requests answered 429 because their review would have exceeded the
+    /// [review rate limit](super::DelegatedAuthLayer::review_rate_limit); nothing was sent.
+    pub throttled: u64,
 }
 
 impl Metrics {
@@ -60,6 +64,7 @@ impl Metrics {
             unauthenticated: read(&self.unauthenticated),
             denied: read(&self.denied),
             errored: read(&self.errored),
+            throttled: read(&self.throttled),
         }
     }
 }
@@ -76,6 +81,7 @@ pub(super) enum Counter {
     Unauthenticated,
     Denied,
     Errored,
+    Throttled,
 }
 
 impl Metrics {
@@ -90,6 +96,7 @@ impl Metrics {
             Counter::Unauthenticated => &self.unauthenticated,
             Counter::Denied => &self.denied,
             Counter::Errored => &self.errored,
+            Counter::Throttled => &self.throttled,
         };
         c.fetch_add(1, Ordering::Relaxed);
     }

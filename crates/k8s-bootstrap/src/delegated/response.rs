@@ -196,6 +196,21 @@ pub(super) fn internal_error<B>(message: &str) -> Response<ResponseBody<B>> {
     )
 }
 
+/// 429, as kube-apiserver's `errors.NewTooManyRequests`: `details.retryAfterSeconds` and the
+/// `Retry-After` header.
+pub(super) fn too_many_requests<B>(retry_after: u32) -> Response<ResponseBody<B>> {
+    let mut response = status(
+        StatusCode::TOO_MANY_REQUESTS,
+        "TooManyRequests",
+        "Too many requests: too many reviews, please try again later",
+        Some(json!({"retryAfterSeconds": retry_after})),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+    response
+}
+
 /// 301 to the clean path, as Go's `ServeMux` answers a path that is not clean.
 pub(super) fn redirect<B>(clean: &str, query: Option<&str>) -> Response<ResponseBody<B>> {
     let mut location = String::with_capacity(clean.len());
@@ -313,6 +328,19 @@ mod tests {
             (s["code"].as_u64(), s["reason"].as_str()),
             (Some(403), Some("Forbidden"))
         );
+    }
+
+    #[tokio::test]
+    async fn too_many_requests_says_when_to_retry() {
+        let r = too_many_requests::<Full<Bytes>>(3);
+        assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "3");
+        let s = message(r).await;
+        assert_eq!(
+            (s["reason"].as_str(), s["code"].as_u64()),
+            (Some("TooManyRequests"), Some(429))
+        );
+        assert_eq!(s["details"], json!({"retryAfterSeconds": 3}));
     }
 
     #[test]

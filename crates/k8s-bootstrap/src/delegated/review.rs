@@ -15,7 +15,9 @@ use delegated_auth::{
 use http_body_util::BodyExt as _;
 use tokio::sync::{OnceCell, Semaphore};
 
+use super::authn::with_authenticated_group;
 use super::metrics::{Counter, Metrics};
+use super::rate_limit::{ReviewRateLimit, TokenBucket};
 
 const TOKEN_REVIEWS: &str = "/apis/authentication.k8s.io/v1/tokenreviews";
 const ACCESS_REVIEWS: &str = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
@@ -27,11 +29,13 @@ pub(super) enum Identity {
     Unauthenticated,
 }
 
-/// Which review failed: the API server could not decide.
+/// Which review failed: the API server could not decide, or the review was not sent because
+/// the rate limit was exhausted (retry after that many seconds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Failure {
     TokenReview,
     AccessReview,
+    Throttled { retry_after: u32 },
 }
 
 type TokenResult = Result<Identity, Failure>;
@@ -46,6 +50,7 @@ pub(super) struct Reviewer {
     token_flights: Flights<TokenCacheKey, TokenResult>,
     access_flights: Flights<AccessKey, AccessResult>,
     slots: Semaphore,
+    bucket: Option<Mutex<TokenBucket>>,
     timeout: Duration,
     clock: fn() -> SystemTime,
     metrics: Arc<Metrics>,
@@ -58,6 +63,7 @@ pub(super) struct ReviewerConfig {
     pub(super) token_cache: CacheConfig,
     pub(super) access_cache: CacheConfig,
     pub(super) max_concurrent_reviews: usize,
+    pub(super) rate_limit: Option<ReviewRateLimit>,
     pub(super) timeout: Duration,
     pub(super) clock: fn() -> SystemTime,
 }
@@ -80,6 +86,7 @@ impl Reviewer {
                     .max_concurrent_reviews
                     .clamp(1, Semaphore::MAX_PERMITS),
             ),
+            bucket: config.rate_limit.map(|l| Mutex::new(TokenBucket::new(l))),
             timeout: config.timeout,
             clock: config.clock,
             metrics,
@@ -156,6 +163,7 @@ impl Reviewer {
             self.metrics.inc(Counter::TokenCacheHit);
             return Ok(hit);
         }
+        self.take_rate()?;
         let review = TokenReview::new(token).with_audiences(self.audiences.iter().cloned());
         let mut body = review.to_json();
         let answer = self
@@ -167,11 +175,14 @@ impl Reviewer {
             .await
             .ok_or(Failure::TokenReview)?;
         self.metrics.inc(Counter::TokenReview);
-        let outcome = review.read_answer(answer.0, &answer.1).map_err(|error| {
+        let mut outcome = review.read_answer(answer.0, &answer.1).map_err(|error| {
             // The reader's errors never hold the token.
             tracing::warn!(%error, "delegated authentication: the TokenReview failed");
             Failure::TokenReview
         })?;
+        if let TokenReviewOutcome::Authenticated { user, .. } = &mut outcome {
+            *user = with_authenticated_group(std::mem::take(user));
+        }
         write(&self.tokens).insert(key, outcome.clone(), self.now());
         Ok(match outcome {
             TokenReviewOutcome::Authenticated { user, .. } => Identity::User(Arc::new(user)),
@@ -184,6 +195,7 @@ impl Reviewer {
             self.metrics.inc(Counter::AccessCacheHit);
             return Ok(Arc::new(hit.clone()));
         }
+        self.take_rate()?;
         let body = access_review_json(AccessReviewKind::Subject, attributes).map_err(|error| {
             tracing::warn!(%error, "delegated authorization: no SubjectAccessReview");
             Failure::AccessReview
@@ -211,6 +223,18 @@ impl Reviewer {
         }
         write(&self.access).insert(attributes, outcome.clone(), self.now());
         Ok(Arc::new(outcome))
+    }
+
+    /// One review from the rate limit, if there is one.
+    fn take_rate(&self) -> Result<(), Failure> {
+        let Some(bucket) = &self.bucket else {
+            return Ok(());
+        };
+        let now = self.now();
+        let mut bucket = bucket.lock().unwrap_or_else(PoisonError::into_inner);
+        bucket
+            .try_take(now)
+            .map_err(|retry_after| Failure::Throttled { retry_after })
     }
 
     /// POSTs `body` to `path`, within a review slot and the timeout: the answer's status and

@@ -24,33 +24,7 @@ use zeroize::Zeroizing;
 
 use super::metrics::ProxyMetrics;
 use super::{Error, TlsFile, TlsServing, TlsVersion};
-
-/// The certificate chain a client presented in its TLS handshake, verified against
-/// [`TlsServing::client_ca_file`]: in the extensions of each request of that connection, for
-/// authentication after the handshake (a user named by a client certificate).
-#[derive(Clone)]
-pub struct ClientCertificates(Arc<[CertificateDer<'static>]>);
-
-impl ClientCertificates {
-    /// The client's certificate, DER.
-    #[must_use]
-    pub fn leaf_der(&self) -> Option<&[u8]> {
-        self.0.first().map(|c| c.as_ref())
-    }
-
-    /// The chain as the client sent it (its certificate, then intermediates), DER.
-    pub fn chain_der(&self) -> impl Iterator<Item = &[u8]> {
-        self.0.iter().map(|c| c.as_ref())
-    }
-}
-
-impl std::fmt::Debug for ClientCertificates {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientCertificates")
-            .field("certificates", &self.0.len())
-            .finish()
-    }
-}
+use crate::ClientCertificates;
 
 /// The largest certificate, key or CA file read.
 const MAX_TLS_FILE_BYTES: u64 = 1024 * 1024;
@@ -224,9 +198,7 @@ impl Handshake {
                     .1
                     .peer_certificates()
                     .filter(|c| !c.is_empty())
-                    .map(|c| {
-                        ClientCertificates(c.iter().map(|c| c.clone().into_owned()).collect())
-                    });
+                    .map(|c| ClientCertificates::from_der_chain(c.iter().map(|c| c.to_vec())));
                 Some((Stream::Tls(Box::new(tls)), certificates))
             }
             Ok(Err(e)) => {

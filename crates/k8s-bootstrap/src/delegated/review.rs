@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use delegated_auth::{
     AccessCache, AccessKey, AccessReviewKind, AccessReviewOutcome, Attributes, BearerToken,
-    CacheConfig, CachedToken, MAX_ACCESS_REVIEW_BYTES, MAX_TOKEN_REVIEW_BYTES, TokenCache,
-    TokenCacheKey, TokenReview, TokenReviewOutcome, UserInfo, access_review_json,
+    CacheConfig, CachedToken, MAX_ACCESS_REVIEW_BYTES, MAX_TOKEN_REVIEW_BYTES, RequestInfo,
+    TokenCache, TokenCacheKey, TokenReview, TokenReviewOutcome, UserInfo, access_review_json,
     read_access_review,
 };
 use http_body_util::BodyExt as _;
@@ -123,6 +123,19 @@ impl Reviewer {
             self.metrics.inc(Counter::Coalesced);
         }
         result
+    }
+
+    /// Whether the access cache holds an allow for what `request` asks for `user`: the hit
+    /// path, without building the attributes or copying the kept outcome. A denial or a miss
+    /// goes through [`Reviewer::authorize`], which answers with the reason.
+    pub(super) fn cached_allow(&self, user: &Arc<UserInfo>, request: &RequestInfo<'_>) -> bool {
+        let allowed = read(&self.access)
+            .get_request(user, request, self.now())
+            .is_some_and(AccessReviewOutcome::is_allowed);
+        if allowed {
+            self.metrics.inc(Counter::AccessCacheHit);
+        }
+        allowed
     }
 
     /// The decision for `attributes`: from the cache, or from a SubjectAccessReview (one per

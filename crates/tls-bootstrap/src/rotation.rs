@@ -27,7 +27,7 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime};
 
-use der::Decode as _;
+use der::{Decode as _, Encode as _};
 use x509_cert::Certificate;
 use x509_cert::ext::pkix::SubjectAltName;
 use x509_cert::ext::pkix::name::GeneralName;
@@ -142,6 +142,7 @@ pub struct CurrentCertificate {
     organizations: Vec<String>,
     dns_names: Vec<String>,
     ip_addresses: Vec<IpAddr>,
+    public_key_der: Vec<u8>,
 }
 
 impl CurrentCertificate {
@@ -156,6 +157,7 @@ impl CurrentCertificate {
             organizations: Vec::new(),
             dns_names: Vec::new(),
             ip_addresses: Vec::new(),
+            public_key_der: Vec::new(),
         }
     }
 
@@ -188,6 +190,10 @@ impl CurrentCertificate {
         );
         out.common_name = subject.common_name().unwrap_or_default().to_owned();
         out.organizations = subject.organizations().to_vec();
+        out.public_key_der = tbs
+            .subject_public_key_info
+            .to_der()
+            .map_err(|_| invalid("couldn't encode the public key"))?;
         for ext in tbs.extensions.iter().flatten() {
             if ext.extn_id != OID_SAN {
                 continue;
@@ -254,6 +260,14 @@ impl CurrentCertificate {
     #[must_use]
     pub fn not_after(&self) -> SystemTime {
         self.not_after
+    }
+
+    /// The certificate's public key (DER `SubjectPublicKeyInfo`), to compare with
+    /// [`NodeKey::public_key_der`](crate::NodeKey::public_key_der); empty for a certificate made
+    /// with [`CurrentCertificate::new`].
+    #[must_use]
+    pub fn public_key_der(&self) -> &[u8] {
+        &self.public_key_der
     }
 
     /// The common name (empty if none).

@@ -118,7 +118,7 @@ pub struct CertificateStore {
 /// A certificate and its key, read from the store.
 pub struct LoadedPair {
     path: PathBuf,
-    certificate_pem: Vec<u8>,
+    chain_der: Vec<Vec<u8>>,
     certificate: CurrentCertificate,
     key: NodeKey,
 }
@@ -312,10 +312,10 @@ impl LoadedPair {
         &self.path
     }
 
-    /// The certificate chain as read (PEM; the key's block too when they share a file).
+    /// The certificates as read, DER, the leaf first (the `CERTIFICATE` blocks of the file).
     #[must_use]
-    pub fn certificate_pem(&self) -> &[u8] {
-        &self.certificate_pem
+    pub fn certificate_chain_der(&self) -> &[Vec<u8>] {
+        &self.chain_der
     }
 
     /// What the rotation decision reads of the leaf certificate.
@@ -385,21 +385,25 @@ fn parse_pair(path: &Path, cert_pem: &[u8], key_pem: &[u8]) -> Result<LoadedPair
         source,
     };
     let key = NodeKey::from_pem(key_pem).map_err(invalid)?;
-    let leaf = tls_bootstrap::go_pem_blocks(cert_pem, 16)
+    let chain_der: Vec<Vec<u8>> = tls_bootstrap::go_pem_blocks(cert_pem, 16)
         .into_iter()
-        .find(|b| b.label() == "CERTIFICATE")
+        .filter(|b| b.label() == "CERTIFICATE")
+        .map(|b| b.der().to_vec())
+        .collect();
+    let leaf = chain_der
+        .first()
         .ok_or(tls_bootstrap::Error::Pem {
             what: "certificate",
             reason: "no CERTIFICATE PEM block",
         })
         .map_err(invalid)?;
-    let certificate = CurrentCertificate::from_der(leaf.der()).map_err(invalid)?;
+    let certificate = CurrentCertificate::from_der(leaf).map_err(invalid)?;
     if certificate.public_key_der() != key.public_key_der() {
         return Err(invalid(tls_bootstrap::Error::WrongKey));
     }
     Ok(LoadedPair {
         path: path.to_owned(),
-        certificate_pem: cert_pem.to_vec(),
+        chain_der,
         certificate,
         key,
     })

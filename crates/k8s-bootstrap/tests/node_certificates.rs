@@ -356,6 +356,11 @@ fn pair_names_are_checked_and_keys_not_printed() {
     let p = pair("k");
     s.update(both(&p).as_bytes(), t(0)).unwrap();
     let loaded = s.load().unwrap().unwrap();
+    assert_eq!(loaded.certificate_chain_der().len(), 1);
+    assert_eq!(
+        loaded.key().public_key_der(),
+        loaded.certificate().public_key_der()
+    );
     let debug = format!("{loaded:?}");
     let key_body: String = p.1.lines().nth(1).unwrap().to_owned();
     assert!(!debug.contains(&key_body) && debug.contains("<redacted>"));

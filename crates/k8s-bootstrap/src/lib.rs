@@ -74,6 +74,8 @@ pub mod files;
 pub mod forward_proxy;
 #[cfg(any(feature = "controllers", feature = "forward-proxy"))]
 mod health;
+#[cfg(feature = "tls-bootstrap")]
+pub mod node_certificates;
 #[cfg(feature = "sidecar")]
 pub mod sidecar;
 #[cfg(any(feature = "discovery", feature = "forward-proxy"))]

@@ -219,19 +219,11 @@ impl std::fmt::Debug for IssuedCertificate {
 }
 
 /// The kubelet's rotation deadline for a certificate valid from `not_before` to `not_after`:
-/// `not_before + lifetime × (0.7 + 0.2 × jitter)`, `jitter` in `[0, 1)` (clamped; NaN is 0).
+/// `not_before + lifetime × (0.7 + 0.2 × jitter)`, `jitter` in `[0, 1)` (clamped; NaN is 0);
+/// `not_after` when it precedes `not_before`. The same as [`rotation::rotation_deadline`](crate::rotation::rotation_deadline).
+#[must_use]
 pub fn rotation_deadline(not_before: SystemTime, not_after: SystemTime, jitter: f64) -> SystemTime {
-    let lifetime = not_after
-        .duration_since(not_before)
-        .unwrap_or(Duration::ZERO);
-    let jitter = if jitter.is_nan() {
-        0.0
-    } else {
-        jitter.clamp(0.0, 1.0)
-    };
-    let fraction = 0.7 + 0.2 * jitter;
-    let offset = Duration::try_from_secs_f64(lifetime.as_secs_f64() * fraction).unwrap_or(lifetime);
-    not_before.checked_add(offset).unwrap_or(not_after)
+    crate::rotation::rotation_deadline(not_before, not_after, jitter)
 }
 
 /// The DER certificates of `status.certificate` (at most [`MAX_CERTIFICATE_PEM_BYTES`]), as

@@ -16,6 +16,7 @@ mod object;
 mod pem;
 mod policy;
 mod request;
+pub mod rotation;
 mod serving;
 mod serving_approver;
 mod serving_request;

@@ -20,6 +20,7 @@ mod keys;
 #[cfg(all(feature = "k8s-openapi", feature = "yaml"))]
 mod object;
 mod proptests;
+mod rotation;
 mod rules;
 mod serving;
 mod serving_proptests;

@@ -377,6 +377,7 @@ fn rotation_deadline_is_70_to_90_percent() {
     assert!((at(f64::NAN) - 700.0).abs() < 1e-6);
     assert!((at(-3.0) - 700.0).abs() < 1e-6);
     assert!((at(7.0) - 900.0).abs() < 1e-6);
-    // A certificate whose notAfter precedes notBefore rotates at once.
-    assert_eq!(tls_bootstrap::rotation_deadline(na, nb, 0.5), na);
+    // A certificate whose notAfter precedes notBefore is never valid: its deadline is that
+    // notAfter, the earlier instant.
+    assert_eq!(tls_bootstrap::rotation_deadline(na, nb, 0.5), nb);
 }

@@ -533,20 +533,11 @@ fn user_bytes(u: &UserInfo) -> usize {
 }
 
 fn attributes_bytes(a: &Attributes) -> usize {
-    let target = match &a.target {
-        Target::Resource(r) => [
-            &r.namespace,
-            &r.api_group,
-            &r.api_version,
-            &r.resource,
-            &r.subresource,
-            &r.name,
-            &r.field_selector,
-            &r.label_selector,
-        ]
-        .iter()
-        .fold(0usize, |n, s| n.saturating_add(s.len())),
-        Target::NonResource { path } => path.len(),
+    let target = match View::of(a).target {
+        ViewTarget::Resource(fields) => {
+            fields.iter().fold(0usize, |n, s| n.saturating_add(s.len()))
+        }
+        ViewTarget::NonResource(path) => path.len(),
     };
     user_bytes(&a.user)
         .saturating_add(a.verb.len())

@@ -71,6 +71,10 @@ pub enum Http1Error {
     /// Both `Content-Length` and `Transfer-Encoding`: the body could be read two ways.
     #[error("both content-length and transfer-encoding")]
     ContentLengthWithTransferEncoding,
+    /// `Transfer-Encoding` holds a byte no list of codings has (a control character or a
+    /// byte above ASCII): whether the body is chunked cannot be read from it.
+    #[error("invalid transfer-encoding")]
+    InvalidTransferEncoding,
     /// `Transfer-Encoding` in an HTTP/1.0 response, which has no such framing.
     #[error("transfer-encoding in an HTTP/1.0 response")]
     TransferEncodingInHttp10,
@@ -426,6 +430,9 @@ impl ResponseDecoder {
             if version == Version::HTTP_10 {
                 return Err(Http1Error::TransferEncodingInHttp10);
             }
+            if !codings_readable(headers) {
+                return Err(Http1Error::InvalidTransferEncoding);
+            }
             if ends_chunked(headers) {
                 State::ChunkSize
             } else {
@@ -627,6 +634,16 @@ fn normalise_length(headers: &mut HeaderMap, length: u64) {
         return;
     }
     headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
+}
+
+/// Whether every `Transfer-Encoding` line holds only visible ASCII, spaces and tabs: the
+/// bytes a list of codings (with their parameters) is written in.
+fn codings_readable(headers: &HeaderMap) -> bool {
+    headers.get_all(TRANSFER_ENCODING).iter().all(|v| {
+        v.as_bytes()
+            .iter()
+            .all(|b| matches!(b, b'\t' | b' '..=b'~'))
+    })
 }
 
 /// Whether the last transfer coding is `chunked`.
@@ -914,6 +931,14 @@ mod tests {
             (
                 "HTTP/1.0 200 OK\r\ntransfer-encoding: chunked\r\n\r\n",
                 Http1Error::TransferEncodingInHttp10,
+            ),
+            (
+                "HTTP/1.1 200 OK\r\ntransfer-encoding:\u{80}gzip, chunked\r\n\r\n",
+                Http1Error::InvalidTransferEncoding,
+            ),
+            (
+                "HTTP/1.1 200 OK\r\ntransfer-encoding: gzip\u{e9}\r\ntransfer-encoding: chunked\r\n\r\n",
+                Http1Error::InvalidTransferEncoding,
             ),
             (
                 "HTTP/1.1 101 Switching Protocols\r\n\r\n",

@@ -504,6 +504,7 @@ pub fn addon_jwt_http1_differential(data: &[u8]) -> Outcome {
                     e,
                     Http1Error::ContentLengthWithTransferEncoding
                         | Http1Error::TransferEncodingInHttp10
+                        | Http1Error::InvalidTransferEncoding
                         | Http1Error::UnexpectedUpgrade
                         | Http1Error::MalformedChunk
                         | Http1Error::MalformedTrailers

@@ -176,8 +176,9 @@ fn as_forwarded(mut read: Read, method: &Method) -> Read {
 }
 
 /// Where the decoder refuses on purpose what hyper reads: a response that could be framed
-/// two ways (both `Content-Length` and `Transfer-Encoding`, or `Transfer-Encoding` in
-/// HTTP/1.0), a 101 to a request that asked for no upgrade, control characters in chunk
+/// two ways (both `Content-Length` and `Transfer-Encoding`, `Transfer-Encoding` in
+/// HTTP/1.0, or a `Transfer-Encoding` with a byte above ASCII or a control character, which
+/// hyper reads as no coding at all and so as a body up to the connection's end), a 101 to a request that asked for no upgrade, control characters in chunk
 /// extensions, and a bare LF in the trailer section (hyper refuses one within a trailer
 /// field, but takes one as the section's end).
 fn stricter(e: &Http1Error) -> bool {
@@ -185,6 +186,7 @@ fn stricter(e: &Http1Error) -> bool {
         e,
         Http1Error::ContentLengthWithTransferEncoding
             | Http1Error::TransferEncodingInHttp10
+            | Http1Error::InvalidTransferEncoding
             | Http1Error::UnexpectedUpgrade
             | Http1Error::MalformedChunk
             | Http1Error::MalformedTrailers

@@ -8,7 +8,7 @@ use crate::attributes::{Attributes, ResourceAttributes};
 use crate::error::Error;
 use crate::list_options;
 use crate::query::ListParams;
-use crate::request_path::{MAX_REQUEST_TARGET_BYTES, RequestPath, is_slash};
+use crate::request_path::{MAX_REQUEST_TARGET_BYTES, RequestPath};
 use crate::user::UserInfo;
 
 /// Which path prefixes hold API resources: kube-apiserver's (`/api` without a group, `/apis`
@@ -160,12 +160,14 @@ fn resolve<'a>(
         verb: lowercase_method(method),
         ..RequestInfo::default()
     };
-    let trimmed = path.trim_matches('/');
-    // Fewer than three segments (`/metrics`, `/healthz/ready`) is never a resource request.
-    if *prefixes == ApiPrefixes::None || trimmed.splitn(3, is_slash).count() < 3 {
+    if *prefixes == ApiPrefixes::None {
         return info;
     }
-    let mut rest = Segments::new(trimmed);
+    let mut rest = Segments::new(path.trim_matches('/'));
+    // Fewer than three segments (`/metrics`, `/healthz/ready`) is never a resource request.
+    if rest.count_up_to(3) < 3 {
+        return info;
+    }
     let (prefix, grouped) = match rest.first() {
         Some("api") => ("api", false),
         Some("apis") => ("apis", true),
@@ -255,6 +257,8 @@ fn resolve<'a>(
 #[derive(Clone, Copy)]
 struct Segments<'a> {
     head: [&'a str; Segments::HEAD],
+    /// Where each of `head` starts in `path`.
+    starts: [usize; Segments::HEAD],
     /// How many of `head` the path has.
     len: usize,
     /// How many have been dropped from the front.
@@ -267,20 +271,40 @@ impl<'a> Segments<'a> {
     const HEAD: usize = 10;
 
     fn new(path: &'a str) -> Self {
-        let mut head = [""; Segments::HEAD];
-        let mut len: usize = 0;
-        if !path.is_empty() {
-            for (slot, segment) in head.iter_mut().zip(path.split(is_slash)) {
-                *slot = segment;
-                len = len.saturating_add(1);
-            }
-        }
-        Segments {
-            head,
-            len,
+        let mut segments = Segments {
+            head: [""; Segments::HEAD],
+            starts: [0; Segments::HEAD],
+            len: 0,
             at: 0,
             path,
+        };
+        if path.is_empty() {
+            return segments;
         }
+        // Bytes, not chars: `/` is ASCII, so every split falls on a char boundary.
+        let mut start = 0;
+        for (i, b) in path.bytes().enumerate() {
+            if b == b'/' {
+                if !segments.push(start, i) {
+                    return segments;
+                }
+                start = i.saturating_add(1);
+            }
+        }
+        segments.push(start, path.len());
+        segments
+    }
+
+    /// Keeps `path[start..end]` as the next segment; false when the head is full.
+    fn push(&mut self, start: usize, end: usize) -> bool {
+        let (Some(slot), Some(at)) = (self.head.get_mut(self.len), self.starts.get_mut(self.len))
+        else {
+            return false;
+        };
+        *slot = self.path.get(start..end).unwrap_or_default();
+        *at = start;
+        self.len = self.len.saturating_add(1);
+        true
     }
 
     /// The first segment, if any.
@@ -313,9 +337,48 @@ impl<'a> Segments<'a> {
         if self.at >= self.len {
             return "";
         }
-        self.path
-            .splitn(self.at.saturating_add(1), is_slash)
-            .last()
+        self.starts
+            .get(self.at)
+            .and_then(|start| self.path.get(*start..))
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Segments;
+
+    /// `Segments` reads as `str::split` does, for every path of up to eleven characters over
+    /// `/` and `a` (past the head of ten segments): each segment in the head, and the path
+    /// from each of them on.
+    #[test]
+    fn segments_agree_with_split() {
+        let mut paths = vec![String::new()];
+        let mut frontier = paths.clone();
+        for _ in 0..11 {
+            let mut next = Vec::new();
+            for p in &frontier {
+                for c in ['/', 'a'] {
+                    next.push(format!("{p}{c}"));
+                }
+            }
+            paths.extend(next.iter().cloned());
+            frontier = next;
+        }
+        for p in &paths {
+            let split: Vec<&str> = if p.is_empty() {
+                Vec::new()
+            } else {
+                p.split('/').collect()
+            };
+            let mut segments = Segments::new(p);
+            assert_eq!(segments.len, split.len().min(Segments::HEAD), "{p:?}");
+            for (at, expected) in split.iter().enumerate().take(Segments::HEAD) {
+                assert_eq!(segments.first(), Some(*expected), "{p:?} at {at}");
+                assert_eq!(segments.rest(), split[at..].join("/"), "{p:?} at {at}");
+                segments.skip(1);
+            }
+            assert_eq!(segments.first(), None, "{p:?}");
+        }
     }
 }

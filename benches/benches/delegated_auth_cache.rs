@@ -140,10 +140,17 @@ fn access_cache(c: &mut Criterion) {
         cache.insert(&resource_attributes(&name), allowed.clone(), now());
         floor_map.insert((name, "get".into(), "/metrics".into()), true);
     }
-    // Kept and looked up with equal attributes that share nothing (the user in particular): in
-    // the tower layer, the first request's user is not the one the token cache hands out next.
-    cache.insert(&attributes(NAME), allowed.clone(), now());
-    cache.insert(&resource_attributes(NAME), allowed, now());
+    // Kept with the user as the tower layer holds it after authentication (shared with the
+    // token cache: the request that was reviewed and the ones after it get the same
+    // allocation). The `hit` cases look up with equal attributes that share nothing, as a
+    // second token of the same user does: the user is compared field by field.
+    let shared = Arc::new(user(NAME));
+    let kept = |mut a: Attributes| {
+        a.user = Arc::clone(&shared);
+        a
+    };
+    cache.insert(&kept(attributes(NAME)), allowed.clone(), now());
+    cache.insert(&kept(resource_attributes(NAME)), allowed, now());
     let floor_key = (
         attrs.user.name.clone(),
         "get".to_owned(),
@@ -164,23 +171,47 @@ fn access_cache(c: &mut Criterion) {
     group.bench_function("ours/single_flight_key", |b| {
         b.iter(|| black_box(AccessKey::new(black_box(&attrs))))
     });
-    // The user as the layer holds it after authentication: shared with the token cache.
-    let shared = Arc::new(user(NAME));
-    let attributes_and_hit = |path: &str| {
+    let attributes_and_hit = |user: &Arc<UserInfo>, path: &str| {
         let path = RequestPath::parse(black_box(path)).expect("path");
         let info = RequestInfo::resolve(black_box("GET"), &path, None, &ApiPrefixes::Kubernetes)
             .expect("info");
         cache
-            .get_request(&shared, &info, now())
+            .get_request(user, &info, now())
             .is_some_and(|o| o.is_allowed())
     };
-    assert!(attributes_and_hit(RESOURCE_PATH));
-    assert!(attributes_and_hit("/metrics"));
+    let unshared = Arc::new(user(NAME));
+    assert!(attributes_and_hit(&shared, RESOURCE_PATH));
+    assert!(attributes_and_hit(&shared, "/metrics"));
+    assert!(attributes_and_hit(&unshared, RESOURCE_PATH));
     group.bench_function("ours/attributes_and_hit/resource_get", |b| {
-        b.iter(|| black_box(attributes_and_hit(RESOURCE_PATH)))
+        b.iter(|| black_box(attributes_and_hit(&shared, RESOURCE_PATH)))
     });
     group.bench_function("ours/attributes_and_hit/non_resource", |b| {
-        b.iter(|| black_box(attributes_and_hit("/metrics")))
+        b.iter(|| black_box(attributes_and_hit(&shared, "/metrics")))
+    });
+    group.bench_function("ours/attributes_and_hit/resource_get_another_token", |b| {
+        b.iter(|| black_box(attributes_and_hit(&unshared, RESOURCE_PATH)))
+    });
+    // Its two halves: the request's attributes alone, and the lookup from them alone.
+    group.bench_function("ours/attributes/resource_get", |b| {
+        b.iter(|| {
+            let path = RequestPath::parse(black_box(RESOURCE_PATH)).expect("path");
+            let info =
+                RequestInfo::resolve(black_box("GET"), &path, None, &ApiPrefixes::Kubernetes)
+                    .expect("info");
+            black_box(info.is_resource_request)
+        })
+    });
+    let path = RequestPath::parse(RESOURCE_PATH).expect("path");
+    let info = RequestInfo::resolve("GET", &path, None, &ApiPrefixes::Kubernetes).expect("info");
+    group.bench_function("ours/get_request/resource_get", |b| {
+        b.iter(|| {
+            black_box(
+                cache
+                    .get_request(&shared, black_box(&info), now())
+                    .is_some_and(|o| o.is_allowed()),
+            )
+        })
     });
     group.finish();
 }

@@ -400,6 +400,46 @@ async fn concurrent_requests_with_a_new_token_send_one_review() {
     assert_eq!(m.coalesced, 2 * (N as u64 - 1), "{m:?}");
 }
 
+/// The request whose token was just reviewed and the ones after it, from the cache, get the
+/// very same user (one allocation, the cache's): the access decision kept for the first is
+/// found for the next by pointer, without comparing the user's groups and extra.
+#[tokio::test]
+async fn the_reviewed_request_and_the_cached_ones_share_one_user() {
+    let cluster = Cluster::start().await;
+    let layer = cluster.layer().await;
+    let metrics = layer.metrics();
+    let seen: Arc<std::sync::Mutex<Vec<Arc<k8s_bootstrap::delegated_auth::UserInfo>>>> =
+        Arc::default();
+    let app = {
+        let seen = Arc::clone(&seen);
+        Router::new()
+            .route(
+                "/metrics",
+                get(move |Extension(user): Extension<VerifiedUser>| {
+                    let seen = Arc::clone(&seen);
+                    async move {
+                        seen.lock().unwrap().push(user.into_inner());
+                        "ok"
+                    }
+                }),
+            )
+            .layer(layer)
+    };
+    let token = cluster.token("prometheus").await;
+    for _ in 0..3 {
+        assert_eq!(call(&app, "/metrics", Some(&token)).await.0, StatusCode::OK);
+    }
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 3);
+    assert!(
+        Arc::ptr_eq(&seen[0], &seen[1]),
+        "the reviewed request's user is the cache's"
+    );
+    assert!(Arc::ptr_eq(&seen[1], &seen[2]));
+    let m = metrics.snapshot();
+    assert_eq!((m.token_reviews, m.access_reviews), (1, 1), "{m:?}");
+}
+
 /// `futures::future::join_all`, without the dependency: polls every future in turn.
 async fn futures_join_all<F: std::future::Future>(
     futures: impl Iterator<Item = F>,

@@ -196,7 +196,13 @@ impl Reviewer {
         if let TokenReviewOutcome::Authenticated { user, .. } = &mut outcome {
             *user = with_authenticated_group(std::mem::take(user));
         }
-        write(&self.tokens).insert(key, outcome.clone(), self.now());
+        let kept = write(&self.tokens).insert(key, outcome.clone(), self.now());
+        // The user as the cache holds it, so that this request's SubjectAccessReview is kept
+        // for the very user the next requests with the token get: their access cache hits
+        // then compare the user by pointer.
+        if kept && let Some(identity) = self.cached_identity(&key) {
+            return Ok(identity);
+        }
         Ok(match outcome {
             TokenReviewOutcome::Authenticated { user, .. } => Identity::User(Arc::new(user)),
             _ => Identity::Unauthenticated,

@@ -13,7 +13,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
 use sha2::{Digest as _, Sha256};
@@ -292,6 +292,14 @@ pub struct AccessCache {
     /// it cannot aim requests at one bucket, and two attribute sets that share a hash only
     /// evict each other (a hit is confirmed by equality).
     hasher: foldhash::fast::RandomState,
+    /// The hash of each user the kept entries hold, by the user's allocation: a request whose
+    /// user is one of them (the layer hands every request with one token the token cache's
+    /// `Arc`) is keyed without hashing its name, groups and extra again. Each holds a `Weak`,
+    /// so the allocation is never freed, and its address never reused by another user, while
+    /// it is here; a user shared this way cannot change (`Arc::get_mut` needs no other `Weak`).
+    /// Pruned of users no entry holds when it outgrows twice the entries.
+    /// (Addresses are not hashes: aligned and alike in their high bits, they are hashed.)
+    users: HashMap<usize, (Weak<UserInfo>, u64), foldhash::fast::RandomState>,
 }
 
 impl AccessCache {
@@ -301,6 +309,7 @@ impl AccessCache {
         AccessCache {
             store: Store::new(config, BuildHasherDefault::default()),
             hasher: foldhash::fast::RandomState::default(),
+            users: HashMap::default(),
         }
     }
 
@@ -324,7 +333,7 @@ impl AccessCache {
     }
 
     fn get_view(&self, view: &View<'_>, now: SystemTime) -> Option<&AccessReviewOutcome> {
-        let key = self.key(view);
+        let key = self.key(view, self.user_hash(view.user));
         match self.store.get(&key, now) {
             Some((_, (kept, outcome))) if View::of(kept) == *view => Some(outcome),
             _ => None,
@@ -341,7 +350,8 @@ impl AccessCache {
         outcome: AccessReviewOutcome,
         now: SystemTime,
     ) -> bool {
-        let key = self.key(&View::of(attributes));
+        let user_hash = self.user_hash(&attributes.user);
+        let key = self.key(&View::of(attributes), user_hash);
         if !outcome.is_cacheable() {
             // Only forget what was kept for these very attributes.
             if self.get(attributes, SystemTime::UNIX_EPOCH).is_some() {
@@ -357,13 +367,31 @@ impl AccessCache {
         let cost = attributes_bytes(attributes)
             .saturating_add(outcome.reason.len())
             .saturating_add(outcome.evaluation_error.as_ref().map_or(0, String::len));
-        self.store
-            .insert(key, (attributes.clone(), outcome), cost, ttl, now)
+        let kept = self
+            .store
+            .insert(key, (attributes.clone(), outcome), cost, ttl, now);
+        if kept {
+            self.remember(&attributes.user, user_hash);
+        }
+        kept
+    }
+
+    /// Remembers `user`'s hash for the requests that share its allocation, first dropping the
+    /// users no entry (nor anyone else) holds any more once there are more than twice as many
+    /// remembered as entries.
+    fn remember(&mut self, user: &Arc<UserInfo>, hash: u64) {
+        if self.users.len() >= self.store.map.len().saturating_mul(2).max(64) {
+            self.users.retain(|_, (weak, _)| weak.strong_count() > 0);
+        }
+        self.users
+            .entry(Arc::as_ptr(user) as usize)
+            .or_insert_with(|| (Arc::downgrade(user), hash));
     }
 
     /// Drops every entry expired at `now`.
     pub fn purge_expired(&mut self, now: SystemTime) {
         self.store.purge_expired(now);
+        self.users.retain(|_, (weak, _)| weak.strong_count() > 0);
     }
 
     /// How many entries are kept (fresh or not yet purged).
@@ -384,9 +412,21 @@ impl AccessCache {
         self.store.bytes
     }
 
-    fn key(&self, view: &View<'_>) -> u64 {
+    /// The hash of `user`: remembered for its allocation, else computed.
+    fn user_hash(&self, user: &Arc<UserInfo>) -> u64 {
+        if let Some((_, hash)) = self.users.get(&(Arc::as_ptr(user) as usize)) {
+            // Remembered with a `Weak` to this very allocation: the same user.
+            return *hash;
+        }
         let mut h = self.hasher.build_hasher();
-        encode(view, &mut h);
+        encode_user(user, &mut h);
+        h.finish()
+    }
+
+    fn key(&self, view: &View<'_>, user_hash: u64) -> u64 {
+        let mut h = self.hasher.build_hasher();
+        h.write_u64(user_hash);
+        encode_request(view, &mut h);
         h.finish()
     }
 }
@@ -489,46 +529,53 @@ impl Sink for foldhash::fast::FoldHasher<'_> {
     }
 }
 
-/// Feeds every attribute, length-prefixed, to `out`.
+/// Feeds every attribute, length-prefixed, to `out`: the user, then the request.
 fn encode(a: &View<'_>, out: &mut impl Sink) {
-    fn count(out: &mut impl Sink, n: usize) {
-        out.count(n);
-    }
-    fn field(out: &mut impl Sink, s: &str) {
-        out.count(s.len());
-        out.bytes(s.as_bytes());
-    }
-    let u = &a.user;
+    encode_user(a.user, out);
+    encode_request(a, out);
+}
+
+fn field(out: &mut impl Sink, s: &str) {
+    out.count(s.len());
+    out.bytes(s.as_bytes());
+}
+
+/// Feeds the user's name, UID, groups and extra, length-prefixed, to `out`.
+fn encode_user(u: &UserInfo, out: &mut impl Sink) {
     field(out, &u.name);
     match &u.uid {
         Some(uid) => {
-            count(out, 1);
+            out.count(1);
             field(out, uid);
         }
-        None => count(out, 0),
+        None => out.count(0),
     }
-    count(out, u.groups.len());
+    out.count(u.groups.len());
     for g in &u.groups {
         field(out, g);
     }
-    count(out, u.extra.len());
+    out.count(u.extra.len());
     for (k, vs) in &u.extra {
         field(out, k);
-        count(out, vs.len());
+        out.count(vs.len());
         for v in vs {
             field(out, v);
         }
     }
+}
+
+/// Feeds the verb and what the request is about, length-prefixed, to `out`.
+fn encode_request(a: &View<'_>, out: &mut impl Sink) {
     field(out, a.verb);
     match &a.target {
         ViewTarget::Resource(fields) => {
-            count(out, 1);
+            out.count(1);
             for s in fields {
                 field(out, s);
             }
         }
         ViewTarget::NonResource(path) => {
-            count(out, 2);
+            out.count(2);
             field(out, path);
         }
     }
@@ -685,5 +732,73 @@ impl<K: Copy + Eq + Hash, V, S: BuildHasher> Store<K, V, S> {
         let map = &self.map;
         self.order
             .retain(|(k, seq)| map.get(k).is_some_and(|s| s.seq == *seq));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::{Duration, SystemTime};
+
+    use super::{AccessCache, CacheConfig};
+    use crate::{AccessReviewKind, Attributes, UserInfo, read_access_review};
+
+    fn user(name: &str) -> UserInfo {
+        UserInfo::new(name)
+            .with_groups(["system:authenticated"])
+            .with_extra("authentication.kubernetes.io/pod-name", ["web-0"])
+    }
+
+    fn now() -> SystemTime {
+        SystemTime::UNIX_EPOCH
+            .checked_add(Duration::from_secs(1_800_000_000))
+            .unwrap()
+    }
+
+    fn allowed() -> crate::AccessReviewOutcome {
+        read_access_review(
+            AccessReviewKind::Subject,
+            201,
+            br#"{"status":{"allowed":true}}"#,
+        )
+        .unwrap()
+    }
+
+    /// A kept user's own allocation and an equal user of its own find the same entry; a user
+    /// that differs in its extra alone does not.
+    #[test]
+    fn a_remembered_user_and_an_equal_one_find_the_same_entry() {
+        let mut cache = AccessCache::new(CacheConfig::default());
+        let kept = Arc::new(user("alice"));
+        assert!(cache.insert(
+            &Attributes::non_resource(Arc::clone(&kept), "get", "/metrics"),
+            allowed(),
+            now()
+        ));
+        assert_eq!(cache.users.len(), 1);
+        for who in [Arc::clone(&kept), Arc::new(user("alice"))] {
+            let a = Attributes::non_resource(who, "get", "/metrics");
+            assert!(cache.get(&a, now()).is_some_and(|o| o.is_allowed()));
+        }
+        let other_pod = UserInfo::new("alice")
+            .with_groups(["system:authenticated"])
+            .with_extra("authentication.kubernetes.io/pod-name", ["web-1"]);
+        let a = Attributes::non_resource(other_pod, "get", "/metrics");
+        assert!(cache.get(&a, now()).is_none());
+    }
+
+    /// The remembered users stay within twice the entries (or 64), and purging forgets those
+    /// no entry holds.
+    #[test]
+    fn remembered_users_are_bounded_by_the_entries() {
+        let mut cache = AccessCache::new(CacheConfig::default().with_max_entries(10));
+        for i in 0..1000 {
+            let a = Attributes::non_resource(user(&format!("user-{i}")), "get", "/metrics");
+            assert!(cache.insert(&a, allowed(), now()));
+            assert!(cache.users.len() <= 65, "{}", cache.users.len());
+        }
+        cache.purge_expired(now().checked_add(Duration::from_secs(3600)).unwrap());
+        assert_eq!(cache.len(), 0);
+        assert!(cache.users.is_empty());
     }
 }

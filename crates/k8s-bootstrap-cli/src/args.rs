@@ -301,7 +301,9 @@ pub(crate) struct ForwardProxyArgs {
     pub(crate) tls_private_key_file: Option<PathBuf>,
     /// CA certificates (PEM) to verify client certificates against; a client without a
     /// certificate is still served (its token decides), one whose certificate does not verify
-    /// is refused in the handshake. Read once, at start.
+    /// is refused in the handshake. Read once, at start. With token-review, a client
+    /// certificate signed by it also authenticates its user, as kube-apiserver's x509
+    /// authenticator does: the common name is the user, the organizations its groups.
     #[arg(long, value_name = "PATH")]
     pub(crate) client_ca_file: Option<PathBuf>,
     /// The lowest TLS version accepted: VersionTLS12 or VersionTLS13.

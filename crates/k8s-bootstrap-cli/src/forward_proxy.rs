@@ -5,7 +5,7 @@ use std::num::NonZeroUsize;
 
 use k8s_bootstrap::addon_jwt::Algorithm;
 use k8s_bootstrap::delegated::DelegatedAuthLayer;
-use k8s_bootstrap::delegated_auth::RbacProxyConfig;
+use k8s_bootstrap::delegated_auth::{ClientCa, RbacProxyConfig};
 use k8s_bootstrap::forward_proxy::{
     self, AuthHeaders, Config, Delegated, KeySource, ServiceAudiences, TlsFile, TlsServing,
     TlsVersion,
@@ -134,12 +134,19 @@ fn delegated_flag_given(args: &ForwardProxyArgs) -> Option<&'static str> {
     .find_map(|(given, flag)| given.then_some(flag))
 }
 
-/// The token-review mode's flags, checked (the configuration file read and parsed, the header
-/// names checked) before any work: the kube-rbac-proxy configuration, if any, and the
-/// headers the user goes in.
-fn delegated_flags(
-    args: &ForwardProxyArgs,
-) -> Result<(Option<RbacProxyConfig>, Option<AuthHeaders>), CliError> {
+/// The token-review mode's flags, checked and their files read.
+struct DelegatedFlags {
+    /// kube-rbac-proxy's configuration, if any.
+    rbac: Option<RbacProxyConfig>,
+    /// The headers the user goes to the add-on in.
+    headers: Option<AuthHeaders>,
+    /// `--client-ca-file`'s users.
+    client_ca: Option<ClientCa>,
+}
+
+/// The token-review mode's flags, checked (the configuration file and the CA files read and
+/// parsed, the header names checked) before any work.
+fn delegated_flags(args: &ForwardProxyArgs) -> Result<DelegatedFlags, CliError> {
     for (given, flag) in [
         (args.issuer.is_some(), "--issuer"),
         (!args.audience.is_empty(), "--audience"),
@@ -200,20 +207,40 @@ fn delegated_flags(
                 .map_err(|e| CliError::Usage(format!("--ignore-paths: {e}")))?,
         );
     }
-    Ok((config, headers))
+    let client_ca = match &args.client_ca_file {
+        Some(path) => Some(read_ca_file("--client-ca-file", path)?),
+        None => None,
+    };
+    Ok(DelegatedFlags {
+        rbac: config,
+        headers,
+        client_ca,
+    })
+}
+
+/// A CA bundle named by `flag`, read and parsed.
+fn read_ca_file(flag: &str, path: &std::path::Path) -> Result<ClientCa, CliError> {
+    let bytes = read_flag_file(flag, path)?;
+    ClientCa::from_pem(&bytes)
+        .map_err(|e| CliError::Proxy(format!("{flag} {}: {e}", path.display())))
 }
 
 /// kube-rbac-proxy's configuration file, at most 1 MiB.
 fn read_config_file(path: &std::path::Path) -> Result<Vec<u8>, CliError> {
+    read_flag_file("--config-file", path)
+}
+
+/// The file `flag` names, at most 1 MiB; an error names the flag, the path and the OS reason.
+fn read_flag_file(flag: &str, path: &std::path::Path) -> Result<Vec<u8>, CliError> {
     use std::io::Read as _;
     const LIMIT: u64 = 1 << 20;
     let mut bytes = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(LIMIT.saturating_add(1)).read_to_end(&mut bytes))
-        .map_err(|e| CliError::Proxy(format!("--config-file {}: {e}", path.display())))?;
+        .map_err(|e| CliError::Proxy(format!("{flag} {}: {e}", path.display())))?;
     if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > LIMIT {
         return Err(CliError::Proxy(format!(
-            "--config-file {}: larger than 1 MiB",
+            "{flag} {}: larger than 1 MiB",
             path.display()
         )));
     }
@@ -262,7 +289,7 @@ async fn services(args: &ForwardProxyArgs) -> Result<ServiceAudiences, CliError>
 /// The flags checked for the mode chosen, before any work.
 enum Mode {
     Jwt(String, KeySource),
-    TokenReview(Option<Box<RbacProxyConfig>>, Option<AuthHeaders>),
+    TokenReview(Box<DelegatedFlags>),
 }
 
 pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
@@ -271,19 +298,24 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
             let (issuer, keys) = jwt_flags(args)?;
             Mode::Jwt(issuer, keys)
         }
-        Authentication::TokenReview => {
-            let (rbac, headers) = delegated_flags(args)?;
-            Mode::TokenReview(rbac.map(Box::new), headers)
-        }
+        Authentication::TokenReview => Mode::TokenReview(Box::new(delegated_flags(args)?)),
     };
     let (listen, tls) = serving(args)?;
     let config = match mode {
         Mode::Jwt(issuer, keys) => Config::new(&args.forward, &issuer, keys),
-        Mode::TokenReview(rbac, headers) => {
+        Mode::TokenReview(flags) => {
+            let DelegatedFlags {
+                rbac,
+                headers,
+                client_ca,
+            } = *flags;
             let mut layer = DelegatedAuthLayer::new(cluster_client(args).await?)
                 .token_audiences(args.auth_token_audiences.iter().cloned());
             if let Some(rbac) = rbac {
-                layer = layer.rbac_proxy_config(*rbac);
+                layer = layer.rbac_proxy_config(rbac);
+            }
+            if let Some(ca) = client_ca {
+                layer = layer.client_ca(ca);
             }
             Config::delegated(&args.forward, Delegated::new(layer).auth_headers(headers))
         }

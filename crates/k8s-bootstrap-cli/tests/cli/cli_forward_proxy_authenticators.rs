@@ -1,0 +1,253 @@
+//! `k8s-bootstrap forward-proxy --authentication=token-review` with the authenticators beside
+//! the TokenReview, as a process against the API-server double set up with kubectl: client
+//! certificates of `--client-ca-file` (x509).
+//!
+//! The certificates are made by OpenSSL; the clients are kube's own HTTPS client.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "test code fails loudly"
+)]
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use http_body_util::BodyExt as _;
+
+use crate::cli_forward_proxy_delegated::{BIN, Setup, addon, call, kubectl};
+
+/// A CA made by OpenSSL in `dir` (`<name>.crt`, `<name>.key`).
+fn make_ca(dir: &Path, name: &str) -> PathBuf {
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.crt"),
+            "-days",
+            "2",
+            "-subj",
+            &format!("/CN={name}"),
+        ],
+    );
+    dir.join(format!("{name}.crt"))
+}
+
+/// A client certificate signed by the CA `ca` of `dir`, with `subject` (`/O=dev/CN=alice`):
+/// the kubeconfig user entry that presents it.
+fn make_client_cert(dir: &Path, ca: &str, name: &str, subject: &str) -> String {
+    std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
+    openssl(
+        dir,
+        &[
+            "req",
+            "-new",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.csr"),
+            "-subj",
+            subject,
+        ],
+    );
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &format!("{name}.csr"),
+            "-CA",
+            &format!("{ca}.crt"),
+            "-CAkey",
+            &format!("{ca}.key"),
+            "-CAcreateserial",
+            "-out",
+            &format!("{name}.crt"),
+            "-days",
+            "2",
+            "-extfile",
+            "client.ext",
+        ],
+    );
+    let b64 = |file: String| {
+        base64::engine::general_purpose::STANDARD.encode(std::fs::read(dir.join(file)).unwrap())
+    };
+    format!(
+        "client-certificate-data: {}\nclient-key-data: {}",
+        b64(format!("{name}.crt")),
+        b64(format!("{name}.key"))
+    )
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("openssl is installed");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `GET path` through `client` with `headers`: the status, the response headers and the body,
+/// or the client's error (a refused handshake).
+async fn get_with(
+    client: &kube::Client,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Result<(u16, http::HeaderMap, String), kube::Error> {
+    let mut request = http::Request::builder().method("GET").uri(path);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request.body(kube::client::Body::from(Vec::new())).unwrap();
+    let response = client.send(request).await?;
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    Ok((status, headers, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// The TokenReviews the double answered so far.
+fn token_reviews(setup: &Setup) -> usize {
+    setup
+        .server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/tokenreviews"))
+        .count()
+}
+
+#[tokio::test]
+async fn client_certificates_of_the_client_ca_authenticate_their_common_name() {
+    let setup = Setup::start().await;
+    setup.administer().await;
+    kubectl(
+        &setup.admin,
+        &[
+            "create",
+            "clusterrolebinding",
+            "alice-metrics",
+            "--clusterrole=metrics-reader",
+            "--user=alice",
+        ],
+    )
+    .await;
+    let dir = setup.dir.path();
+    let ca = make_ca(dir, "client-ca");
+    make_ca(dir, "other-ca");
+    let alice = make_client_cert(dir, "client-ca", "alice", "/O=dev/O=ops/CN=alice");
+    let bob = make_client_cert(dir, "client-ca", "bob", "/O=dev/CN=bob");
+    let mallory = make_client_cert(dir, "other-ca", "mallory", "/CN=alice");
+    let addon = addon().await;
+    let proxy = setup
+        .proxy(addon, &[&format!("--client-ca-file={}", ca.display())])
+        .await;
+
+    // The bound common name gets through; the add-on sees it, with its organizations.
+    let client = setup.client_as(proxy.listen, &alice).await;
+    let (status, body) = call(&client, "GET", "/metrics").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, "user=alice groups=dev|ops|system:authenticated");
+
+    // The SubjectAccessReview still decides: bob is nobody's subject.
+    let client = setup.client_as(proxy.listen, &bob).await;
+    let (status, body) = call(&client, "GET", "/metrics").await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains(r#"User \"bob\" cannot get path \"/metrics\""#),
+        "{body}"
+    );
+    assert!(!body.contains("user="), "{body}");
+
+    // Another CA's certificate (with the same common name) is refused in the handshake.
+    let client = setup.client_as(proxy.listen, &mallory).await;
+    let refused = get_with(&client, "/metrics", &[]).await;
+    assert!(refused.is_err(), "{refused:?}");
+
+    // A token still works beside the certificates; no certificate is no user.
+    let client = setup
+        .client(proxy.listen, &setup.token("prometheus").await)
+        .await;
+    assert_eq!(call(&client, "GET", "/metrics").await.0, 200);
+    let client = setup.client_as(proxy.listen, "{}").await;
+    assert_eq!(call(&client, "GET", "/metrics").await.0, 401);
+    assert_eq!(token_reviews(&setup), 1, "certificates need no TokenReview");
+}
+
+/// Each flag error names the flag (and the file, and the OS's reason) and comes before any
+/// work: no kubeconfig is read and nothing listens.
+#[test]
+fn authenticator_flag_errors_name_the_flag_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing-ca.crt");
+    let garbage = dir.path().join("garbage.crt");
+    std::fs::write(&garbage, "not a certificate\n").unwrap();
+    let common = [
+        "forward-proxy",
+        "--forward=127.0.0.1:1",
+        "--secure-listen-address=127.0.0.1:0",
+        "--tls-cert-file=/nonexistent/tls.crt",
+        "--tls-private-key-file=/nonexistent/tls.key",
+        "--http-address=127.0.0.1:0",
+        "--kubeconfig=/nonexistent/kubeconfig",
+    ];
+    let review = ["--authentication=token-review"];
+    let missing_ca = format!("--client-ca-file={}", missing.display());
+    let garbage_ca = format!("--client-ca-file={}", garbage.display());
+    for (mode, extra, code, expected) in [
+        (
+            &review[..],
+            &[missing_ca.as_str()][..],
+            1,
+            "--client-ca-file",
+        ),
+        (
+            &review[..],
+            &[garbage_ca.as_str()][..],
+            1,
+            "--client-ca-file",
+        ),
+    ] {
+        let out = std::process::Command::new(BIN)
+            .args(common)
+            .args(mode)
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{extra:?}: {stderr}");
+        assert!(stderr.contains(expected), "{extra:?}: {stderr}");
+        assert!(
+            !stderr.contains("/nonexistent/"),
+            "no work before the flags are checked: {stderr}"
+        );
+        if code == 1 {
+            // The path, and for a missing file the OS's reason.
+            let path = extra[0].split_once('=').unwrap().1;
+            assert!(stderr.contains(path), "{stderr}");
+            if path == missing.display().to_string() {
+                assert!(stderr.contains("No such file or directory"), "{stderr}");
+            }
+        }
+    }
+}

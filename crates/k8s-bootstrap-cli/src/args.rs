@@ -289,7 +289,7 @@ pub(crate) struct ForwardProxyArgs {
     #[arg(
         long,
         value_name = "ADDR:PORT",
-        conflicts_with_all = ["secure_listen_address", "tls_cert_file", "tls_private_key_file", "client_ca_file", "tls_min_version", "tls_cipher_suites"]
+        conflicts_with_all = ["secure_listen_address", "tls_cert_file", "tls_private_key_file", "client_ca_file", "requestheader_client_ca_file", "tls_min_version", "tls_cipher_suites"]
     )]
     pub(crate) insecure_listen_address: Option<std::net::SocketAddr>,
     /// The serving certificate chain, PEM (the server's certificate first); re-read, with the
@@ -306,6 +306,30 @@ pub(crate) struct ForwardProxyArgs {
     /// authenticator does: the common name is the user, the organizations its groups.
     #[arg(long, value_name = "PATH")]
     pub(crate) client_ca_file: Option<PathBuf>,
+    /// token-review: the front proxy's CA certificates (PEM), kube-apiserver's flag of the
+    /// same name. A client certificate signed by it (with a name among
+    /// --requestheader-allowed-names) lets its request name the user in the
+    /// --requestheader-*-headers; from any other client those headers are removed, never
+    /// believed. Client certificates of this CA and of --client-ca-file are both accepted in
+    /// the handshake. Read once, at start.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) requestheader_client_ca_file: Option<PathBuf>,
+    /// token-review: the common names the front proxy's certificate may have
+    /// (comma-separated); empty: any certificate of --requestheader-client-ca-file.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub(crate) requestheader_allowed_names: Vec<String>,
+    /// token-review: the headers the front proxy names the user in, the first non-empty one
+    /// counting (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = REQUESTHEADER_USERNAME_HEADERS, value_name = "NAMES")]
+    pub(crate) requestheader_username_headers: Vec<String>,
+    /// token-review: the headers the front proxy names the user's groups in
+    /// (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = REQUESTHEADER_GROUP_HEADERS, value_name = "NAMES")]
+    pub(crate) requestheader_group_headers: Vec<String>,
+    /// token-review: the prefixes of the headers the front proxy names the user's extra
+    /// values in (comma-separated; the rest of the header's name is the key).
+    #[arg(long, value_delimiter = ',', default_value = REQUESTHEADER_EXTRA_HEADERS_PREFIX, value_name = "PREFIXES")]
+    pub(crate) requestheader_extra_headers_prefix: Vec<String>,
     /// The lowest TLS version accepted: VersionTLS12 or VersionTLS13.
     #[arg(long, value_enum, default_value_t = TlsMinVersion::VersionTls12, value_name = "VERSION")]
     pub(crate) tls_min_version: TlsMinVersion,
@@ -468,6 +492,16 @@ pub(crate) enum Authentication {
     /// TokenReview and SubjectAccessReview by the API server.
     TokenReview,
 }
+
+/// kube-apiserver's `--requestheader-username-headers` as kubeadm sets it.
+#[cfg(feature = "sidecar")]
+pub(crate) const REQUESTHEADER_USERNAME_HEADERS: &str = "X-Remote-User";
+/// kube-apiserver's `--requestheader-group-headers` as kubeadm sets it.
+#[cfg(feature = "sidecar")]
+pub(crate) const REQUESTHEADER_GROUP_HEADERS: &str = "X-Remote-Group";
+/// kube-apiserver's `--requestheader-extra-headers-prefix` as kubeadm sets it.
+#[cfg(feature = "sidecar")]
+pub(crate) const REQUESTHEADER_EXTRA_HEADERS_PREFIX: &str = "X-Remote-Extra-";
 
 /// `forward-proxy --tls-min-version`, as kube-rbac-proxy names the versions.
 #[cfg(feature = "sidecar")]

@@ -5,13 +5,19 @@ use std::num::NonZeroUsize;
 
 use k8s_bootstrap::addon_jwt::Algorithm;
 use k8s_bootstrap::delegated::DelegatedAuthLayer;
-use k8s_bootstrap::delegated_auth::{ClientCa, RbacProxyConfig};
+use k8s_bootstrap::delegated_auth::{
+    ClientCa, FrontProxyAuthenticator, RbacProxyConfig, RequestHeaderConfig,
+};
 use k8s_bootstrap::forward_proxy::{
     self, AuthHeaders, Config, Delegated, KeySource, ServiceAudiences, TlsFile, TlsServing,
     TlsVersion,
 };
 
-use crate::args::{Authentication, ClusterArgs, ForwardProxyArgs, KeyReloadFailure, TlsMinVersion};
+use crate::args::{
+    Authentication, ClusterArgs, ForwardProxyArgs, KeyReloadFailure,
+    REQUESTHEADER_EXTRA_HEADERS_PREFIX, REQUESTHEADER_GROUP_HEADERS,
+    REQUESTHEADER_USERNAME_HEADERS, TlsMinVersion,
+};
 use crate::error::CliError;
 use crate::kubeconfig;
 
@@ -51,6 +57,9 @@ fn serving(
                 .cipher_suites(args.tls_cipher_suites.clone());
             if let Some(ca) = &args.client_ca_file {
                 tls = tls.client_ca_file(ca);
+            }
+            if let Some(ca) = &args.requestheader_client_ca_file {
+                tls = tls.requestheader_client_ca_file(ca);
             }
             Ok((args.secure_listen_address, Some(tls)))
         }
@@ -102,10 +111,55 @@ fn jwt_flags(args: &ForwardProxyArgs) -> Result<(String, KeySource), CliError> {
     Ok((issuer, key_source(args)?))
 }
 
+/// Whether a comma-separated list flag holds other than its one default value.
+fn list_changed(values: &[String], default: &str) -> bool {
+    values != [default]
+}
+
+/// The first `--requestheader-*` flag other than the CA file given away from its default.
+fn requestheader_flag_given(args: &ForwardProxyArgs) -> Option<&'static str> {
+    [
+        (
+            !args.requestheader_allowed_names.is_empty(),
+            "--requestheader-allowed-names",
+        ),
+        (
+            list_changed(
+                &args.requestheader_username_headers,
+                REQUESTHEADER_USERNAME_HEADERS,
+            ),
+            "--requestheader-username-headers",
+        ),
+        (
+            list_changed(
+                &args.requestheader_group_headers,
+                REQUESTHEADER_GROUP_HEADERS,
+            ),
+            "--requestheader-group-headers",
+        ),
+        (
+            list_changed(
+                &args.requestheader_extra_headers_prefix,
+                REQUESTHEADER_EXTRA_HEADERS_PREFIX,
+            ),
+            "--requestheader-extra-headers-prefix",
+        ),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag))
+}
+
 /// The first token-review flag given away from its default, if any.
 fn delegated_flag_given(args: &ForwardProxyArgs) -> Option<&'static str> {
     let headers = forward_proxy::AuthHeaders::default();
+    if let Some(flag) = requestheader_flag_given(args) {
+        return Some(flag);
+    }
     [
+        (
+            args.requestheader_client_ca_file.is_some(),
+            "--requestheader-client-ca-file",
+        ),
         (args.config_file.is_some(), "--config-file"),
         (!args.allow_paths.is_empty(), "--allow-paths"),
         (!args.ignore_paths.is_empty(), "--ignore-paths"),
@@ -142,6 +196,8 @@ struct DelegatedFlags {
     headers: Option<AuthHeaders>,
     /// `--client-ca-file`'s users.
     client_ca: Option<ClientCa>,
+    /// `--requestheader-*`.
+    front_proxy: Option<FrontProxyAuthenticator>,
 }
 
 /// The token-review mode's flags, checked (the configuration file and the CA files read and
@@ -211,10 +267,37 @@ fn delegated_flags(args: &ForwardProxyArgs) -> Result<DelegatedFlags, CliError> 
         Some(path) => Some(read_ca_file("--client-ca-file", path)?),
         None => None,
     };
+    let front_proxy = match &args.requestheader_client_ca_file {
+        Some(path) => {
+            let ca = read_ca_file("--requestheader-client-ca-file", path)?;
+            let headers = RequestHeaderConfig::new(
+                &args.requestheader_username_headers,
+                &args.requestheader_group_headers,
+                &args.requestheader_extra_headers_prefix,
+            )
+            .map_err(|e| CliError::Usage(format!("--requestheader-*-headers: {e}")))?;
+            let allowed = args
+                .requestheader_allowed_names
+                .iter()
+                .map(|n| n.trim().to_owned())
+                .filter(|n| !n.is_empty())
+                .collect();
+            Some(FrontProxyAuthenticator::new(ca, allowed, headers))
+        }
+        None => {
+            if let Some(flag) = requestheader_flag_given(args) {
+                return Err(CliError::Usage(format!(
+                    "{flag} needs --requestheader-client-ca-file (the front proxy's CA)"
+                )));
+            }
+            None
+        }
+    };
     Ok(DelegatedFlags {
         rbac: config,
         headers,
         client_ca,
+        front_proxy,
     })
 }
 
@@ -308,11 +391,15 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
                 rbac,
                 headers,
                 client_ca,
+                front_proxy,
             } = *flags;
             let mut layer = DelegatedAuthLayer::new(cluster_client(args).await?)
                 .token_audiences(args.auth_token_audiences.iter().cloned());
             if let Some(rbac) = rbac {
                 layer = layer.rbac_proxy_config(rbac);
+            }
+            if let Some(front_proxy) = front_proxy {
+                layer = layer.front_proxy(front_proxy);
             }
             if let Some(ca) = client_ca {
                 layer = layer.client_ca(ca);
@@ -494,6 +581,7 @@ fn tls_flag(file: TlsFile) -> &'static str {
         TlsFile::Certificate => "--tls-cert-file",
         TlsFile::PrivateKey => "--tls-private-key-file",
         TlsFile::ClientCa => "--client-ca-file",
+        TlsFile::RequestHeaderClientCa => "--requestheader-client-ca-file",
         _ => "a TLS file",
     }
 }

@@ -1,6 +1,8 @@
 //! `k8s-bootstrap forward-proxy --authentication=token-review` with the authenticators beside
-//! the TokenReview, as a process against the API-server double set up with kubectl: client
-//! certificates of `--client-ca-file` (x509).
+//! the TokenReview, as a process against the API-server double set up with kubectl:
+//!
+//! - client certificates of `--client-ca-file` (x509);
+//! - the front proxy of `--requestheader-client-ca-file`.
 //!
 //! The certificates are made by OpenSSL; the clients are kube's own HTTPS client.
 #![allow(
@@ -16,7 +18,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use http_body_util::BodyExt as _;
 
-use crate::cli_forward_proxy_delegated::{BIN, Setup, addon, call, kubectl};
+use crate::cli_forward_proxy_delegated::{BIN, NS, Setup, addon, call, kubectl};
 
 /// A CA made by OpenSSL in `dir` (`<name>.crt`, `<name>.key`).
 fn make_ca(dir: &Path, name: &str) -> PathBuf {
@@ -194,6 +196,134 @@ async fn client_certificates_of_the_client_ca_authenticate_their_common_name() {
     assert_eq!(token_reviews(&setup), 1, "certificates need no TokenReview");
 }
 
+#[tokio::test]
+async fn only_the_front_proxy_certificate_with_an_allowed_name_makes_the_headers_count() {
+    let setup = Setup::start().await;
+    setup.administer().await;
+    for user in ["alice", "bob"] {
+        kubectl(
+            &setup.admin,
+            &[
+                "create",
+                "clusterrolebinding",
+                &format!("{user}-metrics"),
+                "--clusterrole=metrics-reader",
+                &format!("--user={user}"),
+            ],
+        )
+        .await;
+    }
+    let dir = setup.dir.path();
+    let client_ca = make_ca(dir, "client-ca");
+    let front_ca = make_ca(dir, "front-proxy-ca");
+    let front = make_client_cert(dir, "front-proxy-ca", "front", "/CN=front-proxy-client");
+    let unlisted = make_client_cert(dir, "front-proxy-ca", "unlisted", "/CN=another-proxy");
+    let bob = make_client_cert(dir, "client-ca", "bob", "/CN=bob");
+    let addon = addon().await;
+    let proxy = setup
+        .proxy(
+            addon,
+            &[
+                &format!("--client-ca-file={}", client_ca.display()),
+                &format!("--requestheader-client-ca-file={}", front_ca.display()),
+                "--requestheader-allowed-names=front-proxy-client",
+            ],
+        )
+        .await;
+    let alice = [
+        ("X-Remote-User", "alice"),
+        ("X-Remote-Group", "metrics-readers"),
+        ("X-Remote-Extra-Scopes", "read"),
+    ];
+
+    // The front proxy's certificate with its allowed name: the headers name the user.
+    let client = setup.client_as(proxy.listen, &front).await;
+    let (status, _, body) = get_with(&client, "/metrics", &alice).await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body,
+        "user=alice groups=metrics-readers|system:authenticated"
+    );
+    // ... and with no user header, the certificate alone is nobody.
+    let (status, _, body) = get_with(&client, "/metrics", &[]).await.unwrap();
+    assert_eq!(status, 401, "{body}");
+
+    // The same CA, a name that is not allowed: the headers do not count.
+    let client = setup.client_as(proxy.listen, &unlisted).await;
+    let (status, _, body) = get_with(&client, "/metrics", &alice).await.unwrap();
+    assert_eq!(status, 401, "{body}");
+
+    // No certificate: the headers are removed; the token decides.
+    let client = setup.client_as(proxy.listen, "{}").await;
+    let (status, _, body) = get_with(&client, "/metrics", &alice).await.unwrap();
+    assert_eq!(status, 401, "{body}");
+    let client = setup
+        .client(proxy.listen, &setup.token("prometheus").await)
+        .await;
+    let (status, _, body) = get_with(&client, "/metrics", &alice).await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.starts_with(&format!("user=system:serviceaccount:{NS}:prometheus ")),
+        "{body}"
+    );
+
+    // A client-CA certificate: its own user, never the headers' (both users are bound).
+    let client = setup.client_as(proxy.listen, &bob).await;
+    let (status, _, body) = get_with(&client, "/metrics", &alice).await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, "user=bob groups=system:authenticated");
+}
+
+#[tokio::test]
+async fn an_empty_allowed_names_list_accepts_any_front_proxy_certificate() {
+    let setup = Setup::start().await;
+    setup.administer().await;
+    kubectl(
+        &setup.admin,
+        &[
+            "create",
+            "clusterrolebinding",
+            "alice-metrics",
+            "--clusterrole=metrics-reader",
+            "--user=alice",
+        ],
+    )
+    .await;
+    let dir = setup.dir.path();
+    let front_ca = make_ca(dir, "front-proxy-ca");
+    let any = make_client_cert(dir, "front-proxy-ca", "any", "/CN=any-proxy");
+    let addon = addon().await;
+    let proxy = setup
+        .proxy(
+            addon,
+            &[
+                &format!("--requestheader-client-ca-file={}", front_ca.display()),
+                "--requestheader-username-headers=X-Proxy-User",
+                "--requestheader-group-headers=X-Proxy-Group",
+            ],
+        )
+        .await;
+    let client = setup.client_as(proxy.listen, &any).await;
+    // The configured headers count; kube-apiserver's defaults are only removed.
+    let (status, _, body) = get_with(
+        &client,
+        "/metrics",
+        &[
+            ("X-Proxy-User", "alice"),
+            ("X-Proxy-Group", "g"),
+            ("X-Remote-User", "mallory"),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, "user=alice groups=g|system:authenticated");
+    let (status, _, body) = get_with(&client, "/metrics", &[("X-Remote-User", "alice")])
+        .await
+        .unwrap();
+    assert_eq!(status, 401, "{body}");
+}
+
 /// Each flag error names the flag (and the file, and the OS's reason) and comes before any
 /// work: no kubeconfig is read and nothing listens.
 #[test]
@@ -211,10 +341,43 @@ fn authenticator_flag_errors_name_the_flag_before_any_work() {
         "--http-address=127.0.0.1:0",
         "--kubeconfig=/nonexistent/kubeconfig",
     ];
+    let jwt = ["--issuer=i", "--audience=a", "--jwks-file=/j"];
     let review = ["--authentication=token-review"];
     let missing_ca = format!("--client-ca-file={}", missing.display());
     let garbage_ca = format!("--client-ca-file={}", garbage.display());
+    let missing_front = format!("--requestheader-client-ca-file={}", missing.display());
+    let garbage_front = format!("--requestheader-client-ca-file={}", garbage.display());
     for (mode, extra, code, expected) in [
+        (
+            &jwt[..],
+            &[missing_front.as_str()][..],
+            2,
+            "--requestheader-client-ca-file is a flag of --authentication=token-review",
+        ),
+        (
+            &jwt[..],
+            &["--requestheader-allowed-names=front-proxy-client"][..],
+            2,
+            "--requestheader-allowed-names is a flag of --authentication=token-review",
+        ),
+        (
+            &jwt[..],
+            &["--requestheader-username-headers=X-User"][..],
+            2,
+            "--requestheader-username-headers is a flag of --authentication=token-review",
+        ),
+        (
+            &review[..],
+            &["--requestheader-allowed-names=front-proxy-client"][..],
+            2,
+            "--requestheader-allowed-names needs --requestheader-client-ca-file",
+        ),
+        (
+            &review[..],
+            &["--requestheader-extra-headers-prefix=X-Extra-"][..],
+            2,
+            "--requestheader-extra-headers-prefix needs --requestheader-client-ca-file",
+        ),
         (
             &review[..],
             &[missing_ca.as_str()][..],
@@ -226,6 +389,18 @@ fn authenticator_flag_errors_name_the_flag_before_any_work() {
             &[garbage_ca.as_str()][..],
             1,
             "--client-ca-file",
+        ),
+        (
+            &review[..],
+            &[missing_front.as_str()][..],
+            1,
+            "--requestheader-client-ca-file",
+        ),
+        (
+            &review[..],
+            &[garbage_front.as_str()][..],
+            1,
+            "--requestheader-client-ca-file",
         ),
     ] {
         let out = std::process::Command::new(BIN)
@@ -250,4 +425,23 @@ fn authenticator_flag_errors_name_the_flag_before_any_work() {
             }
         }
     }
+
+    // The front proxy needs TLS: beside --insecure-listen-address, a usage error.
+    let out = std::process::Command::new(BIN)
+        .args([
+            "forward-proxy",
+            "--forward=127.0.0.1:1",
+            "--insecure-listen-address=127.0.0.1:0",
+            "--authentication=token-review",
+            &missing_front,
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--requestheader-client-ca-file")
+            && stderr.contains("--insecure-listen-address"),
+        "{stderr}"
+    );
 }

@@ -330,6 +330,15 @@ pub(crate) struct ForwardProxyArgs {
     /// values in (comma-separated; the rest of the header's name is the key).
     #[arg(long, value_delimiter = ',', default_value = REQUESTHEADER_EXTRA_HEADERS_PREFIX, value_name = "PREFIXES")]
     pub(crate) requestheader_extra_headers_prefix: Vec<String>,
+    /// token-review: how service-account tokens are authenticated. `review`: by the API server
+    /// (TokenReview), like every token. `offline`: a projected token for one of
+    /// --auth-token-audiences (required) is verified with the cluster's service-account
+    /// issuer and keys (read once, at start, from /.well-known/openid-configuration and
+    /// /openid/v1/jwks), without a TokenReview; any other token is still reviewed. Offline
+    /// verification cannot see a deleted ServiceAccount or Pod: such a token stays valid
+    /// until it expires.
+    #[arg(long, value_enum, default_value_t = ServiceAccountTokens::Review, value_name = "MODE")]
+    pub(crate) service_account_tokens: ServiceAccountTokens,
     /// The lowest TLS version accepted: VersionTLS12 or VersionTLS13.
     #[arg(long, value_enum, default_value_t = TlsMinVersion::VersionTls12, value_name = "VERSION")]
     pub(crate) tls_min_version: TlsMinVersion,
@@ -491,6 +500,16 @@ pub(crate) enum Authentication {
     Jwt,
     /// TokenReview and SubjectAccessReview by the API server.
     TokenReview,
+}
+
+/// `forward-proxy --service-account-tokens`.
+#[cfg(feature = "sidecar")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ServiceAccountTokens {
+    /// Reviewed by the API server, like every token.
+    Review,
+    /// Projected tokens verified with the cluster's keys, without a TokenReview.
+    Offline,
 }
 
 /// kube-apiserver's `--requestheader-username-headers` as kubeadm sets it.

@@ -4,7 +4,7 @@
 use std::num::NonZeroUsize;
 
 use k8s_bootstrap::addon_jwt::Algorithm;
-use k8s_bootstrap::delegated::DelegatedAuthLayer;
+use k8s_bootstrap::delegated::{DelegatedAuthLayer, fetch_service_account_authenticator};
 use k8s_bootstrap::delegated_auth::{
     ClientCa, FrontProxyAuthenticator, RbacProxyConfig, RequestHeaderConfig,
 };
@@ -16,7 +16,7 @@ use k8s_bootstrap::forward_proxy::{
 use crate::args::{
     Authentication, ClusterArgs, ForwardProxyArgs, KeyReloadFailure,
     REQUESTHEADER_EXTRA_HEADERS_PREFIX, REQUESTHEADER_GROUP_HEADERS,
-    REQUESTHEADER_USERNAME_HEADERS, TlsMinVersion,
+    REQUESTHEADER_USERNAME_HEADERS, ServiceAccountTokens, TlsMinVersion,
 };
 use crate::error::CliError;
 use crate::kubeconfig;
@@ -160,6 +160,10 @@ fn delegated_flag_given(args: &ForwardProxyArgs) -> Option<&'static str> {
             args.requestheader_client_ca_file.is_some(),
             "--requestheader-client-ca-file",
         ),
+        (
+            args.service_account_tokens != ServiceAccountTokens::Review,
+            "--service-account-tokens",
+        ),
         (args.config_file.is_some(), "--config-file"),
         (!args.allow_paths.is_empty(), "--allow-paths"),
         (!args.ignore_paths.is_empty(), "--ignore-paths"),
@@ -262,6 +266,15 @@ fn delegated_flags(args: &ForwardProxyArgs) -> Result<DelegatedFlags, CliError> 
                 .with_ignore_paths(&args.ignore_paths)
                 .map_err(|e| CliError::Usage(format!("--ignore-paths: {e}")))?,
         );
+    }
+    if args.service_account_tokens == ServiceAccountTokens::Offline
+        && args.auth_token_audiences.is_empty()
+    {
+        return Err(CliError::Usage(
+            "--service-account-tokens=offline needs --auth-token-audiences (the audiences \
+             the projected tokens are for)"
+                .to_owned(),
+        ));
     }
     let client_ca = match &args.client_ca_file {
         Some(path) => Some(read_ca_file("--client-ca-file", path)?),
@@ -393,7 +406,8 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
                 client_ca,
                 front_proxy,
             } = *flags;
-            let mut layer = DelegatedAuthLayer::new(cluster_client(args).await?)
+            let client = cluster_client(args).await?;
+            let mut layer = DelegatedAuthLayer::new(client.clone())
                 .token_audiences(args.auth_token_audiences.iter().cloned());
             if let Some(rbac) = rbac {
                 layer = layer.rbac_proxy_config(rbac);
@@ -403,6 +417,15 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
             }
             if let Some(ca) = client_ca {
                 layer = layer.client_ca(ca);
+            }
+            if args.service_account_tokens == ServiceAccountTokens::Offline {
+                let offline =
+                    fetch_service_account_authenticator(&client, &args.auth_token_audiences)
+                        .await
+                        .map_err(|e| {
+                            CliError::Proxy(format!("--service-account-tokens=offline: {e}"))
+                        })?;
+                layer = layer.service_account_tokens(offline);
             }
             Config::delegated(&args.forward, Delegated::new(layer).auth_headers(headers))
         }

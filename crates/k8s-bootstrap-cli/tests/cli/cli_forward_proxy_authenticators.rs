@@ -2,7 +2,8 @@
 //! the TokenReview, as a process against the API-server double set up with kubectl:
 //!
 //! - client certificates of `--client-ca-file` (x509);
-//! - the front proxy of `--requestheader-client-ca-file`.
+//! - the front proxy of `--requestheader-client-ca-file`;
+//! - projected service-account tokens verified offline (`--service-account-tokens=offline`).
 //!
 //! The certificates are made by OpenSSL; the clients are kube's own HTTPS client.
 #![allow(
@@ -324,6 +325,68 @@ async fn an_empty_allowed_names_list_accepts_any_front_proxy_certificate() {
     assert_eq!(status, 401, "{body}");
 }
 
+#[tokio::test]
+async fn projected_tokens_verify_offline_for_their_audience_only() {
+    let setup = Setup::start().await;
+    setup.administer().await;
+    let addon = addon().await;
+    let proxy = setup
+        .proxy(
+            addon,
+            &[
+                "--auth-token-audiences=metrics.example",
+                "--service-account-tokens=offline",
+            ],
+        )
+        .await;
+    let token = |audience: &'static str| {
+        let admin = setup.admin.clone();
+        async move {
+            kubectl(
+                &admin,
+                &[
+                    "create",
+                    "token",
+                    "prometheus",
+                    "-n",
+                    NS,
+                    &format!("--audience={audience}"),
+                ],
+            )
+            .await
+            .trim()
+            .to_owned()
+        }
+    };
+
+    let client = setup
+        .client(proxy.listen, &token("metrics.example").await)
+        .await;
+    let (status, body) = call(&client, "GET", "/metrics").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.starts_with(&format!("user=system:serviceaccount:{NS}:prometheus ")),
+        "{body}"
+    );
+    assert_eq!(token_reviews(&setup), 0, "verified offline, no TokenReview");
+    // The access is still the API server's to decide.
+    assert!(
+        setup
+            .server
+            .requests()
+            .iter()
+            .any(|r| r.path.ends_with("/subjectaccessreviews"))
+    );
+
+    // Another audience: refused offline, and refused by the review for metrics.example.
+    let client = setup
+        .client(proxy.listen, &token("other.example").await)
+        .await;
+    let (status, body) = call(&client, "GET", "/metrics").await;
+    assert_eq!(status, 401, "{body}");
+    assert!(!body.contains("user="), "{body}");
+}
+
 /// Each flag error names the flag (and the file, and the OS's reason) and comes before any
 /// work: no kubeconfig is read and nothing listens.
 #[test]
@@ -367,6 +430,12 @@ fn authenticator_flag_errors_name_the_flag_before_any_work() {
             "--requestheader-username-headers is a flag of --authentication=token-review",
         ),
         (
+            &jwt[..],
+            &["--service-account-tokens=offline"][..],
+            2,
+            "--service-account-tokens is a flag of --authentication=token-review",
+        ),
+        (
             &review[..],
             &["--requestheader-allowed-names=front-proxy-client"][..],
             2,
@@ -377,6 +446,12 @@ fn authenticator_flag_errors_name_the_flag_before_any_work() {
             &["--requestheader-extra-headers-prefix=X-Extra-"][..],
             2,
             "--requestheader-extra-headers-prefix needs --requestheader-client-ca-file",
+        ),
+        (
+            &review[..],
+            &["--service-account-tokens=offline"][..],
+            2,
+            "--service-account-tokens=offline needs --auth-token-audiences",
         ),
         (
             &review[..],

@@ -339,6 +339,16 @@ pub(crate) struct ForwardProxyArgs {
     /// until it expires.
     #[arg(long, value_enum, default_value_t = ServiceAccountTokens::Review, value_name = "MODE")]
     pub(crate) service_account_tokens: ServiceAccountTokens,
+    /// token-review: at most this many reviews (TokenReviews and SubjectAccessReviews
+    /// together) per second on average; a request whose review would exceed it is answered
+    /// 429 with Retry-After, while requests decided from the caches are never refused (off by
+    /// default).
+    #[arg(long, value_name = "PER_SECOND")]
+    pub(crate) review_rate_limit: Option<NonZeroU32>,
+    /// token-review: the most reviews at once after a quiet time, with --review-rate-limit
+    /// (default: the rate).
+    #[arg(long, value_name = "N", requires = "review_rate_limit")]
+    pub(crate) review_burst: Option<NonZeroU32>,
     /// The lowest TLS version accepted: VersionTLS12 or VersionTLS13.
     #[arg(long, value_enum, default_value_t = TlsMinVersion::VersionTls12, value_name = "VERSION")]
     pub(crate) tls_min_version: TlsMinVersion,

@@ -4,7 +4,9 @@
 use std::num::NonZeroUsize;
 
 use k8s_bootstrap::addon_jwt::Algorithm;
-use k8s_bootstrap::delegated::{DelegatedAuthLayer, fetch_service_account_authenticator};
+use k8s_bootstrap::delegated::{
+    DelegatedAuthLayer, ReviewRateLimit, fetch_service_account_authenticator,
+};
 use k8s_bootstrap::delegated_auth::{
     ClientCa, FrontProxyAuthenticator, RbacProxyConfig, RequestHeaderConfig,
 };
@@ -164,6 +166,8 @@ fn delegated_flag_given(args: &ForwardProxyArgs) -> Option<&'static str> {
             args.service_account_tokens != ServiceAccountTokens::Review,
             "--service-account-tokens",
         ),
+        (args.review_rate_limit.is_some(), "--review-rate-limit"),
+        (args.review_burst.is_some(), "--review-burst"),
         (args.config_file.is_some(), "--config-file"),
         (!args.allow_paths.is_empty(), "--allow-paths"),
         (!args.ignore_paths.is_empty(), "--ignore-paths"),
@@ -202,6 +206,8 @@ struct DelegatedFlags {
     client_ca: Option<ClientCa>,
     /// `--requestheader-*`.
     front_proxy: Option<FrontProxyAuthenticator>,
+    /// `--review-rate-limit`, `--review-burst`.
+    rate_limit: Option<ReviewRateLimit>,
 }
 
 /// The token-review mode's flags, checked (the configuration file and the CA files read and
@@ -306,11 +312,15 @@ fn delegated_flags(args: &ForwardProxyArgs) -> Result<DelegatedFlags, CliError> 
             None
         }
     };
+    let rate_limit = args
+        .review_rate_limit
+        .map(|rate| ReviewRateLimit::new(rate, args.review_burst.unwrap_or(rate)));
     Ok(DelegatedFlags {
         rbac: config,
         headers,
         client_ca,
         front_proxy,
+        rate_limit,
     })
 }
 
@@ -405,6 +415,7 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
                 headers,
                 client_ca,
                 front_proxy,
+                rate_limit,
             } = *flags;
             let client = cluster_client(args).await?;
             let mut layer = DelegatedAuthLayer::new(client.clone())
@@ -426,6 +437,9 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
                             CliError::Proxy(format!("--service-account-tokens=offline: {e}"))
                         })?;
                 layer = layer.service_account_tokens(offline);
+            }
+            if let Some(limit) = rate_limit {
+                layer = layer.review_rate_limit(limit);
             }
             Config::delegated(&args.forward, Delegated::new(layer).auth_headers(headers))
         }

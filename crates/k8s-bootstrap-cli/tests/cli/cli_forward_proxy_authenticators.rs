@@ -3,7 +3,8 @@
 //!
 //! - client certificates of `--client-ca-file` (x509);
 //! - the front proxy of `--requestheader-client-ca-file`;
-//! - projected service-account tokens verified offline (`--service-account-tokens=offline`).
+//! - projected service-account tokens verified offline (`--service-account-tokens=offline`);
+//! - the review rate limit (`--review-rate-limit`).
 //!
 //! The certificates are made by OpenSSL; the clients are kube's own HTTPS client.
 #![allow(
@@ -387,6 +388,51 @@ async fn projected_tokens_verify_offline_for_their_audience_only() {
     assert!(!body.contains("user="), "{body}");
 }
 
+#[tokio::test]
+async fn a_flood_of_unique_invalid_tokens_is_throttled_with_retry_after() {
+    let setup = Setup::start().await;
+    setup.administer().await;
+    let addon = addon().await;
+    let proxy = setup
+        .proxy(addon, &["--review-rate-limit=1", "--review-burst=2"])
+        .await;
+    // kube's client waits out a 429's Retry-After and tries again (as client-go does): this
+    // one reports each answer as it comes.
+    let mut config = setup.config_as(proxy.listen, "{}").await;
+    config.default_retry = false;
+    let client = kube::Client::try_from(config).unwrap();
+    let mut statuses = Vec::new();
+    let mut retry_after = None;
+    for i in 0..20 {
+        let bearer = format!("Bearer invalid-token-{i}");
+
+        let (status, headers, body) =
+            get_with(&client, "/metrics", &[("Authorization", bearer.as_str())])
+                .await
+                .unwrap();
+        assert!(status == 401 || status == 429, "{status} {body}");
+        if status == 429 {
+            assert!(body.contains("TooManyRequests"), "{body}");
+            retry_after = headers
+                .get("retry-after")
+                .map(|v| v.to_str().unwrap().to_owned());
+        }
+        statuses.push(status);
+    }
+    // The burst went to the API server; the rest of the flood (a second's worth at most
+    // refilled) was answered 429 without a review.
+    assert_eq!(&statuses[..2], [401, 401], "{statuses:?}");
+    let throttled = statuses.iter().filter(|s| **s == 429).count();
+    assert!(throttled > 0, "{statuses:?}");
+    let retry_after: u64 = retry_after.unwrap().parse().unwrap();
+    assert!(retry_after >= 1, "{retry_after}");
+    assert_eq!(
+        token_reviews(&setup),
+        statuses.len() - throttled,
+        "a review for each 401, none for a 429: {statuses:?}"
+    );
+}
+
 /// Each flag error names the flag (and the file, and the OS's reason) and comes before any
 /// work: no kubeconfig is read and nothing listens.
 #[test]
@@ -434,6 +480,24 @@ fn authenticator_flag_errors_name_the_flag_before_any_work() {
             &["--service-account-tokens=offline"][..],
             2,
             "--service-account-tokens is a flag of --authentication=token-review",
+        ),
+        (
+            &jwt[..],
+            &["--review-rate-limit=5"][..],
+            2,
+            "--review-rate-limit is a flag of --authentication=token-review",
+        ),
+        (
+            &review[..],
+            &["--review-burst=5"][..],
+            2,
+            "--review-rate-limit",
+        ),
+        (
+            &review[..],
+            &["--review-rate-limit=0"][..],
+            2,
+            "--review-rate-limit",
         ),
         (
             &review[..],

@@ -1,7 +1,7 @@
 //! `k8s-bootstrap forward-proxy`: the add-on sidecar as a process, over
 //! `k8s_bootstrap::forward_proxy`. The flags become a `Config`; the library serves.
 
-use std::num::NonZeroUsize;
+use std::num::{NonZeroU32, NonZeroUsize};
 
 use k8s_bootstrap::addon_jwt::Algorithm;
 use k8s_bootstrap::delegated::{
@@ -477,6 +477,7 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
         config = config.services(services(args).await?);
     }
     log_configuration(args, listen);
+    log_authenticators(args);
     forward_proxy::serve(config, crate::signals::terminated())
         .await
         .map_err(|e| proxy_error(&e, args))?;
@@ -562,6 +563,61 @@ fn log_configuration(args: &ForwardProxyArgs, listen: std::net::SocketAddr) {
         strip_headers = args.strip_header.join(","),
         explain_rejections = args.explain_rejections,
         "forward-proxy: starting"
+    );
+}
+
+/// Each enabled authenticator at info, one line each, in the order they are tried. Files are
+/// named, never read out.
+fn log_authenticators(args: &ForwardProxyArgs) {
+    const ENABLED: &str = "forward-proxy: authenticator enabled";
+    let path = |p: &Option<std::path::PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    if args.authentication == Authentication::Jwt {
+        tracing::info!(
+            authenticator = "add-on-jwt",
+            issuer = args.issuer.as_deref(),
+            "{ENABLED}"
+        );
+        return;
+    }
+    if let Some(ca) = path(&args.requestheader_client_ca_file) {
+        let allowed_names = if args.requestheader_allowed_names.is_empty() {
+            "any".to_owned()
+        } else {
+            args.requestheader_allowed_names.join(",")
+        };
+        tracing::info!(
+            authenticator = "front-proxy",
+            requestheader_client_ca_file = ca,
+            allowed_names,
+            username_headers = args.requestheader_username_headers.join(","),
+            group_headers = args.requestheader_group_headers.join(","),
+            extra_headers_prefix = args.requestheader_extra_headers_prefix.join(","),
+            "{ENABLED}"
+        );
+    }
+    if let Some(ca) = path(&args.client_ca_file) {
+        tracing::info!(authenticator = "x509", client_ca_file = ca, "{ENABLED}");
+    }
+    if args.service_account_tokens == ServiceAccountTokens::Offline {
+        tracing::info!(
+            authenticator = "service-account-tokens-offline",
+            audiences = args.auth_token_audiences.join(","),
+            "{ENABLED}"
+        );
+    }
+    tracing::info!(
+        authenticator = "token-review",
+        audiences = if args.auth_token_audiences.is_empty() {
+            "the API server's".to_owned()
+        } else {
+            args.auth_token_audiences.join(",")
+        },
+        review_rate_limit = args.review_rate_limit.map(NonZeroU32::get),
+        review_burst = args
+            .review_burst
+            .or(args.review_rate_limit)
+            .map(NonZeroU32::get),
+        "{ENABLED}"
     );
 }
 

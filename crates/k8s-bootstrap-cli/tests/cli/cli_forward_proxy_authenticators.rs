@@ -141,6 +141,13 @@ fn token_reviews(setup: &Setup) -> usize {
         .count()
 }
 
+/// The `forward-proxy: authenticator enabled` lines of `log`.
+fn authenticator_lines(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|l| l.contains("forward-proxy: authenticator enabled"))
+        .collect()
+}
+
 #[tokio::test]
 async fn client_certificates_of_the_client_ca_authenticate_their_common_name() {
     let setup = Setup::start().await;
@@ -196,6 +203,13 @@ async fn client_certificates_of_the_client_ca_authenticate_their_common_name() {
     let client = setup.client_as(proxy.listen, "{}").await;
     assert_eq!(call(&client, "GET", "/metrics").await.0, 401);
     assert_eq!(token_reviews(&setup), 1, "certificates need no TokenReview");
+
+    let log = proxy.stderr().await;
+    let lines = authenticator_lines(&log);
+    assert_eq!(lines.len(), 2, "{log}");
+    assert!(lines[0].contains("x509") && lines[0].contains(&ca.display().to_string()));
+    assert!(lines[1].contains("token-review"), "{log}");
+    assert!(!log.contains("PRIVATE KEY"), "{log}");
 }
 
 #[tokio::test]
@@ -274,6 +288,15 @@ async fn only_the_front_proxy_certificate_with_an_allowed_name_makes_the_headers
     let (status, _, body) = get_with(&client, "/metrics", &alice).await.unwrap();
     assert_eq!(status, 200, "{body}");
     assert_eq!(body, "user=bob groups=system:authenticated");
+
+    let log = proxy.stderr().await;
+    let lines = authenticator_lines(&log);
+    assert_eq!(lines.len(), 3, "{log}");
+    assert!(lines[0].contains("front-proxy"), "{log}");
+    assert!(lines[0].contains("front-proxy-client"), "{log}");
+    assert!(lines[0].contains("X-Remote-User"), "{log}");
+    assert!(lines[1].contains("x509"), "{log}");
+    assert!(lines[2].contains("token-review"), "{log}");
 }
 
 #[tokio::test]
@@ -386,6 +409,12 @@ async fn projected_tokens_verify_offline_for_their_audience_only() {
     let (status, body) = call(&client, "GET", "/metrics").await;
     assert_eq!(status, 401, "{body}");
     assert!(!body.contains("user="), "{body}");
+
+    let log = proxy.stderr().await;
+    let lines = authenticator_lines(&log);
+    assert_eq!(lines.len(), 2, "{log}");
+    assert!(lines[0].contains("service-account-tokens-offline"), "{log}");
+    assert!(lines[0].contains("metrics.example"), "{log}");
 }
 
 #[tokio::test]
@@ -430,6 +459,15 @@ async fn a_flood_of_unique_invalid_tokens_is_throttled_with_retry_after() {
         token_reviews(&setup),
         statuses.len() - throttled,
         "a review for each 401, none for a 429: {statuses:?}"
+    );
+
+    let log = proxy.stderr().await;
+    let lines = authenticator_lines(&log);
+    assert!(
+        lines.iter().any(|l| l.contains("token-review")
+            && l.contains("review_rate_limit=1")
+            && l.contains("review_burst=2")),
+        "{log}"
     );
 }
 

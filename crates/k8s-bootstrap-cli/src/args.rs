@@ -289,7 +289,7 @@ pub(crate) struct ForwardProxyArgs {
     #[arg(
         long,
         value_name = "ADDR:PORT",
-        conflicts_with_all = ["secure_listen_address", "tls_cert_file", "tls_private_key_file", "client_ca_file", "tls_min_version", "tls_cipher_suites"]
+        conflicts_with_all = ["secure_listen_address", "tls_cert_file", "tls_private_key_file", "client_ca_file", "requestheader_client_ca_file", "tls_min_version", "tls_cipher_suites"]
     )]
     pub(crate) insecure_listen_address: Option<std::net::SocketAddr>,
     /// The serving certificate chain, PEM (the server's certificate first); re-read, with the
@@ -301,9 +301,54 @@ pub(crate) struct ForwardProxyArgs {
     pub(crate) tls_private_key_file: Option<PathBuf>,
     /// CA certificates (PEM) to verify client certificates against; a client without a
     /// certificate is still served (its token decides), one whose certificate does not verify
-    /// is refused in the handshake. Read once, at start.
+    /// is refused in the handshake. Read once, at start. With token-review, a client
+    /// certificate signed by it also authenticates its user, as kube-apiserver's x509
+    /// authenticator does: the common name is the user, the organizations its groups.
     #[arg(long, value_name = "PATH")]
     pub(crate) client_ca_file: Option<PathBuf>,
+    /// token-review: the front proxy's CA certificates (PEM), kube-apiserver's flag of the
+    /// same name. A client certificate signed by it (with a name among
+    /// --requestheader-allowed-names) lets its request name the user in the
+    /// --requestheader-*-headers; from any other client those headers are removed, never
+    /// believed. Client certificates of this CA and of --client-ca-file are both accepted in
+    /// the handshake. Read once, at start.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) requestheader_client_ca_file: Option<PathBuf>,
+    /// token-review: the common names the front proxy's certificate may have
+    /// (comma-separated); empty: any certificate of --requestheader-client-ca-file.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub(crate) requestheader_allowed_names: Vec<String>,
+    /// token-review: the headers the front proxy names the user in, the first non-empty one
+    /// counting (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = REQUESTHEADER_USERNAME_HEADERS, value_name = "NAMES")]
+    pub(crate) requestheader_username_headers: Vec<String>,
+    /// token-review: the headers the front proxy names the user's groups in
+    /// (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = REQUESTHEADER_GROUP_HEADERS, value_name = "NAMES")]
+    pub(crate) requestheader_group_headers: Vec<String>,
+    /// token-review: the prefixes of the headers the front proxy names the user's extra
+    /// values in (comma-separated; the rest of the header's name is the key).
+    #[arg(long, value_delimiter = ',', default_value = REQUESTHEADER_EXTRA_HEADERS_PREFIX, value_name = "PREFIXES")]
+    pub(crate) requestheader_extra_headers_prefix: Vec<String>,
+    /// token-review: how service-account tokens are authenticated. `review`: by the API server
+    /// (TokenReview), like every token. `offline`: a projected token for one of
+    /// --auth-token-audiences (required) is verified with the cluster's service-account
+    /// issuer and keys (read once, at start, from /.well-known/openid-configuration and
+    /// /openid/v1/jwks), without a TokenReview; any other token is still reviewed. Offline
+    /// verification cannot see a deleted ServiceAccount or Pod: such a token stays valid
+    /// until it expires.
+    #[arg(long, value_enum, default_value_t = ServiceAccountTokens::Review, value_name = "MODE")]
+    pub(crate) service_account_tokens: ServiceAccountTokens,
+    /// token-review: at most this many reviews (TokenReviews and SubjectAccessReviews
+    /// together) per second on average; a request whose review would exceed it is answered
+    /// 429 with Retry-After, while requests decided from the caches are never refused (off by
+    /// default).
+    #[arg(long, value_name = "PER_SECOND")]
+    pub(crate) review_rate_limit: Option<NonZeroU32>,
+    /// token-review: the most reviews at once after a quiet time, with --review-rate-limit
+    /// (default: the rate).
+    #[arg(long, value_name = "N", requires = "review_rate_limit")]
+    pub(crate) review_burst: Option<NonZeroU32>,
     /// The lowest TLS version accepted: VersionTLS12 or VersionTLS13.
     #[arg(long, value_enum, default_value_t = TlsMinVersion::VersionTls12, value_name = "VERSION")]
     pub(crate) tls_min_version: TlsMinVersion,
@@ -466,6 +511,26 @@ pub(crate) enum Authentication {
     /// TokenReview and SubjectAccessReview by the API server.
     TokenReview,
 }
+
+/// `forward-proxy --service-account-tokens`.
+#[cfg(feature = "sidecar")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ServiceAccountTokens {
+    /// Reviewed by the API server, like every token.
+    Review,
+    /// Projected tokens verified with the cluster's keys, without a TokenReview.
+    Offline,
+}
+
+/// kube-apiserver's `--requestheader-username-headers` as kubeadm sets it.
+#[cfg(feature = "sidecar")]
+pub(crate) const REQUESTHEADER_USERNAME_HEADERS: &str = "X-Remote-User";
+/// kube-apiserver's `--requestheader-group-headers` as kubeadm sets it.
+#[cfg(feature = "sidecar")]
+pub(crate) const REQUESTHEADER_GROUP_HEADERS: &str = "X-Remote-Group";
+/// kube-apiserver's `--requestheader-extra-headers-prefix` as kubeadm sets it.
+#[cfg(feature = "sidecar")]
+pub(crate) const REQUESTHEADER_EXTRA_HEADERS_PREFIX: &str = "X-Remote-Extra-";
 
 /// `forward-proxy --tls-min-version`, as kube-rbac-proxy names the versions.
 #[cfg(feature = "sidecar")]

@@ -1,17 +1,25 @@
 //! `k8s-bootstrap forward-proxy`: the add-on sidecar as a process, over
 //! `k8s_bootstrap::forward_proxy`. The flags become a `Config`; the library serves.
 
-use std::num::NonZeroUsize;
+use std::num::{NonZeroU32, NonZeroUsize};
 
 use k8s_bootstrap::addon_jwt::Algorithm;
-use k8s_bootstrap::delegated::DelegatedAuthLayer;
-use k8s_bootstrap::delegated_auth::RbacProxyConfig;
+use k8s_bootstrap::delegated::{
+    DelegatedAuthLayer, ReviewRateLimit, fetch_service_account_authenticator,
+};
+use k8s_bootstrap::delegated_auth::{
+    ClientCa, FrontProxyAuthenticator, RbacProxyConfig, RequestHeaderConfig,
+};
 use k8s_bootstrap::forward_proxy::{
     self, AuthHeaders, Config, Delegated, KeySource, ServiceAudiences, TlsFile, TlsServing,
     TlsVersion,
 };
 
-use crate::args::{Authentication, ClusterArgs, ForwardProxyArgs, KeyReloadFailure, TlsMinVersion};
+use crate::args::{
+    Authentication, ClusterArgs, ForwardProxyArgs, KeyReloadFailure,
+    REQUESTHEADER_EXTRA_HEADERS_PREFIX, REQUESTHEADER_GROUP_HEADERS,
+    REQUESTHEADER_USERNAME_HEADERS, ServiceAccountTokens, TlsMinVersion,
+};
 use crate::error::CliError;
 use crate::kubeconfig;
 
@@ -51,6 +59,9 @@ fn serving(
                 .cipher_suites(args.tls_cipher_suites.clone());
             if let Some(ca) = &args.client_ca_file {
                 tls = tls.client_ca_file(ca);
+            }
+            if let Some(ca) = &args.requestheader_client_ca_file {
+                tls = tls.requestheader_client_ca_file(ca);
             }
             Ok((args.secure_listen_address, Some(tls)))
         }
@@ -102,10 +113,61 @@ fn jwt_flags(args: &ForwardProxyArgs) -> Result<(String, KeySource), CliError> {
     Ok((issuer, key_source(args)?))
 }
 
+/// Whether a comma-separated list flag holds other than its one default value.
+fn list_changed(values: &[String], default: &str) -> bool {
+    values != [default]
+}
+
+/// The first `--requestheader-*` flag other than the CA file given away from its default.
+fn requestheader_flag_given(args: &ForwardProxyArgs) -> Option<&'static str> {
+    [
+        (
+            !args.requestheader_allowed_names.is_empty(),
+            "--requestheader-allowed-names",
+        ),
+        (
+            list_changed(
+                &args.requestheader_username_headers,
+                REQUESTHEADER_USERNAME_HEADERS,
+            ),
+            "--requestheader-username-headers",
+        ),
+        (
+            list_changed(
+                &args.requestheader_group_headers,
+                REQUESTHEADER_GROUP_HEADERS,
+            ),
+            "--requestheader-group-headers",
+        ),
+        (
+            list_changed(
+                &args.requestheader_extra_headers_prefix,
+                REQUESTHEADER_EXTRA_HEADERS_PREFIX,
+            ),
+            "--requestheader-extra-headers-prefix",
+        ),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag))
+}
+
 /// The first token-review flag given away from its default, if any.
 fn delegated_flag_given(args: &ForwardProxyArgs) -> Option<&'static str> {
     let headers = forward_proxy::AuthHeaders::default();
+    if let Some(flag) = requestheader_flag_given(args) {
+        return Some(flag);
+    }
     [
+        (
+            args.requestheader_client_ca_file.is_some(),
+            "--requestheader-client-ca-file",
+        ),
+        (
+            args.service_account_tokens != ServiceAccountTokens::Review,
+            "--service-account-tokens",
+        ),
+        (args.review_rate_limit.is_some(), "--review-rate-limit"),
+        (args.review_burst.is_some(), "--review-burst"),
         (args.config_file.is_some(), "--config-file"),
         (!args.allow_paths.is_empty(), "--allow-paths"),
         (!args.ignore_paths.is_empty(), "--ignore-paths"),
@@ -134,12 +196,23 @@ fn delegated_flag_given(args: &ForwardProxyArgs) -> Option<&'static str> {
     .find_map(|(given, flag)| given.then_some(flag))
 }
 
-/// The token-review mode's flags, checked (the configuration file read and parsed, the header
-/// names checked) before any work: the kube-rbac-proxy configuration, if any, and the
-/// headers the user goes in.
-fn delegated_flags(
-    args: &ForwardProxyArgs,
-) -> Result<(Option<RbacProxyConfig>, Option<AuthHeaders>), CliError> {
+/// The token-review mode's flags, checked and their files read.
+struct DelegatedFlags {
+    /// kube-rbac-proxy's configuration, if any.
+    rbac: Option<RbacProxyConfig>,
+    /// The headers the user goes to the add-on in.
+    headers: Option<AuthHeaders>,
+    /// `--client-ca-file`'s users.
+    client_ca: Option<ClientCa>,
+    /// `--requestheader-*`.
+    front_proxy: Option<FrontProxyAuthenticator>,
+    /// `--review-rate-limit`, `--review-burst`.
+    rate_limit: Option<ReviewRateLimit>,
+}
+
+/// The token-review mode's flags, checked (the configuration file and the CA files read and
+/// parsed, the header names checked) before any work.
+fn delegated_flags(args: &ForwardProxyArgs) -> Result<DelegatedFlags, CliError> {
     for (given, flag) in [
         (args.issuer.is_some(), "--issuer"),
         (!args.audience.is_empty(), "--audience"),
@@ -200,20 +273,80 @@ fn delegated_flags(
                 .map_err(|e| CliError::Usage(format!("--ignore-paths: {e}")))?,
         );
     }
-    Ok((config, headers))
+    if args.service_account_tokens == ServiceAccountTokens::Offline
+        && args.auth_token_audiences.is_empty()
+    {
+        return Err(CliError::Usage(
+            "--service-account-tokens=offline needs --auth-token-audiences (the audiences \
+             the projected tokens are for)"
+                .to_owned(),
+        ));
+    }
+    let client_ca = match &args.client_ca_file {
+        Some(path) => Some(read_ca_file("--client-ca-file", path)?),
+        None => None,
+    };
+    let front_proxy = match &args.requestheader_client_ca_file {
+        Some(path) => {
+            let ca = read_ca_file("--requestheader-client-ca-file", path)?;
+            let headers = RequestHeaderConfig::new(
+                &args.requestheader_username_headers,
+                &args.requestheader_group_headers,
+                &args.requestheader_extra_headers_prefix,
+            )
+            .map_err(|e| CliError::Usage(format!("--requestheader-*-headers: {e}")))?;
+            let allowed = args
+                .requestheader_allowed_names
+                .iter()
+                .map(|n| n.trim().to_owned())
+                .filter(|n| !n.is_empty())
+                .collect();
+            Some(FrontProxyAuthenticator::new(ca, allowed, headers))
+        }
+        None => {
+            if let Some(flag) = requestheader_flag_given(args) {
+                return Err(CliError::Usage(format!(
+                    "{flag} needs --requestheader-client-ca-file (the front proxy's CA)"
+                )));
+            }
+            None
+        }
+    };
+    let rate_limit = args
+        .review_rate_limit
+        .map(|rate| ReviewRateLimit::new(rate, args.review_burst.unwrap_or(rate)));
+    Ok(DelegatedFlags {
+        rbac: config,
+        headers,
+        client_ca,
+        front_proxy,
+        rate_limit,
+    })
+}
+
+/// A CA bundle named by `flag`, read and parsed.
+fn read_ca_file(flag: &str, path: &std::path::Path) -> Result<ClientCa, CliError> {
+    let bytes = read_flag_file(flag, path)?;
+    ClientCa::from_pem(&bytes)
+        .map_err(|e| CliError::Proxy(format!("{flag} {}: {e}", path.display())))
 }
 
 /// kube-rbac-proxy's configuration file, at most 1 MiB.
 fn read_config_file(path: &std::path::Path) -> Result<Vec<u8>, CliError> {
+    read_flag_file("--config-file", path)
+}
+
+/// The file `flag` names, at most 1 MiB; an error names the flag, the path and the OS reason.
+fn read_flag_file(flag: &str, path: &std::path::Path) -> Result<Vec<u8>, CliError> {
     use std::io::Read as _;
     const LIMIT: u64 = 1 << 20;
     let mut bytes = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(LIMIT.saturating_add(1)).read_to_end(&mut bytes))
-        .map_err(|e| CliError::Proxy(format!("--config-file {}: {e}", path.display())))?;
+        .map_err(|e| CliError::Proxy(format!("{flag} {}: {e}", path.display())))?;
     if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > LIMIT {
         return Err(CliError::Proxy(format!(
-            "--config-file {}: larger than 1 MiB",
+            "{flag} {}: larger than 1 MiB",
             path.display()
         )));
     }
@@ -262,7 +395,7 @@ async fn services(args: &ForwardProxyArgs) -> Result<ServiceAudiences, CliError>
 /// The flags checked for the mode chosen, before any work.
 enum Mode {
     Jwt(String, KeySource),
-    TokenReview(Option<Box<RbacProxyConfig>>, Option<AuthHeaders>),
+    TokenReview(Box<DelegatedFlags>),
 }
 
 pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
@@ -271,19 +404,42 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
             let (issuer, keys) = jwt_flags(args)?;
             Mode::Jwt(issuer, keys)
         }
-        Authentication::TokenReview => {
-            let (rbac, headers) = delegated_flags(args)?;
-            Mode::TokenReview(rbac.map(Box::new), headers)
-        }
+        Authentication::TokenReview => Mode::TokenReview(Box::new(delegated_flags(args)?)),
     };
     let (listen, tls) = serving(args)?;
     let config = match mode {
         Mode::Jwt(issuer, keys) => Config::new(&args.forward, &issuer, keys),
-        Mode::TokenReview(rbac, headers) => {
-            let mut layer = DelegatedAuthLayer::new(cluster_client(args).await?)
+        Mode::TokenReview(flags) => {
+            let DelegatedFlags {
+                rbac,
+                headers,
+                client_ca,
+                front_proxy,
+                rate_limit,
+            } = *flags;
+            let client = cluster_client(args).await?;
+            let mut layer = DelegatedAuthLayer::new(client.clone())
                 .token_audiences(args.auth_token_audiences.iter().cloned());
             if let Some(rbac) = rbac {
-                layer = layer.rbac_proxy_config(*rbac);
+                layer = layer.rbac_proxy_config(rbac);
+            }
+            if let Some(front_proxy) = front_proxy {
+                layer = layer.front_proxy(front_proxy);
+            }
+            if let Some(ca) = client_ca {
+                layer = layer.client_ca(ca);
+            }
+            if args.service_account_tokens == ServiceAccountTokens::Offline {
+                let offline =
+                    fetch_service_account_authenticator(&client, &args.auth_token_audiences)
+                        .await
+                        .map_err(|e| {
+                            CliError::Proxy(format!("--service-account-tokens=offline: {e}"))
+                        })?;
+                layer = layer.service_account_tokens(offline);
+            }
+            if let Some(limit) = rate_limit {
+                layer = layer.review_rate_limit(limit);
             }
             Config::delegated(&args.forward, Delegated::new(layer).auth_headers(headers))
         }
@@ -321,6 +477,7 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
         config = config.services(services(args).await?);
     }
     log_configuration(args, listen);
+    log_authenticators(args);
     forward_proxy::serve(config, crate::signals::terminated())
         .await
         .map_err(|e| proxy_error(&e, args))?;
@@ -409,6 +566,61 @@ fn log_configuration(args: &ForwardProxyArgs, listen: std::net::SocketAddr) {
     );
 }
 
+/// Each enabled authenticator at info, one line each, in the order they are tried. Files are
+/// named, never read out.
+fn log_authenticators(args: &ForwardProxyArgs) {
+    const ENABLED: &str = "forward-proxy: authenticator enabled";
+    let path = |p: &Option<std::path::PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    if args.authentication == Authentication::Jwt {
+        tracing::info!(
+            authenticator = "add-on-jwt",
+            issuer = args.issuer.as_deref(),
+            "{ENABLED}"
+        );
+        return;
+    }
+    if let Some(ca) = path(&args.requestheader_client_ca_file) {
+        let allowed_names = if args.requestheader_allowed_names.is_empty() {
+            "any".to_owned()
+        } else {
+            args.requestheader_allowed_names.join(",")
+        };
+        tracing::info!(
+            authenticator = "front-proxy",
+            requestheader_client_ca_file = ca,
+            allowed_names,
+            username_headers = args.requestheader_username_headers.join(","),
+            group_headers = args.requestheader_group_headers.join(","),
+            extra_headers_prefix = args.requestheader_extra_headers_prefix.join(","),
+            "{ENABLED}"
+        );
+    }
+    if let Some(ca) = path(&args.client_ca_file) {
+        tracing::info!(authenticator = "x509", client_ca_file = ca, "{ENABLED}");
+    }
+    if args.service_account_tokens == ServiceAccountTokens::Offline {
+        tracing::info!(
+            authenticator = "service-account-tokens-offline",
+            audiences = args.auth_token_audiences.join(","),
+            "{ENABLED}"
+        );
+    }
+    tracing::info!(
+        authenticator = "token-review",
+        audiences = if args.auth_token_audiences.is_empty() {
+            "the API server's".to_owned()
+        } else {
+            args.auth_token_audiences.join(",")
+        },
+        review_rate_limit = args.review_rate_limit.map(NonZeroU32::get),
+        review_burst = args
+            .review_burst
+            .or(args.review_rate_limit)
+            .map(NonZeroU32::get),
+        "{ENABLED}"
+    );
+}
+
 /// The library's error in the flags' terms.
 fn proxy_error(e: &forward_proxy::Error, args: &ForwardProxyArgs) -> CliError {
     CliError::Proxy(match e {
@@ -462,6 +674,7 @@ fn tls_flag(file: TlsFile) -> &'static str {
         TlsFile::Certificate => "--tls-cert-file",
         TlsFile::PrivateKey => "--tls-private-key-file",
         TlsFile::ClientCa => "--client-ca-file",
+        TlsFile::RequestHeaderClientCa => "--requestheader-client-ca-file",
         _ => "a TLS file",
     }
 }

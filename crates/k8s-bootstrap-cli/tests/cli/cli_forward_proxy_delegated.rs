@@ -25,11 +25,11 @@ use tokio::process::Command;
 
 use crate::support::spawn_proxy;
 
-const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
-const NS: &str = "monitoring";
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
+pub(crate) const NS: &str = "monitoring";
 
 /// kubectl with `kubeconfig`: its output (whatever its exit status).
-async fn kubectl_output(kubeconfig: &Path, args: &[&str]) -> std::process::Output {
+pub(crate) async fn kubectl_output(kubeconfig: &Path, args: &[&str]) -> std::process::Output {
     Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(kubeconfig)
@@ -43,7 +43,7 @@ async fn kubectl_output(kubeconfig: &Path, args: &[&str]) -> std::process::Outpu
 }
 
 /// kubectl with `kubeconfig`, which must succeed: its standard output.
-async fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
+pub(crate) async fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
     let out = kubectl_output(kubeconfig, args).await;
     assert!(
         out.status.success(),
@@ -54,7 +54,7 @@ async fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
 }
 
 /// The add-on: answers every request with the `X-Remote-User` and `X-Remote-Groups` it got.
-async fn addon() -> SocketAddr {
+pub(crate) async fn addon() -> SocketAddr {
     async fn echo(headers: axum::http::HeaderMap) -> String {
         let get = |name: &str| {
             headers
@@ -76,14 +76,14 @@ async fn addon() -> SocketAddr {
 }
 
 /// The double, its admin kubeconfig and the proxy's serving files, in a temporary directory.
-struct Setup {
-    server: LoopbackApiServer,
-    dir: tempfile::TempDir,
-    admin: PathBuf,
+pub(crate) struct Setup {
+    pub(crate) server: LoopbackApiServer,
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) admin: PathBuf,
 }
 
 impl Setup {
-    async fn start() -> Setup {
+    pub(crate) async fn start() -> Setup {
         let server = LoopbackApiServer::builder().start().await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let admin = dir.path().join("admin.conf");
@@ -94,7 +94,7 @@ impl Setup {
     }
 
     /// What an administrator runs: the namespace, the accounts, the roles and bindings.
-    async fn administer(&self) {
+    pub(crate) async fn administer(&self) {
         let k = |args: &'static [&'static str]| kubectl(&self.admin, args);
         k(&["create", "namespace", NS]).await;
         for account in ["prometheus", "uploader", "stranger"] {
@@ -139,7 +139,7 @@ impl Setup {
     }
 
     /// `kubectl create token <account>`.
-    async fn token(&self, account: &str) -> String {
+    pub(crate) async fn token(&self, account: &str) -> String {
         kubectl(&self.admin, &["create", "token", account, "-n", NS])
             .await
             .trim()
@@ -148,7 +148,7 @@ impl Setup {
 
     /// The proxy in token-review mode, TLS with the double's serving certificate, reviewing
     /// with the admin kubeconfig, in front of `addon`; `extra` flags appended.
-    async fn proxy(&self, addon: SocketAddr, extra: &[&str]) -> crate::support::Proxy {
+    pub(crate) async fn proxy(&self, addon: SocketAddr, extra: &[&str]) -> crate::support::Proxy {
         let mut command = Command::new(BIN);
         command
             .arg("forward-proxy")
@@ -171,23 +171,34 @@ impl Setup {
 
     /// An HTTPS client for `proxy` with `token` as its bearer token, trusting the double's CA
     /// (kube's client, from a kubeconfig as a user would write it).
-    async fn client(&self, proxy: SocketAddr, token: &str) -> kube::Client {
+    pub(crate) async fn client(&self, proxy: SocketAddr, token: &str) -> kube::Client {
+        self.client_as(proxy, &format!("token: {token}")).await
+    }
+
+    /// An HTTPS client for `proxy` trusting the double's CA, with `user` as the kubeconfig's
+    /// user entry (`token: ...`, `client-certificate-data: ...` on one line each, or `{}`).
+    pub(crate) async fn client_as(&self, proxy: SocketAddr, user: &str) -> kube::Client {
+        kube::Client::try_from(self.config_as(proxy, user).await).unwrap()
+    }
+
+    /// The configuration of [`Setup::client_as`].
+    pub(crate) async fn config_as(&self, proxy: SocketAddr, user: &str) -> kube::Config {
         let ca = base64::engine::general_purpose::STANDARD.encode(self.server.ca_pem());
+        let user = user.replace('\n', "\n    ");
         let yaml = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: proxy\n  cluster:\n    server: https://{proxy}\n    certificate-authority-data: {ca}\nusers:\n- name: caller\n  user:\n    token: {token}\ncontexts:\n- name: c\n  context:\n    cluster: proxy\n    user: caller\ncurrent-context: c\n"
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: proxy\n  cluster:\n    server: https://{proxy}\n    certificate-authority-data: {ca}\nusers:\n- name: caller\n  user:\n    {user}\ncontexts:\n- name: c\n  context:\n    cluster: proxy\n    user: caller\ncurrent-context: c\n"
         );
-        let config = kube::Config::from_custom_kubeconfig(
+        kube::Config::from_custom_kubeconfig(
             kube::config::Kubeconfig::from_yaml(&yaml).unwrap(),
             &kube::config::KubeConfigOptions::default(),
         )
         .await
-        .unwrap();
-        kube::Client::try_from(config).unwrap()
+        .unwrap()
     }
 }
 
 /// `method path` through `client`: the status code and the body.
-async fn call(client: &kube::Client, method: &str, path: &str) -> (u16, String) {
+pub(crate) async fn call(client: &kube::Client, method: &str, path: &str) -> (u16, String) {
     let request = http::Request::builder()
         .method(method)
         .uri(path)

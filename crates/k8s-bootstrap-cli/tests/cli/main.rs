@@ -20,6 +20,8 @@ mod cli_controllers;
 #[cfg(feature = "sidecar")]
 mod cli_forward_proxy;
 #[cfg(all(feature = "sidecar", feature = "loopback-server"))]
+mod cli_forward_proxy_authenticators;
+#[cfg(all(feature = "sidecar", feature = "loopback-server"))]
 mod cli_forward_proxy_delegated;
 #[cfg(all(feature = "sidecar", feature = "loopback-server"))]
 mod cli_forward_proxy_services;

@@ -66,6 +66,8 @@ pub enum TlsFile {
     PrivateKey,
     /// [`TlsServing::client_ca_file`].
     ClientCa,
+    /// [`TlsServing::requestheader_client_ca_file`].
+    RequestHeaderClientCa,
 }
 
 impl std::fmt::Display for TlsFile {
@@ -74,6 +76,7 @@ impl std::fmt::Display for TlsFile {
             TlsFile::Certificate => "the serving certificate",
             TlsFile::PrivateKey => "the serving key",
             TlsFile::ClientCa => "the client CA",
+            TlsFile::RequestHeaderClientCa => "the requestheader client CA",
         })
     }
 }
@@ -95,6 +98,14 @@ pub struct TlsServing {
     /// each request's extensions as [`ClientCertificates`]. `None` (the default): no client
     /// certificate is asked for.
     pub client_ca_file: Option<PathBuf>,
+    /// The front proxy's CA certificates (PEM, kube-apiserver's
+    /// `--requestheader-client-ca-file`), read once at start: client certificates are verified
+    /// against these as well as against [`TlsServing::client_ca_file`], so that both the
+    /// front proxy and other clients can present theirs. Which CA a chain verifies against,
+    /// and so what it may claim, is for the request's authenticators to decide (the
+    /// delegated mode's [`DelegatedAuthLayer::front_proxy`](crate::delegated::DelegatedAuthLayer::front_proxy)).
+    /// `None` (the default): only the client CA.
+    pub requestheader_client_ca_file: Option<PathBuf>,
     /// The lowest TLS version accepted (default TLS 1.2).
     pub min_version: TlsVersion,
     /// The TLS 1.2 cipher suites to offer, by IANA name (`TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256`),
@@ -115,6 +126,7 @@ impl TlsServing {
             cert_file: cert_file.into(),
             key_file: key_file.into(),
             client_ca_file: None,
+            requestheader_client_ca_file: None,
             min_version: TlsVersion::Tls12,
             cipher_suites: Vec::new(),
             handshake_timeout: Duration::from_secs(10),
@@ -125,6 +137,13 @@ impl TlsServing {
     #[must_use]
     pub fn client_ca_file(mut self, path: impl Into<PathBuf>) -> TlsServing {
         self.client_ca_file = Some(path.into());
+        self
+    }
+
+    /// Sets [`TlsServing::requestheader_client_ca_file`].
+    #[must_use]
+    pub fn requestheader_client_ca_file(mut self, path: impl Into<PathBuf>) -> TlsServing {
+        self.requestheader_client_ca_file = Some(path.into());
         self
     }
 

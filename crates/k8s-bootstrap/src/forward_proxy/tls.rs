@@ -75,17 +75,32 @@ impl ServingCertificate {
         let builder = ServerConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(versions)
             .map_err(Error::Tls)?;
-        let builder = match &tls.client_ca_file {
+        // One store of both bundles: a chain to either CA passes the handshake; which CA it
+        // chains to, and so what it may claim, the request's authenticators decide.
+        let mut roots = RootCertStore::empty();
+        let mut named = None;
+        for (file, path) in [
+            (TlsFile::ClientCa, &tls.client_ca_file),
+            (
+                TlsFile::RequestHeaderClientCa,
+                &tls.requestheader_client_ca_file,
+            ),
+        ] {
+            if let Some(path) = path {
+                roots.roots.extend(client_roots(file, path)?.roots);
+                named = Some((file, path.clone()));
+            }
+        }
+        let builder = match named {
             None => builder.with_no_client_auth(),
-            Some(path) => {
-                let roots = client_roots(path)?;
+            Some((file, path)) => {
                 let verifier =
                     WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
                         .allow_unauthenticated()
                         .build()
                         .map_err(|_| Error::TlsFileContents {
-                            file: TlsFile::ClientCa,
-                            path: path.clone(),
+                            file,
+                            path,
                             reason: "no usable CA certificate",
                         })?;
                 builder.with_client_cert_verifier(verifier)
@@ -401,14 +416,14 @@ fn load_pair(
     Ok((Arc::new(pair), summary))
 }
 
-/// The CA certificates client certificates are verified against.
-fn client_roots(path: &Path) -> Result<RootCertStore, Error> {
+/// The CA certificates of `file` that client certificates are verified against.
+fn client_roots(file: TlsFile, path: &Path) -> Result<RootCertStore, Error> {
     let contents = |reason| Error::TlsFileContents {
-        file: TlsFile::ClientCa,
+        file,
         path: path.to_owned(),
         reason,
     };
-    let pem = read_tls_file(TlsFile::ClientCa, path)?;
+    let pem = read_tls_file(file, path)?;
     let mut roots = RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(&pem) {
         let cert = cert.map_err(|_| contents("not PEM certificates"))?;

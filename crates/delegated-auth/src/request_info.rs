@@ -8,7 +8,7 @@ use crate::attributes::{Attributes, ResourceAttributes};
 use crate::error::Error;
 use crate::list_options;
 use crate::query::ListParams;
-use crate::request_path::{MAX_REQUEST_TARGET_BYTES, RequestPath};
+use crate::request_path::{MAX_REQUEST_TARGET_BYTES, RequestPath, for_each_slash};
 use crate::user::UserInfo;
 
 /// Which path prefixes hold API resources: kube-apiserver's (`/api` without a group, `/apis`
@@ -227,6 +227,13 @@ fn resolve<'a>(
         info.name = Cow::Borrowed(name);
     }
     info.resource = rest.first().unwrap_or_default();
+    // A named request reads nothing from the query: the list options below decide a verb or a
+    // name only for a request without one, and selectors only for list, watch and
+    // deletecollection, which a name rules out (or the path's verb: its selectors are not
+    // read either).
+    if !info.name.is_empty() {
+        return info;
+    }
 
     let params = ListParams::read(query);
     if info.name.is_empty() && info.verb == "get" {
@@ -343,40 +350,10 @@ impl<'a> Segments<'a> {
     }
 }
 
-/// Calls `f` with the index of each `/` in `bytes`, in order, while it returns true; returns
-/// whether it always did. Eight bytes at a time: the bytes equal to `/` are found in one word
-/// (exactly, no borrow between bytes), then visited by their bits.
-fn for_each_slash(bytes: &[u8], mut f: impl FnMut(usize) -> bool) -> bool {
-    const SLASHES: u64 = u64::from_ne_bytes([b'/'; 8]);
-    const LOW7: u64 = u64::from_ne_bytes([0x7f; 8]);
-    let mut chunks = bytes.chunks_exact(8);
-    let mut base: usize = 0;
-    for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        // A byte of `x` is zero where the byte is `/`; its high bit in `found` is set then.
-        let x = u64::from_le_bytes(word) ^ SLASHES;
-        let mut found = !(((x & LOW7).wrapping_add(LOW7)) | x | LOW7);
-        while found != 0 {
-            let at = base.saturating_add((found.trailing_zeros() / 8) as usize);
-            if !f(at) {
-                return false;
-            }
-            found &= found.wrapping_sub(1);
-        }
-        base = base.saturating_add(8);
-    }
-    for (i, b) in chunks.remainder().iter().enumerate() {
-        if *b == b'/' && !f(base.saturating_add(i)) {
-            return false;
-        }
-    }
-    true
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{Segments, for_each_slash};
+    use super::Segments;
+    use crate::request_path::for_each_slash;
 
     /// The slashes found eight bytes at a time are exactly those of a byte loop, for bytes of
     /// every value around `/` and in every position of a word.

@@ -358,3 +358,42 @@ async fn a_regular_file_current_pem_is_never_replaced() {
     task.abort();
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_template_change_abandons_a_pending_request_for_the_old_one() {
+    let server = LoopbackApiServer::builder()
+        .csr_approver(false)
+        .start()
+        .await
+        .unwrap();
+    let bootstrap = token_client(&server, "efabcd").await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = CertificateStore::new(PAIR, dir.path()).unwrap();
+    let config = config_from_yaml(&server.admin_kubeconfig_yaml()).await;
+    let clients = Clients::from_config(config).with_bootstrap(bootstrap, Bootstrap::Present);
+    let (templates, rx) = watch::channel(client_kind("worker-1"));
+    let manager = Manager::new(store.clone(), clients, rx);
+    let mut current = manager.subscribe();
+    let task = tokio::spawn(manager.run());
+
+    let requested_cn = |csr: &ApiCsr| {
+        k8s_bootstrap::tls_bootstrap::CertificateRequest::from_pem(&csr.spec.request.0)
+            .unwrap()
+            .common_name()
+            .unwrap()
+            .to_owned()
+    };
+    let api = Api::<ApiCsr>::all(admin(&server).await);
+    let first = next_csr(&api, &[]).await;
+    assert_eq!(requested_cn(&first), "system:node:worker-1");
+    // Pending (nobody approves): the new template abandons it and files for worker-2.
+    templates.send(client_kind("worker-2")).unwrap();
+    let first_name = first.metadata.name.clone().unwrap();
+    let second = next_csr(&api, std::slice::from_ref(&first_name)).await;
+    assert_eq!(requested_cn(&second), "system:node:worker-2");
+    decide(&api, second.metadata.name.as_ref().unwrap(), "Approved").await;
+    let done = published(&mut current, |s| s.rotations() == 1).await;
+    assert_eq!(cn(&done), "system:node:worker-2");
+    task.abort();
+    server.shutdown().await;
+}

@@ -425,7 +425,17 @@ impl Manager {
             "requesting a new certificate"
         );
         let (pem, name) = self.request(&client, &kind, current).await?;
-        let written = self.store.update(pem.as_bytes(), crate::clock::now())?;
+        // Pair files are named to the second: a second rotation within one waits for the next.
+        let mut collisions = 0u32;
+        let written = loop {
+            match self.store.update(pem.as_bytes(), crate::clock::now()) {
+                Err(super::Error::PairFileExists { .. }) if collisions < 2 => {
+                    collisions = collisions.saturating_add(1);
+                    tokio::time::sleep(until_next_second(crate::clock::now())).await;
+                }
+                result => break result?,
+            }
+        };
         let installed = self.store.load()?.map(Arc::new);
         if let Some(pair) = &installed {
             let cert = pair.certificate();
@@ -622,6 +632,14 @@ fn pem_block(der: &[u8]) -> String {
     out
 }
 
+/// How long from `now` to the next whole second of the Unix clock.
+fn until_next_second(now: SystemTime) -> Duration {
+    let nanos = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    Duration::from_nanos(u64::from(1_000_000_000_u32.saturating_sub(nanos)))
+}
+
 /// A uniform draw from `[0, 1)` from the OS random source (0 if it fails, the earliest
 /// deadline and the shortest backoff).
 #[allow(
@@ -640,7 +658,20 @@ fn draw_jitter() -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{CertificateKind, accept_issued, draw_jitter};
+    use std::time::{Duration, SystemTime};
+
+    use super::{CertificateKind, accept_issued, draw_jitter, until_next_second};
+
+    #[test]
+    fn the_next_second_is_at_most_a_second_away() {
+        let at = |nanos| SystemTime::UNIX_EPOCH + Duration::new(1_800_000_000, nanos);
+        assert_eq!(until_next_second(at(0)), Duration::from_secs(1));
+        assert_eq!(until_next_second(at(999_999_999)), Duration::from_nanos(1));
+        assert_eq!(
+            until_next_second(at(250_000_000)),
+            Duration::from_millis(750)
+        );
+    }
 
     #[test]
     fn jitter_is_in_the_unit_interval_and_varies() {

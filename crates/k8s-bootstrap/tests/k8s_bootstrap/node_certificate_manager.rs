@@ -266,6 +266,15 @@ async fn a_template_change_files_a_new_request() {
         store.load().unwrap().unwrap().certificate().common_name(),
         "system:node:worker-2"
     );
+    // One request each: the second certificate, issued within a second of the first, is
+    // installed once the pair file's name (to the second) is free, not requested again.
+    let csrs = Api::<ApiCsr>::all(admin(&server).await)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(csrs.len(), 2);
+    assert_eq!(second.failed_attempts(), 0);
     task.abort();
     server.shutdown().await;
 }

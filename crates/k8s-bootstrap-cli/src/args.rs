@@ -148,6 +148,10 @@ pub(crate) enum Command {
     /// tokencleaner) with leader election, health and metrics, until SIGTERM or Ctrl-C.
     #[cfg(feature = "controllers")]
     Controllers(ControllersArgs),
+    /// Keep the node's client certificate (or with --serving its serving certificate) current,
+    /// as the kubelet's certificate manager does: request one with the bootstrap kubeconfig
+    /// when there is none, rotate it before it expires; until SIGTERM or Ctrl-C.
+    NodeCertificates(NodeCertificatesArgs),
     /// Run the add-on sidecar: verify each request's identity token (an add-on JWT, or with
     /// --authentication=token-review a TokenReview and a SubjectAccessReview, as
     /// kube-rbac-proxy), forward it to the add-on with the user in a header, answer 401 or 403
@@ -183,6 +187,7 @@ impl Command {
             },
             Command::Pin(_) => "pin",
             Command::Join(_) => "join",
+            Command::NodeCertificates(_) => "node-certificates",
             #[cfg(feature = "controllers")]
             Command::Controllers(_) => "controllers",
             #[cfg(feature = "sidecar")]
@@ -200,6 +205,7 @@ impl Command {
     /// default.
     pub(crate) fn is_service(&self) -> bool {
         match self {
+            Command::NodeCertificates(_) => true,
             #[cfg(feature = "controllers")]
             Command::Controllers(_) => true,
             #[cfg(feature = "sidecar")]
@@ -221,6 +227,7 @@ impl Command {
             },
             #[cfg(feature = "controllers")]
             Command::Controllers(a) => &mut a.cluster,
+            Command::NodeCertificates(a) => &mut a.cluster,
             #[cfg(feature = "sidecar")]
             Command::ForwardProxy(a)
                 if a.audience_from_services || a.authentication == Authentication::TokenReview =>
@@ -231,6 +238,36 @@ impl Command {
         };
         Some((&mut own.kubeconfig, &mut own.context))
     }
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct NodeCertificatesArgs {
+    /// The directory of the certificate files (kubelet-client-current.pem, or
+    /// kubelet-server-current.pem with --serving, and the pair files they link to).
+    #[arg(long, default_value = "/var/lib/kubelet/pki", value_name = "DIR")]
+    pub(crate) cert_dir: PathBuf,
+    /// The kubeconfig with the bootstrap credential, used when there is no valid certificate
+    /// (the kubelet's --bootstrap-kubeconfig).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) bootstrap_kubeconfig: Option<PathBuf>,
+    /// The node's name.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) node_name: String,
+    /// Keep the serving certificate (signer kubernetes.io/kubelet-serving) instead of the
+    /// client certificate.
+    #[arg(long)]
+    pub(crate) serving: bool,
+    /// With --serving: a DNS name for the certificate (the node name is always one);
+    /// repeatable or comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "NAME", requires = "serving")]
+    pub(crate) hostname: Vec<String>,
+    /// With --serving: an IP address for the certificate; repeatable or comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "IP", requires = "serving")]
+    pub(crate) address: Vec<std::net::IpAddr>,
+    /// The API server and its CA for requests made with the current certificate (its
+    /// credentials are not used; default: those of --bootstrap-kubeconfig).
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
 }
 
 #[cfg(feature = "controllers")]

@@ -57,6 +57,8 @@ pub(crate) enum CliError {
         #[source]
         source: std::io::Error,
     },
+    #[error("node-certificates: {0}")]
+    NodeCertificates(String),
     #[error("TLS bootstrap: {0}")]
     TlsBootstrap(#[source] k8s_bootstrap::csr::Error),
     #[error("the node key {}: {source}", .path.display())]

@@ -18,14 +18,10 @@ mod error;
 mod forward_proxy;
 mod join;
 mod kubeconfig;
+mod node_certificates_cmd;
 mod output;
 mod pin;
 mod progress;
-#[cfg(any(
-    feature = "controllers",
-    feature = "sidecar",
-    feature = "loopback-server"
-))]
 mod signals;
 mod token_cmd;
 
@@ -83,6 +79,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Token(token) => token_cmd::run(token.command).await,
         Command::Pin(args) => pin::run(&args),
         Command::Join(args) => join::run(&args).await,
+        Command::NodeCertificates(args) => node_certificates_cmd::run(&args).await,
         #[cfg(feature = "controllers")]
         Command::Controllers(args) => controllers_cmd::run(&args).await,
         #[cfg(feature = "sidecar")]

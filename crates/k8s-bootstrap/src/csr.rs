@@ -285,7 +285,16 @@ pub async fn request_certificate_with_progress(
     let wait = async {
         let uid = create_or_reuse(&api, &object, &request, &name).await?;
         tracing::info!(csr = %name, "certificate signing request filed, waiting for approval");
-        wait_for_certificate(&api, &name, uid.as_deref(), key, node, ca_pem, &observe).await
+        let accept = |pem: &[u8]| {
+            tls_bootstrap::accept_certificate(
+                pem,
+                ca_pem.as_bytes(),
+                key,
+                node,
+                crate::clock::now(),
+            )
+        };
+        wait_for_certificate(&api, &name, uid.as_deref(), &accept, &observe).await
     };
     match tokio::time::timeout_at(deadline, wait).await {
         Ok(result) => result,
@@ -389,16 +398,15 @@ async fn create_or_reuse(
 }
 
 /// Lists and watches the request by name until it is decided, telling `observe` what each
-/// version read that still waits is waiting for.
-async fn wait_for_certificate(
+/// version read that still waits is waiting for, and returning what `accept` makes of the
+/// issued certificate's PEM.
+pub(crate) async fn wait_for_certificate<T>(
     api: &Api<ApiCsr>,
     name: &str,
     uid: Option<&str>,
-    key: &NodeKey,
-    node: &NodeName,
-    ca_pem: &str,
+    accept: &(impl Fn(&[u8]) -> Result<T, tls_bootstrap::Error> + Sync),
     observe: &(impl Fn(Waiting<'_>) + Sync),
-) -> Result<IssuedCertificate, Error> {
+) -> Result<T, Error> {
     let watch_err = |source| Error::Watch {
         name: name.to_owned(),
         source,
@@ -414,7 +422,7 @@ async fn wait_for_certificate(
                 name: name.to_owned(),
             });
         };
-        if let Some(cert) = judge(current, name, uid, key, node, ca_pem, observe)? {
+        if let Some(cert) = judge(current, name, uid, accept, observe)? {
             return Ok(cert);
         }
         let version = list.metadata.resource_version.unwrap_or_default();
@@ -425,7 +433,7 @@ async fn wait_for_certificate(
         while let Some(event) = events.try_next().await.map_err(watch_err)? {
             match event {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                    if let Some(cert) = judge(&o, name, uid, key, node, ca_pem, observe)? {
+                    if let Some(cert) = judge(&o, name, uid, accept, observe)? {
                         return Ok(cert);
                     }
                 }
@@ -447,15 +455,13 @@ async fn wait_for_certificate(
 
 /// What one observed version of the request means: still waiting (`None`, after telling
 /// `observe` what for), a certificate, or the end of the wait.
-fn judge(
+fn judge<T>(
     object: &ApiCsr,
     name: &str,
     uid: Option<&str>,
-    key: &NodeKey,
-    node: &NodeName,
-    ca_pem: &str,
+    accept: &impl Fn(&[u8]) -> Result<T, tls_bootstrap::Error>,
     observe: &impl Fn(Waiting<'_>),
-) -> Result<Option<IssuedCertificate>, Error> {
+) -> Result<Option<T>, Error> {
     if uid.is_some() && object.metadata.uid.as_deref() != uid {
         return Err(Error::UidChanged {
             name: name.to_owned(),
@@ -467,15 +473,7 @@ fn judge(
     })?;
     let owned = |s: Option<&str>| s.unwrap_or_default().to_owned();
     match csr.state() {
-        State::Issued(pem) => tls_bootstrap::accept_certificate(
-            pem,
-            ca_pem.as_bytes(),
-            key,
-            node,
-            crate::clock::now(),
-        )
-        .map(Some)
-        .map_err(|source| Error::Certificate {
+        State::Issued(pem) => accept(pem).map(Some).map_err(|source| Error::Certificate {
             name: name.to_owned(),
             source,
         }),

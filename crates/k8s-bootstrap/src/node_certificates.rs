@@ -35,6 +35,12 @@ use tls_bootstrap::rotation::CurrentCertificate;
 
 use crate::files::{self, Existing};
 
+mod manager;
+pub use manager::{
+    CERTIFICATE_WAIT_TIMEOUT, CertificateKind, Clients, CurrentClientFn, Manager, ManagerError,
+    Snapshot, client_for_pair,
+};
+
 /// The longest pair name accepted.
 pub const MAX_PAIR_NAME_LEN: usize = 64;
 /// The largest pair file read, in bytes.

@@ -644,6 +644,25 @@ impl LoopbackApiServer {
             .issue_client(common_name, organizations, crate::clock::now())
     }
 
+    /// [`Self::issue_client_certificate`] as if issued at `issued_at`: valid from five minutes
+    /// before it for a year. A certificate issued a year ago minus a few minutes is still valid
+    /// but long past the rotation deadline (70 % to 90 % of its lifetime), for tests of
+    /// certificate rotation that cannot wait for a real lifetime to pass.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::issue_client_certificate`].
+    pub fn issue_client_certificate_at(
+        &self,
+        common_name: &str,
+        organizations: &[&str],
+        issued_at: std::time::SystemTime,
+    ) -> Result<(String, String), Error> {
+        self.shared
+            .ca
+            .issue_client(common_name, organizations, issued_at)
+    }
+
     /// A kubeconfig like [`Self::admin_kubeconfig_yaml`] whose user authenticates with the
     /// client certificate `cert_pem` and its key `key_pem` (`client-certificate-data`,
     /// `client-key-data`), for example from [`Self::issue_client_certificate`]. It holds the

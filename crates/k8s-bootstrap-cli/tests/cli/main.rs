@@ -34,6 +34,8 @@ mod cli_help;
     feature = "loopback-server"
 ))]
 mod cli_logs;
+#[cfg(feature = "loopback-server")]
+mod cli_node_certificates;
 #[cfg(all(feature = "controllers", feature = "sidecar"))]
 mod cli_service_flags;
 #[cfg(feature = "loopback-server")]

@@ -24,6 +24,7 @@ mod forward_proxy_tls;
 #[cfg(feature = "forward-proxy")]
 mod http1_differential;
 mod loopback_csr_controllers;
+mod node_certificate_manager;
 mod node_certificates;
 #[cfg(feature = "forward-proxy")]
 #[path = "../support/relay.rs"]

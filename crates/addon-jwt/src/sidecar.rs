@@ -1075,8 +1075,9 @@ impl Hasher for DigestHasher {
 
 /// Fields never forwarded in a request's trailer section (RFC 9110 §6.5.1: their meaning is
 /// needed before the content, or they route, authenticate or frame the message), lower case;
-/// a trailing `*` matches every name that starts with the rest. [`Sidecar::decide_trailers`]
-/// removes them (in any case, `_` for `-`) besides what a header line of the name would lose.
+/// a trailing `*` matches every name that starts with the rest. `Sidecar::decide_trailers`
+/// (feature `http`) removes them (in any case, `_` for `-`) besides what a header line of the
+/// name would lose.
 pub const FORBIDDEN_TRAILERS: [&str; 24] = [
     // Framing.
     "content-length",

@@ -43,8 +43,8 @@ pub const TOKEN_ID_LEN: usize = 6;
 /// Length of a token secret.
 pub const TOKEN_SECRET_LEN: usize = 16;
 /// Largest JSON or YAML Secret document [`SecretObject::from_json`](crate::SecretObject::from_json)
-/// and [`SecretObject::from_yaml`](crate::SecretObject::from_yaml) read (4 MiB); larger input is
-/// rejected before parsing.
+/// and `SecretObject::from_yaml` (feature `yaml`) read (4 MiB); larger input is rejected before
+/// parsing.
 pub const MAX_DOCUMENT_LEN: usize = 4 * 1024 * 1024;
 /// Largest total size of a Secret's decoded `data` (keys plus values), 1 MiB, the API server's
 /// own limit for a Secret.

@@ -145,7 +145,14 @@ impl RbacProxyConfig {
     ///
     /// # Errors
     ///
-    /// As [`from_yaml`](Self::from_yaml), with [`Error::Json`] for malformed JSON.
+    #[cfg_attr(
+        feature = "yaml",
+        doc = "As [`from_yaml`](Self::from_yaml), with [`Error::Json`] for malformed JSON."
+    )]
+    #[cfg_attr(
+        not(feature = "yaml"),
+        doc = "As `from_yaml` (feature `yaml`), with [`Error::Json`] for malformed JSON."
+    )]
     pub fn from_json(json: &[u8]) -> Result<Self, Error> {
         check_len(json.len())?;
         let file: File = serde_json::from_slice(json).map_err(|e| Error::Json {

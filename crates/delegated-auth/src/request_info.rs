@@ -263,10 +263,11 @@ fn resolve<'a>(
 /// resource, name, subresource), and [`Segments::rest`] gives the path from the current one on.
 #[derive(Clone, Copy)]
 struct Segments<'a> {
-    head: [&'a str; Segments::HEAD],
-    /// Where each of `head` starts in `path`.
+    /// Where each of the first segments starts in `path`.
     starts: [usize; Segments::HEAD],
-    /// How many of `head` the path has.
+    /// Where each ends (the `/` after it, or the path's end).
+    ends: [usize; Segments::HEAD],
+    /// How many segments the head holds (at most `HEAD`).
     len: usize,
     /// How many have been dropped from the front.
     at: usize,
@@ -279,8 +280,8 @@ impl<'a> Segments<'a> {
 
     fn new(path: &'a str) -> Self {
         let mut segments = Segments {
-            head: [""; Segments::HEAD],
             starts: [0; Segments::HEAD],
+            ends: [0; Segments::HEAD],
             len: 0,
             at: 0,
             path,
@@ -301,14 +302,15 @@ impl<'a> Segments<'a> {
         segments
     }
 
-    /// Keeps `path[start..end]` as the next segment; false when the head is full.
+    /// Keeps `path[start..end]` as the next segment (its bounds: it is sliced only when read);
+    /// false when the head is full.
     fn push(&mut self, start: usize, end: usize) -> bool {
-        let (Some(slot), Some(at)) = (self.head.get_mut(self.len), self.starts.get_mut(self.len))
+        let (Some(s), Some(e)) = (self.starts.get_mut(self.len), self.ends.get_mut(self.len))
         else {
             return false;
         };
-        *slot = self.path.get(start..end).unwrap_or_default();
-        *at = start;
+        *s = start;
+        *e = end;
         self.len = self.len.saturating_add(1);
         true
     }
@@ -324,7 +326,8 @@ impl<'a> Segments<'a> {
         if i >= self.len {
             return None;
         }
-        self.head.get(i).copied()
+        let (start, end) = (*self.starts.get(i)?, *self.ends.get(i)?);
+        self.path.get(start..end)
     }
 
     /// How many segments there are from the current one, counting no further than `limit`

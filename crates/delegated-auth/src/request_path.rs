@@ -170,6 +170,7 @@ pub(crate) fn hex_value(b: u8) -> Option<u8> {
 /// Calls `f` with the index of each `/` in `bytes`, in order, while it returns true; returns
 /// whether it always did. Eight bytes at a time: the bytes equal to `/` are found in one word
 /// (exactly, no borrow between bytes), then visited by their bits.
+#[inline]
 pub(crate) fn for_each_slash(bytes: &[u8], mut f: impl FnMut(usize) -> bool) -> bool {
     const SLASHES: u64 = u64::from_ne_bytes([b'/'; 8]);
     const LOW7: u64 = u64::from_ne_bytes([0x7f; 8]);

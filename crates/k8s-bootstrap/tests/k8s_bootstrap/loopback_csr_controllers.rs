@@ -33,12 +33,12 @@ async fn client_from_yaml(yaml: &str) -> Client {
     Client::try_from(config).unwrap()
 }
 
-async fn admin(server: &LoopbackApiServer) -> Client {
+pub(super) async fn admin(server: &LoopbackApiServer) -> Client {
     client_from_yaml(&server.admin_kubeconfig_yaml()).await
 }
 
 /// A client authenticated by a new bootstrap token whose extra group is `group`.
-async fn token_client(server: &LoopbackApiServer, id: &str, group: &str) -> Client {
+pub(super) async fn token_client(server: &LoopbackApiServer, id: &str, group: &str) -> Client {
     let secret = "0123456789abcdef";
     let data: BTreeMap<String, String> = [
         ("token-id", id),

@@ -5,7 +5,6 @@
 
 #![cfg(all(unix, feature = "tls-bootstrap"))]
 
-use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use futures_util::TryStreamExt as _;
@@ -14,12 +13,13 @@ use k8s_bootstrap::node_certificates::{
 };
 use k8s_bootstrap::tls_bootstrap::rotation::Bootstrap;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest as ApiCsr;
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::Config;
+use kube::api::{Api, ListParams, Patch, PatchParams, WatchEvent, WatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
 use loopback_apiserver::LoopbackApiServer;
 use tokio::sync::watch;
+
+use super::loopback_csr_controllers::{admin, token_client};
 
 const PAIR: &str = "kubelet-client";
 const WAIT: Duration = Duration::from_secs(60);
@@ -30,41 +30,6 @@ async fn config_from_yaml(yaml: &str) -> Config {
     Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .unwrap()
-}
-
-async fn admin(server: &LoopbackApiServer) -> Client {
-    Client::try_from(config_from_yaml(&server.admin_kubeconfig_yaml()).await).unwrap()
-}
-
-/// A client authenticated by a new bootstrap token in kubeadm's node group.
-async fn token_client(server: &LoopbackApiServer, id: &str) -> Client {
-    let secret = "0123456789abcdef";
-    let data: BTreeMap<String, String> = [
-        ("token-id", id),
-        ("token-secret", secret),
-        ("usage-bootstrap-authentication", "true"),
-        ("auth-extra-groups", BOOTSTRAPPERS),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect();
-    let token = Secret {
-        metadata: kube::api::ObjectMeta {
-            name: Some(format!("bootstrap-token-{id}")),
-            ..Default::default()
-        },
-        type_: Some("bootstrap.kubernetes.io/token".to_owned()),
-        string_data: Some(data),
-        ..Default::default()
-    };
-    Api::<Secret>::namespaced(admin(server).await, "kube-system")
-        .create(&PostParams::default(), &token)
-        .await
-        .unwrap();
-    let yaml = server
-        .admin_kubeconfig_yaml()
-        .replace(server.admin_token(), &format!("{id}.{secret}"));
-    Client::try_from(config_from_yaml(&yaml).await).unwrap()
 }
 
 fn client_kind(node: &str) -> Option<CertificateKind> {
@@ -142,7 +107,7 @@ async fn decide(api: &Api<ApiCsr>, name: &str, type_: &str) {
 #[tokio::test]
 async fn with_no_certificate_the_bootstrap_credential_gets_one_and_it_is_written() {
     let server = LoopbackApiServer::builder().start().await.unwrap();
-    let bootstrap = token_client(&server, "abcdef").await;
+    let bootstrap = token_client(&server, "abcdef", BOOTSTRAPPERS).await;
     let dir = tempfile::tempdir().unwrap();
     let store = CertificateStore::new(PAIR, dir.path()).unwrap();
     let config = config_from_yaml(&server.admin_kubeconfig_yaml()).await;
@@ -244,7 +209,7 @@ async fn a_certificate_past_its_rotation_deadline_is_replaced_with_the_current_c
 #[tokio::test]
 async fn a_template_change_files_a_new_request() {
     let server = LoopbackApiServer::builder().start().await.unwrap();
-    let token = token_client(&server, "bcdefa").await;
+    let token = token_client(&server, "bcdefa", BOOTSTRAPPERS).await;
     let dir = tempfile::tempdir().unwrap();
     let store = CertificateStore::new(PAIR, dir.path()).unwrap();
     // Every request with the bootstrap token, which the double approves for any node name.
@@ -286,7 +251,7 @@ async fn a_denied_request_is_retried_after_the_backoff() {
         .start()
         .await
         .unwrap();
-    let bootstrap = token_client(&server, "cdefab").await;
+    let bootstrap = token_client(&server, "cdefab", BOOTSTRAPPERS).await;
     let dir = tempfile::tempdir().unwrap();
     let store = CertificateStore::new(PAIR, dir.path()).unwrap();
     let config = config_from_yaml(&server.admin_kubeconfig_yaml()).await;
@@ -327,7 +292,7 @@ async fn a_denied_request_is_retried_after_the_backoff() {
 #[tokio::test]
 async fn a_regular_file_current_pem_is_never_replaced() {
     let server = LoopbackApiServer::builder().start().await.unwrap();
-    let bootstrap = token_client(&server, "defabc").await;
+    let bootstrap = token_client(&server, "defabc", BOOTSTRAPPERS).await;
     let dir = tempfile::tempdir().unwrap();
     let store = CertificateStore::new(PAIR, dir.path()).unwrap();
     // The user's own file, past its rotation deadline.
@@ -375,7 +340,7 @@ async fn a_template_change_abandons_a_pending_request_for_the_old_one() {
         .start()
         .await
         .unwrap();
-    let bootstrap = token_client(&server, "efabcd").await;
+    let bootstrap = token_client(&server, "efabcd", BOOTSTRAPPERS).await;
     let dir = tempfile::tempdir().unwrap();
     let store = CertificateStore::new(PAIR, dir.path()).unwrap();
     let config = config_from_yaml(&server.admin_kubeconfig_yaml()).await;

@@ -440,7 +440,7 @@ struct View<'a> {
     target: ViewTarget<'a>,
 }
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 enum ViewTarget<'a> {
     /// Namespace, group, version, resource, subresource, name, field selector, label selector.
     Resource([&'a str; 8]),
@@ -499,8 +499,44 @@ impl PartialEq for View<'_> {
         // The same user is usually the same allocation (the token cache's): no need to walk
         // its groups and extra then.
         (Arc::ptr_eq(self.user, other.user) || self.user == other.user)
-            && self.verb == other.verb
-            && self.target == other.target
+            && same(self.verb, other.verb)
+            && match (&self.target, &other.target) {
+                (ViewTarget::Resource(a), ViewTarget::Resource(b)) => {
+                    a.iter().zip(b).all(|(a, b)| same(a, b))
+                }
+                (ViewTarget::NonResource(a), ViewTarget::NonResource(b)) => same(a, b),
+                _ => false,
+            }
+    }
+}
+
+/// Whether `a` and `b` are equal: the short strings attributes are made of (a verb, a group,
+/// a name) by a few word compares, without a call; longer ones as `==` compares them.
+#[inline]
+fn same(a: &str, b: &str) -> bool {
+    /// The `N` bytes of `s` from `at`, if it holds them.
+    fn word<const N: usize>(s: &[u8], at: usize) -> Option<[u8; N]> {
+        s.get(at..at.checked_add(N)?)?.try_into().ok()
+    }
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    match n {
+        0 => true,
+        // First, middle and last bytes cover every byte of a string this short.
+        1..=3 => a.first() == b.first() && a.get(n / 2) == b.get(n / 2) && a.last() == b.last(),
+        // The first and last words overlap and cover it all.
+        4..=7 => {
+            let end = n.wrapping_sub(4);
+            word::<4>(a, 0) == word::<4>(b, 0) && word::<4>(a, end) == word::<4>(b, end)
+        }
+        8..=16 => {
+            let end = n.wrapping_sub(8);
+            word::<8>(a, 0) == word::<8>(b, 0) && word::<8>(a, end) == word::<8>(b, end)
+        }
+        _ => a == b,
     }
 }
 
@@ -509,6 +545,12 @@ impl PartialEq for View<'_> {
 trait Sink {
     fn bytes(&mut self, b: &[u8]);
     fn count(&mut self, n: usize);
+    /// One string, length-prefixed.
+    #[inline]
+    fn field(&mut self, s: &str) {
+        self.count(s.len());
+        self.bytes(s.as_bytes());
+    }
 }
 
 impl Sink for Sha256 {
@@ -527,6 +569,12 @@ impl Sink for foldhash::fast::FoldHasher<'_> {
     fn count(&mut self, n: usize) {
         self.write_u64(n as u64);
     }
+    /// The string alone: foldhash folds the length of what it is given in already, and a key
+    /// only needs to tell attributes apart most of the time (a hit is compared in full).
+    #[inline]
+    fn field(&mut self, s: &str) {
+        self.write(s.as_bytes());
+    }
 }
 
 /// Feeds every attribute, length-prefixed, to `out`: the user, then the request.
@@ -536,8 +584,7 @@ fn encode(a: &View<'_>, out: &mut impl Sink) {
 }
 
 fn field(out: &mut impl Sink, s: &str) {
-    out.count(s.len());
-    out.bytes(s.as_bytes());
+    out.field(s);
 }
 
 /// Feeds the user's name, UID, groups and extra, length-prefixed, to `out`.
@@ -740,7 +787,27 @@ mod tests {
     use std::sync::Arc;
     use std::time::{Duration, SystemTime};
 
-    use super::{AccessCache, CacheConfig};
+    use super::{AccessCache, CacheConfig, same};
+
+    /// `same` answers as `==` for every pair of strings of up to 20 bytes that differ in one
+    /// byte at any position, and for equal ones, across its word-size boundaries.
+    #[test]
+    fn same_agrees_with_eq() {
+        for n in 0..=20 {
+            let a: String = (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+            assert!(same(&a, &a.clone()), "{a:?}");
+            for at in 0..n {
+                let mut b = a.clone().into_bytes();
+                b[at] = b'Z';
+                let b = String::from_utf8(b).unwrap();
+                assert_eq!(same(&a, &b), a == b, "{a:?} {b:?}");
+                assert!(!same(&a, &b), "{a:?} {b:?}");
+            }
+            let longer = format!("{a}x");
+            assert!(!same(&a, &longer));
+            assert!(!same(&longer, &a));
+        }
+    }
     use crate::{AccessReviewKind, Attributes, UserInfo, read_access_review};
 
     fn user(name: &str) -> UserInfo {

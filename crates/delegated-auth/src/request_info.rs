@@ -163,7 +163,9 @@ fn resolve<'a>(
     if *prefixes == ApiPrefixes::None {
         return info;
     }
-    let mut rest = Segments::new(path.trim_matches('/'));
+    // Go trims every `/` at either end; a clean path has at most one at each.
+    let trimmed = path.strip_prefix('/').unwrap_or(path);
+    let mut rest = Segments::new(trimmed.strip_suffix('/').unwrap_or(trimmed));
     // Fewer than three segments (`/metrics`, `/healthz/ready`) is never a resource request.
     if rest.count_up_to(3) < 3 {
         return info;
@@ -258,15 +260,15 @@ fn resolve<'a>(
 }
 
 /// The segments of a trimmed path (no leading or trailing `/`; a clean path has no empty
-/// segment), read from the front. The first [`Segments::HEAD`] are split once, in place;
+/// segment), read from the front. The first [`Segments::HEAD`] are found once, in place;
 /// resolving never looks further (prefix, group, version, verb, `namespaces`, namespace,
 /// resource, name, subresource), and [`Segments::rest`] gives the path from the current one on.
+/// Small (a segment is kept as where it ends), so that making it copies little.
 #[derive(Clone, Copy)]
 struct Segments<'a> {
-    /// Where each of the first segments starts in `path`.
-    starts: [usize; Segments::HEAD],
-    /// Where each ends (the `/` after it, or the path's end).
-    ends: [usize; Segments::HEAD],
+    /// Where each of the first segments ends (the `/` after it, or the path's end); each starts
+    /// one past the end of the one before it, the first at 0.
+    ends: [u32; Segments::HEAD],
     /// How many segments the head holds (at most `HEAD`).
     len: usize,
     /// How many have been dropped from the front.
@@ -278,77 +280,92 @@ struct Segments<'a> {
 impl<'a> Segments<'a> {
     const HEAD: usize = 10;
 
+    #[inline]
     fn new(path: &'a str) -> Self {
         let mut segments = Segments {
-            starts: [0; Segments::HEAD],
             ends: [0; Segments::HEAD],
             len: 0,
             at: 0,
             path,
         };
+        // A request path is at most `MAX_REQUEST_TARGET_BYTES` long, so every bound fits.
+        let Ok(path_len) = u32::try_from(path.len()) else {
+            return segments;
+        };
         if path.is_empty() {
             return segments;
         }
         // Bytes, not chars: `/` is ASCII, so every split falls on a char boundary.
-        let mut start = 0;
         let full = !for_each_slash(path.as_bytes(), |i| {
-            let pushed = segments.push(start, i);
-            start = i.saturating_add(1);
-            pushed
+            u32::try_from(i).is_ok_and(|end| segments.push(end))
         });
         if !full {
-            segments.push(start, path.len());
+            segments.push(path_len);
         }
         segments
     }
 
-    /// Keeps `path[start..end]` as the next segment (its bounds: it is sliced only when read);
-    /// false when the head is full.
-    fn push(&mut self, start: usize, end: usize) -> bool {
-        let (Some(s), Some(e)) = (self.starts.get_mut(self.len), self.ends.get_mut(self.len))
-        else {
+    /// Keeps the next segment, which ends at `end`; false when the head is full.
+    #[inline]
+    fn push(&mut self, end: u32) -> bool {
+        let Some(e) = self.ends.get_mut(self.len) else {
             return false;
         };
-        *s = start;
         *e = end;
         self.len = self.len.saturating_add(1);
         true
     }
 
+    /// Where the segment at `i` (from the front of the path) starts.
+    #[inline]
+    fn start(&self, i: usize) -> Option<usize> {
+        match i.checked_sub(1) {
+            None => Some(0),
+            Some(before) => self
+                .ends
+                .get(before)
+                .map(|end| (*end as usize).saturating_add(1)),
+        }
+    }
+
     /// The first segment, if any.
+    #[inline]
     fn first(&self) -> Option<&'a str> {
         self.nth(0)
     }
 
     /// The segment at `n` from the current one, if any (within the head).
+    #[inline]
     fn nth(&self, n: usize) -> Option<&'a str> {
         let i = self.at.checked_add(n)?;
         if i >= self.len {
             return None;
         }
-        let (start, end) = (*self.starts.get(i)?, *self.ends.get(i)?);
-        self.path.get(start..end)
+        let end = *self.ends.get(i)? as usize;
+        self.path.get(self.start(i)?..end)
     }
 
     /// How many segments there are from the current one, counting no further than `limit`
     /// (at most what the head holds).
+    #[inline]
     fn count_up_to(&self, limit: usize) -> usize {
         self.len.saturating_sub(self.at).min(limit)
     }
 
     /// Drops the first `n` segments (all of them if there are fewer).
+    #[inline]
     fn skip(&mut self, n: usize) {
         self.at = self.at.saturating_add(n).min(self.len);
     }
 
     /// The path from the current segment on, empty when none is left.
+    #[inline]
     fn rest(&self) -> &'a str {
         if self.at >= self.len {
             return "";
         }
-        self.starts
-            .get(self.at)
-            .and_then(|start| self.path.get(*start..))
+        self.start(self.at)
+            .and_then(|start| self.path.get(start..))
             .unwrap_or_default()
     }
 }

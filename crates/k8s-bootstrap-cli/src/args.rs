@@ -833,9 +833,33 @@ pub(crate) struct JoinArgs {
     /// How long to wait for the certificate (Go duration; the kubelet waits an hour).
     #[arg(long, default_value = "1h0m0s", value_name = "DURATION", allow_hyphen_values = true, value_parser = positive_duration)]
     pub(crate) tls_bootstrap_timeout: Duration,
+    /// With --node-name: also file the kubelet's serving certificate request (signer
+    /// kubernetes.io/kubelet-serving, as the kubelet's serverTLSBootstrap does), with the
+    /// node's client certificate once it is issued, and write the pair as
+    /// <cert-dir>/kubelet-server-<timestamp>.pem with kubelet-server-current.pem linking to it.
+    /// kube-controller-manager never approves serving requests: an administrator (kubectl
+    /// certificate approve) or an approver controller must. join waits for it up to
+    /// --serving-timeout; the client credentials are written first and stay either way.
+    #[arg(long, requires = "node_name")]
+    pub(crate) serving: bool,
+    /// With --serving: a DNS name for the serving certificate (the node name is always one);
+    /// repeatable or comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "NAME", requires = "serving")]
+    pub(crate) hostname: Vec<String>,
+    /// With --serving: an IP address for the serving certificate (the node's addresses);
+    /// repeatable or comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "IP", requires = "serving")]
+    pub(crate) address: Vec<std::net::IpAddr>,
+    /// With --serving: how long to wait for the serving certificate's approval and issuance
+    /// (Go duration; the kubelet's certificate manager waits 15 minutes per request). When
+    /// it runs out join fails, its client credentials written; `k8s-bootstrap
+    /// node-certificates --serving` keeps requesting.
+    #[arg(long, default_value = "15m0s", value_name = "DURATION", allow_hyphen_values = true, value_parser = positive_duration, requires = "serving")]
+    pub(crate) serving_timeout: Duration,
     /// Replace output files that already exist (--tls-bootstrap-kubeconfig, and with
     /// --node-name --kubelet-kubeconfig and <cert-dir>/kubelet-client-current.pem); without
-    /// it, join refuses to start, as kubeadm's preflight does.
+    /// it, join refuses to start, as kubeadm's preflight does. An existing
+    /// kubelet-server-current.pem is never replaced by join --serving.
     #[arg(long)]
     pub(crate) force: bool,
 }

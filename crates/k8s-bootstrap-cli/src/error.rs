@@ -59,6 +59,16 @@ pub(crate) enum CliError {
     },
     #[error("node-certificates: {0}")]
     NodeCertificates(String),
+    /// `join --serving` after the client credentials were written: the serving certificate
+    /// was not issued.
+    #[error(
+        "serving certificate: {message} (the node's client credentials are written: {}; k8s-bootstrap node-certificates --serving keeps requesting the serving certificate)",
+        .kubeconfig.display()
+    )]
+    Serving {
+        message: String,
+        kubeconfig: PathBuf,
+    },
     #[error("TLS bootstrap: {0}")]
     TlsBootstrap(#[source] k8s_bootstrap::csr::Error),
     #[error("the node key {}: {source}", .path.display())]

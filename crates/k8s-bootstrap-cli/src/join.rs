@@ -156,7 +156,127 @@ pub(crate) async fn run(args: &JoinArgs) -> Result<(), CliError> {
         kubeconfig.server(),
         &ca_pem,
     )
+    .await?;
+    if args.serving {
+        serving(args, &node).await?;
+    }
+    Ok(())
+}
+
+/// `--serving`: the kubelet's serving certificate (`serverTLSBootstrap`), requested with the
+/// node's new client credentials (the requester is then `system:node:<name>`, as approvers
+/// expect) by the library's certificate manager, which writes it in the kubelet's layout
+/// (`kubelet-server-<timestamp>.pem`, `kubelet-server-current.pem`). join waits until it is
+/// issued, the request is denied or fails, or `--serving-timeout` runs out.
+async fn serving(
+    args: &JoinArgs,
+    node: &k8s_bootstrap::tls_bootstrap::NodeName,
+) -> Result<(), CliError> {
+    use k8s_bootstrap::node_certificates::{CertificateKind, CertificateStore, Clients, Manager};
+    use k8s_bootstrap::tls_bootstrap::rotation::Bootstrap;
+
+    let failed = |message: String| CliError::Serving {
+        message,
+        kubeconfig: args.kubelet_kubeconfig.clone(),
+    };
+    let kubeconfig = kube::config::Kubeconfig::read_from(&args.kubelet_kubeconfig)
+        .map_err(|e| failed(format!("reading the node's kubeconfig: {e}")))?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .map_err(|e| failed(format!("reading the node's kubeconfig: {e}")))?;
+    let client = kube::Client::try_from(config.clone())
+        .map_err(|e| failed(format!("a client for the node's kubeconfig: {e}")))?;
+    let store =
+        CertificateStore::new(SERVING_PAIR, &args.cert_dir).map_err(|e| failed(e.to_string()))?;
+    let kind = CertificateKind::Serving {
+        node: node.clone(),
+        dns_names: serving_dns_names(args),
+        ip_addresses: args.address.clone(),
+    };
+    // The node's client certificate stands in for the bootstrap credential: with no serving
+    // certificate yet, the manager files the request with it.
+    let clients = Clients::from_config(config).with_bootstrap(client, Bootstrap::Present);
+    let (_templates, templates) = tokio::sync::watch::channel(Some(kind));
+    let manager =
+        Manager::new(store.clone(), clients, templates).with_wait_timeout(args.serving_timeout);
+    let mut published = manager.subscribe();
+    let waiting = format!(
+        "waiting for the serving certificate of {user} (signer {signer}, timeout {timeout}): \
+         kube-controller-manager never approves serving requests; an administrator (kubectl \
+         certificate approve <name>) or an approver controller must",
+        user = node.user_name(),
+        signer = k8s_bootstrap::tls_bootstrap::KUBELET_SERVING_SIGNER,
+        timeout = k8s_bootstrap::bootstrap_token::format_go_duration(args.serving_timeout),
+    );
+    let status = published.clone();
+    let progress = || {
+        let pending = status.borrow().pending_request().map(str::to_owned)?;
+        Some(format!(
+            "{pending} pending approval (kubectl certificate approve {pending})"
+        ))
+    };
+    // What the manager publishes, read as it changes: the request's name is said once it is
+    // filed; the first installed certificate or the first failure ends the wait (the manager
+    // itself would retry for ever).
+    let watch = async {
+        let mut announced: Option<String> = None;
+        loop {
+            let (pending, outcome) = {
+                let s = published.borrow_and_update();
+                let outcome = if s.rotations() > 0 {
+                    Some(Ok(s.last_written().map(std::path::Path::to_owned)))
+                } else if s.failed_attempts() > 0 {
+                    Some(Err(s.last_failure().unwrap_or_default().to_owned()))
+                } else {
+                    None
+                };
+                (s.pending_request().map(str::to_owned), outcome)
+            };
+            if let Some(name) = pending
+                && announced.as_deref() != Some(name.as_str())
+            {
+                crate::progress::note(&format!(
+                    "certificate signing request {name} filed for the serving certificate \
+                     (signer {signer}); approve it: kubectl certificate approve {name}",
+                    signer = k8s_bootstrap::tls_bootstrap::KUBELET_SERVING_SIGNER,
+                ));
+                announced = Some(name);
+            }
+            if let Some(outcome) = outcome {
+                return outcome;
+            }
+            if published.changed().await.is_err() {
+                return Err("the certificate manager stopped".to_owned());
+            }
+        }
+    };
+    let outcome = crate::progress::report_with(&waiting, progress, async {
+        tokio::select! {
+            r = manager.run() => Err(r.err().map_or_else(String::new, |e| e.to_string())),
+            o = watch => o,
+        }
+    })
     .await
+    .map_err(failed)?;
+    let current = store.current_path();
+    let written = outcome.unwrap_or_else(|| current.clone());
+    crate::output::print(&format!(
+        "wrote the serving certificate of {user} to {written}\n\
+         {current} links to it\n",
+        user = node.user_name(),
+        written = written.display(),
+        current = current.display(),
+    ))
+}
+
+/// The serving pair's name in `--cert-dir`, as the kubelet's.
+const SERVING_PAIR: &str = "kubelet-server";
+
+/// The serving certificate's DNS names: the node name, then `--hostname`.
+fn serving_dns_names(args: &JoinArgs) -> Vec<String> {
+    let mut names: Vec<String> = args.node_name.iter().cloned().collect();
+    names.extend(args.hostname.iter().cloned());
+    names
 }
 
 /// The kubelet's TLS bootstrap: the node's key (kept in `<cert-dir>/kubelet-client.key.tmp`
@@ -388,6 +508,30 @@ fn preflight(args: &JoinArgs) -> Result<Option<k8s_bootstrap::tls_bootstrap::Nod
     }
     new_file("--kubelet-kubeconfig", &args.kubelet_kubeconfig)?;
     new_file("--cert-dir", &pem)?;
+    if args.serving {
+        // The request as it will be filed: its names and addresses are checked now.
+        let key = k8s_bootstrap::tls_bootstrap::NodeKey::generate()
+            .map_err(|e| CliError::Usage(format!("--serving: {e}")))?;
+        let names = serving_dns_names(args);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        k8s_bootstrap::tls_bootstrap::CertificateRequest::for_node_serving(
+            &node,
+            &key,
+            &names,
+            &args.address,
+        )
+        .map_err(|e| CliError::Usage(format!("--hostname/--address: {e}")))?;
+        // join never replaces a serving certificate, even with --force: `node-certificates
+        // --serving` keeps an existing one current.
+        let serving = args.cert_dir.join(format!("{SERVING_PAIR}-current.pem"));
+        if std::fs::symlink_metadata(&serving).is_ok() {
+            return Err(CliError::Usage(format!(
+                "--serving: {} already exists; join does not replace a serving certificate \
+                 (k8s-bootstrap node-certificates --serving keeps it current)",
+                serving.display()
+            )));
+        }
+    }
     writable_dir(
         &format!("--kubelet-kubeconfig {}", args.kubelet_kubeconfig.display()),
         &parent(&args.kubelet_kubeconfig),

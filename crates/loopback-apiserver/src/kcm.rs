@@ -1,8 +1,10 @@
-//! The double's kube-controller-manager CSR controllers: `csrapproving` and `csrsigning` for
-//! `kubernetes.io/kube-apiserver-client-kubelet`, each decision taken by the `tls-bootstrap`
-//! core ([`tls_bootstrap::approve`], [`tls_bootstrap::sign`]); the double only reads the
-//! object, writes the result through the `approval` or `status` subresource, and (for the
-//! signer) has its CA issue the certificate the plan describes.
+//! The double's kube-controller-manager CSR controllers: `csrapproving` for
+//! `kubernetes.io/kube-apiserver-client-kubelet`, and `csrsigning` for it and for
+//! `kubernetes.io/kubelet-serving` (approved by someone else: kube-controller-manager never
+//! approves serving requests, and neither does the double), each decision taken by the
+//! `tls-bootstrap` core ([`tls_bootstrap::approve`], [`tls_bootstrap::sign`]); the double only
+//! reads the object, writes the result through the `approval` or `status` subresource, and (for
+//! the signer) has its CA issue the certificate the plan describes, with the request's names.
 //!
 //! The approver's SubjectAccessReviews are answered by the double's authorizer over the stored
 //! policy, which holds the RBAC kubeadm installs: `certificatesigningrequests/nodeclient` for
@@ -15,8 +17,8 @@ use std::time::SystemTime;
 
 use delegated_auth::{Attributes, ResourceAttributes, UserInfo};
 use rcgen::{
-    CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyUsagePurpose, PublicKeyData,
-    SerialNumber, SignatureAlgorithm,
+    CertificateParams, DnType, ExtendedKeyUsagePurpose, Ia5String, KeyUsagePurpose, PublicKeyData,
+    SanType, SerialNumber, SignatureAlgorithm,
 };
 use serde_json::Value;
 use tls_bootstrap::{
@@ -193,6 +195,7 @@ fn issue(shared: &Shared, plan: &SigningPlan) -> Result<String, String> {
     params
         .distinguished_name
         .push(DnType::CommonName, plan.common_name.as_str());
+    params.subject_alt_names = subject_alt_names(plan)?;
     params.key_usages = plan
         .key_usages
         .iter()
@@ -241,6 +244,24 @@ fn issue(shared: &Shared, plan: &SigningPlan) -> Result<String, String> {
         .sign(params, &key)
         .map(|c| c.pem())
         .map_err(|e| e.to_string())
+}
+
+/// The request's subject alternative names, in the order Go's x509 writes them: DNS names,
+/// email addresses, IP addresses, URIs.
+fn subject_alt_names(plan: &SigningPlan) -> Result<Vec<SanType>, String> {
+    let ia5 = |s: &str| Ia5String::try_from(s).map_err(|e| e.to_string());
+    let mut names = Vec::new();
+    for d in &plan.dns_names {
+        names.push(SanType::DnsName(ia5(d)?));
+    }
+    for e in &plan.email_addresses {
+        names.push(SanType::Rfc822Name(ia5(e)?));
+    }
+    names.extend(plan.ip_addresses.iter().map(|ip| SanType::IpAddress(*ip)));
+    for u in &plan.uris {
+        names.push(SanType::URI(ia5(u)?));
+    }
+    Ok(names)
 }
 
 fn b64(bytes: &[u8]) -> String {

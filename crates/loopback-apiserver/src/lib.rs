@@ -238,10 +238,13 @@ impl Builder {
         self
     }
 
-    /// Run kube-controller-manager's signer for `kubernetes.io/kube-apiserver-client-kubelet`
-    /// (default on): approved requests get a certificate from the server's CA, with the
-    /// lifetime and usages the `tls-bootstrap` core's signer rules give, or a `Failed`
-    /// condition. Off, `status.certificate` is left to clients.
+    /// Run kube-controller-manager's signers for `kubernetes.io/kube-apiserver-client-kubelet`
+    /// and `kubernetes.io/kubelet-serving` (default on): approved requests get a certificate
+    /// from the server's CA, with the subject, subject alternative names, lifetime and usages
+    /// the `tls-bootstrap` core's signer rules give, or a `Failed` condition. Serving requests
+    /// are never approved automatically (as kube-controller-manager's approver, the double's
+    /// handles only client requests): they wait for `kubectl certificate approve` or an
+    /// approver controller. Off, `status.certificate` is left to clients.
     pub fn csr_signer(mut self, on: bool) -> Builder {
         self.csr_signer = on;
         self

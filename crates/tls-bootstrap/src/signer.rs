@@ -1,10 +1,13 @@
-//! The signer's rules for `kubernetes.io/kube-apiserver-client-kubelet`.
+//! The signer's rules for `kubernetes.io/kube-apiserver-client-kubelet` and
+//! `kubernetes.io/kubelet-serving`.
 
+use std::net::IpAddr;
 use std::time::{Duration, SystemTime};
 
 use crate::object::{CertificateSigningRequest, Condition, KUBELET_CLIENT_SIGNER};
 use crate::policy::{Rejection, validate_kubelet_client};
 use crate::request::KeyType;
+use crate::serving::{KUBELET_SERVING_SIGNER, validate_kubelet_serving};
 use crate::usage::KeyUsage;
 
 /// kube-controller-manager's default `--cluster-signing-duration`: one year.
@@ -59,6 +62,16 @@ pub struct SigningPlan {
     pub public_key_bits: Vec<u8>,
     /// The request's key type.
     pub key_type: KeyType,
+    /// The request's DNS subject alternative names, in its order (serving requests).
+    pub dns_names: Vec<String>,
+    /// The request's IP subject alternative names, in its order (serving requests).
+    pub ip_addresses: Vec<IpAddr>,
+    /// The request's email subject alternative names (none passes either signer's
+    /// validation; copied as Kubernetes' CA copies them).
+    pub email_addresses: Vec<String>,
+    /// The request's URI subject alternative names (none passes either signer's validation;
+    /// copied as Kubernetes' CA copies them).
+    pub uris: Vec<String>,
 }
 
 /// The signer's verdict on one object.
@@ -76,15 +89,19 @@ pub enum Signing {
     Retry(Rejection),
 }
 
-/// kube-controller-manager's `csrsigning` controller for the kubelet client signer, on one
-/// object at `now`.
+/// kube-controller-manager's `csrsigning` controllers for the kubelet client and kubelet
+/// serving signers, on one object at `now`.
 ///
-/// Signs requests for [`KUBELET_CLIENT_SIGNER`] without a certificate that are approved as
+/// Signs requests for [`KUBELET_CLIENT_SIGNER`] or [`KUBELET_SERVING_SIGNER`] without a
+/// certificate that are approved as
 /// Kubernetes' signer reads conditions: [`CertificateSigningRequest::is_approved`] (a condition
 /// of type `Approved` and none of type `Denied`, whatever their status) and no `Failed`
 /// condition whose status is `True` or empty
-/// ([`CertificateSigningRequest::has_true_condition`]). A request that breaks
-/// [`validate_kubelet_client`] gets a `Failed` condition. The lifetime is
+/// ([`CertificateSigningRequest::has_true_condition`]). A request that breaks its signer's
+/// validation ([`validate_kubelet_client`] or [`validate_kubelet_serving`]) gets a `Failed`
+/// condition with reason `SignerValidationFailure` and the rule's message. Both signers give
+/// the same lifetimes, and copy the request's subject and subject alternative names. The
+/// lifetime is
 /// [`signing_duration`], `notBefore` is backdated by [`BACKDATE`], and a lifetime of
 /// [`SHORT_LIFETIME`] or more loses the backdate at its end; `notAfter` never passes the
 /// CA's.
@@ -110,9 +127,13 @@ pub enum Signing {
 /// # Ok(()) }
 /// ```
 pub fn sign(csr: &CertificateSigningRequest, config: &SignerConfig, now: SystemTime) -> Signing {
+    let validate = match csr.spec.signer_name.as_str() {
+        KUBELET_CLIENT_SIGNER => validate_kubelet_client,
+        KUBELET_SERVING_SIGNER => validate_kubelet_serving,
+        _ => return Signing::Ignore,
+    };
     if !csr.is_approved()
         || csr.has_true_condition("Failed")
-        || csr.spec.signer_name != KUBELET_CLIENT_SIGNER
         || csr
             .status
             .certificate
@@ -131,7 +152,7 @@ pub fn sign(csr: &CertificateSigningRequest, config: &SignerConfig, now: SystemT
             ));
         }
     };
-    if let Err(e) = validate_kubelet_client(&request, &csr.spec.usages) {
+    if let Err(e) = validate(&request, &csr.spec.usages) {
         return Signing::Fail(Condition::new(
             "Failed",
             "SignerValidationFailure",
@@ -175,6 +196,10 @@ pub fn sign(csr: &CertificateSigningRequest, config: &SignerConfig, now: SystemT
         public_key_der: request.public_key_der().to_vec(),
         public_key_bits: request.public_key_bits().to_vec(),
         key_type: request.key_type(),
+        dns_names: request.dns_names().to_vec(),
+        ip_addresses: request.ip_addresses().to_vec(),
+        email_addresses: request.email_addresses().to_vec(),
+        uris: request.uris().to_vec(),
     })
 }
 

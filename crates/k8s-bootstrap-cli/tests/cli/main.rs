@@ -28,6 +28,7 @@ mod cli_forward_proxy_services;
 #[cfg(feature = "sidecar")]
 mod cli_forward_proxy_tls;
 mod cli_help;
+mod cli_join_serving;
 #[cfg(all(
     feature = "controllers",
     feature = "sidecar",

@@ -231,6 +231,7 @@ pub struct Snapshot {
     failed_attempts: u32,
     last_failure: Option<Arc<str>>,
     last_written: Option<PathBuf>,
+    pending_request: Option<Arc<str>>,
 }
 
 impl Snapshot {
@@ -268,6 +269,14 @@ impl Snapshot {
     #[must_use]
     pub fn last_written(&self) -> Option<&std::path::Path> {
         self.last_written.as_deref()
+    }
+
+    /// The name of the certificate signing request filed and not yet decided, while the
+    /// manager waits for it (what an administrator approves with `kubectl certificate approve
+    /// <name>`); `None` otherwise.
+    #[must_use]
+    pub fn pending_request(&self) -> Option<&str> {
+        self.pending_request.as_deref()
     }
 }
 
@@ -486,6 +495,9 @@ impl Manager {
             .map_err(ManagerError::Create)?;
         let name = created.metadata.name.clone().unwrap_or_default();
         tracing::info!(csr = %name, signer = kind.signer_name(), "certificate signing request filed");
+        let pending: Arc<str> = Arc::from(name.as_str());
+        self.published
+            .send_modify(|s| s.pending_request = Some(pending));
         let accept = |pem: &[u8]| accept_issued(pem, &key, &template);
         let wait = crate::csr::wait_for_certificate(
             &api,
@@ -506,19 +518,18 @@ impl Manager {
                 }
             }
         };
-        let pem = tokio::select! {
+        let waited = tokio::select! {
             r = tokio::time::timeout(self.wait_timeout, wait) => match r {
-                Ok(pem) => pem.map_err(ManagerError::Wait)?,
-                Err(_) => {
-                    return Err(ManagerError::Wait(crate::csr::Error::Timeout {
-                        name: name.clone(),
-                        after: self.wait_timeout,
-                    }));
-                }
+                Ok(pem) => pem.map_err(ManagerError::Wait),
+                Err(_) => Err(ManagerError::Wait(crate::csr::Error::Timeout {
+                    name: name.clone(),
+                    after: self.wait_timeout,
+                })),
             },
-            e = abandon => return Err(e),
+            e = abandon => Err(e),
         };
-        Ok((pem, name))
+        self.published.send_modify(|s| s.pending_request = None);
+        Ok((waited?, name))
     }
 
     fn publish(&self, pair: Option<&Arc<LoadedPair>>) {

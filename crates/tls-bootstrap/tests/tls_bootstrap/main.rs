@@ -24,4 +24,5 @@ mod rotation;
 mod rules;
 mod serving;
 mod serving_proptests;
+mod signer_serving;
 mod support;

@@ -78,7 +78,11 @@ mod health;
 pub mod node_certificates;
 #[cfg(feature = "sidecar")]
 pub mod sidecar;
-#[cfg(any(feature = "discovery", feature = "forward-proxy"))]
+#[cfg(any(
+    feature = "discovery",
+    feature = "forward-proxy",
+    feature = "tls-bootstrap"
+))]
 mod tls;
 #[cfg(feature = "token")]
 pub mod token;

@@ -36,10 +36,12 @@ use tls_bootstrap::rotation::CurrentCertificate;
 use crate::files::{self, Existing};
 
 mod manager;
+mod resolver;
 pub use manager::{
     CERTIFICATE_WAIT_TIMEOUT, CertificateKind, Clients, CurrentClientFn, Manager, ManagerError,
     Snapshot, client_for_pair,
 };
+pub use resolver::{ResolverError, ServingResolver};
 
 /// The longest pair name accepted.
 pub const MAX_PAIR_NAME_LEN: usize = 64;

@@ -371,3 +371,131 @@ async fn a_template_change_abandons_a_pending_request_for_the_old_one() {
     task.abort();
     server.shutdown().await;
 }
+
+/// The TLS server certificate of a handshake with `server` for `name`, verified against the
+/// double's CA: its leaf, DER.
+async fn served_certificate(
+    server: std::net::SocketAddr,
+    ca_pem: &str,
+    name: &str,
+) -> Result<Vec<u8>, std::io::Error> {
+    use rustls::pki_types::ServerName;
+    use rustls::pki_types::pem::PemObject as _;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(server).await?;
+    let tls = connector
+        .connect(ServerName::try_from(name.to_owned()).unwrap(), tcp)
+        .await?;
+    let (_, connection) = tls.get_ref();
+    Ok(connection.peer_certificates().unwrap()[0].to_vec())
+}
+
+/// A TLS server on `ServingResolver`: each handshake gets the serving certificate the manager
+/// holds at that moment, and a rotation reaches the next handshake without a restart.
+#[tokio::test]
+async fn a_tls_server_serves_the_serving_certificate_the_manager_keeps() {
+    use k8s_bootstrap::node_certificates::ServingResolver;
+    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let admin_client = admin(&server).await;
+    let csrs = Api::<ApiCsr>::all(admin_client.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let store = CertificateStore::new("kubelet-server", dir.path()).unwrap();
+    let for_current = admin_client.clone();
+    let clients = Clients::new(move |_| Ok(for_current.clone()))
+        .with_bootstrap(admin_client, Bootstrap::Present);
+    let serving = |names: &[&str]| {
+        Some(CertificateKind::Serving {
+            node: "worker-1".parse().unwrap(),
+            dns_names: names.iter().map(|n| (*n).to_owned()).collect(),
+            ip_addresses: vec!["127.0.0.1".parse().unwrap()],
+        })
+    };
+    let (templates, rx) = watch::channel(serving(&["worker-1"]));
+    let manager = Manager::new(store, clients, rx);
+    let mut current = manager.subscribe();
+    let resolver = ServingResolver::new(manager.subscribe()).unwrap();
+    assert!(resolver.current().is_none(), "nothing to serve yet");
+    let task = tokio::spawn(manager.run());
+
+    // The TLS server, on its own port, serving whatever the resolver gives.
+    let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_cert_resolver(std::sync::Arc::new(resolver));
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let tls_addr = listener.local_addr().unwrap();
+    let tls_server = tokio::spawn(async move {
+        loop {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                if let Ok(mut tls) = acceptor.accept(tcp).await {
+                    use tokio::io::AsyncReadExt as _;
+                    let mut byte = [0u8; 1];
+                    let _ = tls.read(&mut byte).await;
+                }
+            });
+        }
+    });
+
+    // The request is never approved by the double (as kube-controller-manager): approve it.
+    let first_csr = next_csr(&csrs, &[]).await;
+    let first_name = first_csr.metadata.name.clone().unwrap();
+    assert_eq!(first_csr.spec.signer_name, "kubernetes.io/kubelet-serving");
+    decide(&csrs, &first_name, "Approved").await;
+    let first = published(&mut current, |s| s.rotations() == 1).await;
+    let first_leaf = first.pair().unwrap().certificate_chain_der()[0].clone();
+    assert_eq!(
+        served_certificate(tls_addr, server.ca_pem(), "worker-1")
+            .await
+            .unwrap(),
+        first_leaf
+    );
+    // A name the certificate does not hold is refused by the client.
+    assert!(
+        served_certificate(tls_addr, server.ca_pem(), "worker-1.nodes.example")
+            .await
+            .is_err()
+    );
+
+    // The node gains a name: a new request, approved, and the next handshake has it.
+    templates
+        .send(serving(&["worker-1", "worker-1.nodes.example"]))
+        .unwrap();
+    let second_csr = next_csr(&csrs, std::slice::from_ref(&first_name)).await;
+    decide(
+        &csrs,
+        second_csr.metadata.name.as_ref().unwrap(),
+        "Approved",
+    )
+    .await;
+    let second = published(&mut current, |s| s.rotations() == 2).await;
+    let second_leaf = second.pair().unwrap().certificate_chain_der()[0].clone();
+    assert_ne!(second_leaf, first_leaf);
+    for name in ["worker-1", "worker-1.nodes.example"] {
+        assert_eq!(
+            served_certificate(tls_addr, server.ca_pem(), name)
+                .await
+                .unwrap(),
+            second_leaf,
+            "{name}"
+        );
+    }
+    tls_server.abort();
+    task.abort();
+    server.shutdown().await;
+}

@@ -1,6 +1,6 @@
 //! The command line (clap derive), with kubeadm's flag names.
 
-#[cfg(feature = "loopback-server")]
+#[cfg(any(feature = "loopback-server", feature = "sidecar"))]
 use std::num::NonZeroU32;
 use std::path::PathBuf;
 
@@ -313,13 +313,7 @@ pub(crate) struct ControllersArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ForwardProxyArgs {
     /// Where to accept requests over TLS (needs --tls-cert-file and --tls-private-key-file).
-    /// `--listen` is an older name for it.
-    #[arg(
-        long,
-        alias = "listen",
-        default_value = "0.0.0.0:8443",
-        value_name = "ADDR:PORT"
-    )]
+    #[arg(long, default_value = "0.0.0.0:8443", value_name = "ADDR:PORT")]
     pub(crate) secure_listen_address: std::net::SocketAddr,
     /// Accept requests in plain HTTP on this address instead of TLS: bearer tokens then cross
     /// the network in clear text (for loopback, or behind a mesh or a TLS terminator).
@@ -359,6 +353,11 @@ pub(crate) struct ForwardProxyArgs {
     /// counting (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = REQUESTHEADER_USERNAME_HEADERS, value_name = "NAMES")]
     pub(crate) requestheader_username_headers: Vec<String>,
+    /// token-review: the headers the front proxy names the user's UID in, the first non-empty
+    /// one counting (comma-separated; none by default, as kube-apiserver's default;
+    /// X-Remote-Uid is what kube-apiserver sends).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub(crate) requestheader_uid_headers: Vec<String>,
     /// token-review: the headers the front proxy names the user's groups in
     /// (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = REQUESTHEADER_GROUP_HEADERS, value_name = "NAMES")]
@@ -373,7 +372,9 @@ pub(crate) struct ForwardProxyArgs {
     /// issuer and keys (read once, at start, from /.well-known/openid-configuration and
     /// /openid/v1/jwks), without a TokenReview; any other token is still reviewed. Offline
     /// verification cannot see a deleted ServiceAccount or Pod: such a token stays valid
-    /// until it expires.
+    /// until it expires. `offline-only`: as `offline`, and every other bearer token is refused
+    /// (401) without a TokenReview, so the proxy never sends one (access is still decided by
+    /// SubjectAccessReview).
     #[arg(long, value_enum, default_value_t = ServiceAccountTokens::Review, value_name = "MODE")]
     pub(crate) service_account_tokens: ServiceAccountTokens,
     /// token-review: at most this many reviews (TokenReviews and SubjectAccessReviews
@@ -557,6 +558,28 @@ pub(crate) enum ServiceAccountTokens {
     Review,
     /// Projected tokens verified with the cluster's keys, without a TokenReview.
     Offline,
+    /// As `Offline`, and no other token is ever reviewed: each is refused.
+    OfflineOnly,
+}
+
+#[cfg(feature = "sidecar")]
+impl ServiceAccountTokens {
+    /// Whether projected tokens are verified offline.
+    pub(crate) fn offline(self) -> bool {
+        matches!(
+            self,
+            ServiceAccountTokens::Offline | ServiceAccountTokens::OfflineOnly
+        )
+    }
+
+    /// The flag's value as given.
+    pub(crate) fn flag(self) -> &'static str {
+        match self {
+            ServiceAccountTokens::Review => "--service-account-tokens=review",
+            ServiceAccountTokens::Offline => "--service-account-tokens=offline",
+            ServiceAccountTokens::OfflineOnly => "--service-account-tokens=offline-only",
+        }
+    }
 }
 
 /// kube-apiserver's `--requestheader-username-headers` as kubeadm sets it.

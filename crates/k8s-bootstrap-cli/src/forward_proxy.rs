@@ -5,7 +5,7 @@ use std::num::{NonZeroU32, NonZeroUsize};
 
 use k8s_bootstrap::addon_jwt::Algorithm;
 use k8s_bootstrap::delegated::{
-    DelegatedAuthLayer, ReviewRateLimit, fetch_service_account_authenticator,
+    DelegatedAuthLayer, ReviewRateLimit, TokenReviews, fetch_service_account_authenticator,
 };
 use k8s_bootstrap::delegated_auth::{
     ClientCa, FrontProxyAuthenticator, RbacProxyConfig, RequestHeaderConfig,
@@ -131,6 +131,10 @@ fn requestheader_flag_given(args: &ForwardProxyArgs) -> Option<&'static str> {
                 REQUESTHEADER_USERNAME_HEADERS,
             ),
             "--requestheader-username-headers",
+        ),
+        (
+            !args.requestheader_uid_headers.is_empty(),
+            "--requestheader-uid-headers",
         ),
         (
             list_changed(
@@ -273,14 +277,11 @@ fn delegated_flags(args: &ForwardProxyArgs) -> Result<DelegatedFlags, CliError> 
                 .map_err(|e| CliError::Usage(format!("--ignore-paths: {e}")))?,
         );
     }
-    if args.service_account_tokens == ServiceAccountTokens::Offline
-        && args.auth_token_audiences.is_empty()
-    {
-        return Err(CliError::Usage(
-            "--service-account-tokens=offline needs --auth-token-audiences (the audiences \
-             the projected tokens are for)"
-                .to_owned(),
-        ));
+    if args.service_account_tokens.offline() && args.auth_token_audiences.is_empty() {
+        return Err(CliError::Usage(format!(
+            "{} needs --auth-token-audiences (the audiences the projected tokens are for)",
+            args.service_account_tokens.flag()
+        )));
     }
     let client_ca = match &args.client_ca_file {
         Some(path) => Some(read_ca_file("--client-ca-file", path)?),
@@ -294,6 +295,7 @@ fn delegated_flags(args: &ForwardProxyArgs) -> Result<DelegatedFlags, CliError> 
                 &args.requestheader_group_headers,
                 &args.requestheader_extra_headers_prefix,
             )
+            .and_then(|h| h.with_uid_headers(&args.requestheader_uid_headers))
             .map_err(|e| CliError::Usage(format!("--requestheader-*-headers: {e}")))?;
             let allowed = args
                 .requestheader_allowed_names
@@ -429,14 +431,17 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
             if let Some(ca) = client_ca {
                 layer = layer.client_ca(ca);
             }
-            if args.service_account_tokens == ServiceAccountTokens::Offline {
+            if args.service_account_tokens.offline() {
                 let offline =
                     fetch_service_account_authenticator(&client, &args.auth_token_audiences)
                         .await
                         .map_err(|e| {
-                            CliError::Proxy(format!("--service-account-tokens=offline: {e}"))
+                            CliError::Proxy(format!("{}: {e}", args.service_account_tokens.flag()))
                         })?;
                 layer = layer.service_account_tokens(offline);
+            }
+            if args.service_account_tokens == ServiceAccountTokens::OfflineOnly {
+                layer = layer.token_reviews(TokenReviews::Disabled);
             }
             if let Some(limit) = rate_limit {
                 layer = layer.review_rate_limit(limit);
@@ -590,6 +595,7 @@ fn log_authenticators(args: &ForwardProxyArgs) {
             requestheader_client_ca_file = ca,
             allowed_names,
             username_headers = args.requestheader_username_headers.join(","),
+            uid_headers = args.requestheader_uid_headers.join(","),
             group_headers = args.requestheader_group_headers.join(","),
             extra_headers_prefix = args.requestheader_extra_headers_prefix.join(","),
             "{ENABLED}"
@@ -598,12 +604,19 @@ fn log_authenticators(args: &ForwardProxyArgs) {
     if let Some(ca) = path(&args.client_ca_file) {
         tracing::info!(authenticator = "x509", client_ca_file = ca, "{ENABLED}");
     }
-    if args.service_account_tokens == ServiceAccountTokens::Offline {
+    if args.service_account_tokens.offline() {
         tracing::info!(
             authenticator = "service-account-tokens-offline",
             audiences = args.auth_token_audiences.join(","),
             "{ENABLED}"
         );
+    }
+    if args.service_account_tokens == ServiceAccountTokens::OfflineOnly {
+        tracing::info!(
+            "forward-proxy: TokenReview disabled (--service-account-tokens=offline-only): any \
+             other bearer token is refused"
+        );
+        return;
     }
     tracing::info!(
         authenticator = "token-review",

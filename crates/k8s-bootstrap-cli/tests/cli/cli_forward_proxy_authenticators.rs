@@ -3,7 +3,8 @@
 //!
 //! - client certificates of `--client-ca-file` (x509);
 //! - the front proxy of `--requestheader-client-ca-file`;
-//! - projected service-account tokens verified offline (`--service-account-tokens=offline`);
+//! - projected service-account tokens verified offline (`--service-account-tokens=offline`,
+//!   and `offline-only`, which never sends a TokenReview);
 //! - the review rate limit (`--review-rate-limit`).
 //!
 //! The certificates are made by OpenSSL; the clients are kube's own HTTPS client.
@@ -243,6 +244,7 @@ async fn only_the_front_proxy_certificate_with_an_allowed_name_makes_the_headers
                 &format!("--client-ca-file={}", client_ca.display()),
                 &format!("--requestheader-client-ca-file={}", front_ca.display()),
                 "--requestheader-allowed-names=front-proxy-client",
+                "--requestheader-uid-headers=X-Remote-Uid",
             ],
         )
         .await;
@@ -295,6 +297,7 @@ async fn only_the_front_proxy_certificate_with_an_allowed_name_makes_the_headers
     assert!(lines[0].contains("front-proxy"), "{log}");
     assert!(lines[0].contains("front-proxy-client"), "{log}");
     assert!(lines[0].contains("X-Remote-User"), "{log}");
+    assert!(lines[0].contains("uid_headers=\"X-Remote-Uid\""), "{log}");
     assert!(lines[1].contains("x509"), "{log}");
     assert!(lines[2].contains("token-review"), "{log}");
 }
@@ -415,6 +418,65 @@ async fn projected_tokens_verify_offline_for_their_audience_only() {
     assert_eq!(lines.len(), 2, "{log}");
     assert!(lines[0].contains("service-account-tokens-offline"), "{log}");
     assert!(lines[0].contains("metrics.example"), "{log}");
+}
+
+/// `offline-only`: projected tokens for the audience still pass (verified offline, access by
+/// SubjectAccessReview); every other token, which `offline` would send for review, is refused
+/// without one.
+#[tokio::test]
+async fn offline_only_refuses_every_other_token_without_a_review() {
+    let setup = Setup::start().await;
+    setup.administer().await;
+    let addon = addon().await;
+    let proxy = setup
+        .proxy(
+            addon,
+            &[
+                "--auth-token-audiences=metrics.example",
+                "--service-account-tokens=offline-only",
+            ],
+        )
+        .await;
+    let projected = kubectl(
+        &setup.admin,
+        &[
+            "create",
+            "token",
+            "prometheus",
+            "-n",
+            NS,
+            "--audience=metrics.example",
+        ],
+    )
+    .await
+    .trim()
+    .to_owned();
+    let client = setup.client(proxy.listen, &projected).await;
+    let (status, body) = call(&client, "GET", "/metrics").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.starts_with(&format!("user=system:serviceaccount:{NS}:prometheus ")),
+        "{body}"
+    );
+
+    // The account's token for the API server's own audience, and a token that is no JWT.
+    let for_the_api_server = kubectl(&setup.admin, &["create", "token", "prometheus", "-n", NS])
+        .await
+        .trim()
+        .to_owned();
+    for token in [for_the_api_server.as_str(), "abcdef.0123456789abcdef"] {
+        let client = setup.client(proxy.listen, token).await;
+        let (status, body) = call(&client, "GET", "/metrics").await;
+        assert_eq!(status, 401, "{body}");
+        assert!(!body.contains("user="), "{body}");
+    }
+    assert_eq!(token_reviews(&setup), 0, "no TokenReview is ever sent");
+
+    let log = proxy.stderr().await;
+    assert!(log.contains("TokenReview disabled"), "{log}");
+    let lines = authenticator_lines(&log);
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(lines[0].contains("service-account-tokens-offline"), "{log}");
 }
 
 #[tokio::test]
@@ -551,9 +613,21 @@ fn authenticator_flag_errors_name_the_flag_before_any_work() {
         ),
         (
             &review[..],
+            &["--requestheader-uid-headers=X-Remote-Uid"][..],
+            2,
+            "--requestheader-uid-headers needs --requestheader-client-ca-file",
+        ),
+        (
+            &review[..],
             &["--service-account-tokens=offline"][..],
             2,
             "--service-account-tokens=offline needs --auth-token-audiences",
+        ),
+        (
+            &review[..],
+            &["--service-account-tokens=offline-only"][..],
+            2,
+            "--service-account-tokens=offline-only needs --auth-token-audiences",
         ),
         (
             &review[..],

@@ -240,8 +240,8 @@ async fn tls_min_version_13_refuses_tls_1_2() {
 async fn plain_http_only_with_the_insecure_flag() {
     let files = Files::new();
     let upstream = addon().await;
-    // Neither the TLS files nor the insecure flag (nor under the older --listen).
-    for extra in [&[][..], &["--listen=127.0.0.1:0"][..]] {
+    // Neither the TLS files nor the insecure flag (with the TLS address given or not).
+    for extra in [&[][..], &["--secure-listen-address=127.0.0.1:0"][..]] {
         let output = Command::new(BIN)
             .args(proxy_args(upstream, &files, extra))
             .output()

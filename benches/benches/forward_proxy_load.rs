@@ -165,6 +165,7 @@ ZknhZrtKyRVE+62C6rJE4LKP\n\
 -----END PRIVATE KEY-----\n";
 use k8s_bootstrap_benches::{
     PROXY_AUDIENCE as AUDIENCE, PROXY_ISSUER as ISSUER, SHIPPED_FEATURES as SHIPPED, free_addr,
+    start_listening,
 };
 
 /// The upstream: answers every request `200 ok` (hyper, one worker thread); `GET /whoami`
@@ -229,18 +230,6 @@ fn on_cpu(cpu: Option<usize>, program: &Path) -> Command {
     }
 }
 
-fn wait_listening(child: &mut Child, listen: SocketAddr, what: &str) {
-    for _ in 0..200 {
-        if std::net::TcpStream::connect(listen).is_ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("{what} did not start");
-}
-
 fn start_proxy(
     binary: &Path,
     upstream: SocketAddr,
@@ -249,30 +238,29 @@ fn start_proxy(
     cache: usize,
     cpu: Option<usize>,
 ) -> (Child, SocketAddr) {
-    let listen = free_addr();
-    let mut child = on_cpu(cpu, binary)
-        .args([
-            "forward-proxy",
-            &format!("--insecure-listen-address={listen}"),
-            &format!("--forward={upstream}"),
-            &format!("--issuer={ISSUER}"),
-            &format!("--audience={AUDIENCE}"),
-            &format!("--public-key-file={}", key_file.display()),
-            &format!("--algorithm={algorithm}"),
-            &format!("--verified-cache-size={cache}"),
-            &format!(
-                "--max-concurrent-verifications={}",
-                std::env::var("VERIFY_SLOTS").unwrap_or_else(|_| "0".to_owned())
-            ),
-            &format!("--http-address={}", free_addr()),
-        ])
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_listening(&mut child, listen, "the proxy");
-    (child, listen)
+    start_listening("the proxy", |listen| {
+        on_cpu(cpu, binary)
+            .args([
+                "forward-proxy",
+                &format!("--insecure-listen-address={listen}"),
+                &format!("--forward={upstream}"),
+                &format!("--issuer={ISSUER}"),
+                &format!("--audience={AUDIENCE}"),
+                &format!("--public-key-file={}", key_file.display()),
+                &format!("--algorithm={algorithm}"),
+                &format!("--verified-cache-size={cache}"),
+                &format!(
+                    "--max-concurrent-verifications={}",
+                    std::env::var("VERIFY_SLOTS").unwrap_or_else(|_| "0".to_owned())
+                ),
+                &format!("--http-address={}", free_addr()),
+            ])
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    })
 }
 
 /// nginx as a plain reverse proxy in front of `upstream` (keep-alive to it, no token check),
@@ -286,31 +274,30 @@ fn start_nginx(
         .iter()
         .map(Path::new)
         .find(|p| p.exists())?;
-    let listen = free_addr();
     let workers = if cpu.is_some() { "1" } else { "auto" };
-    let conf = format!(
-        "worker_processes {workers};\ndaemon off;\nerror_log {dir}/error.log;\npid {dir}/nginx.pid;\n\
+    Some(start_listening("nginx", |listen| {
+        let conf = format!(
+            "worker_processes {workers};\ndaemon off;\nerror_log {dir}/error.log;\npid {dir}/nginx.pid;\n\
          events {{ worker_connections 1024; }}\n\
          http {{\n  access_log off;\n  client_body_temp_path {dir};\n  proxy_temp_path {dir};\n\
          upstream addon {{ server {upstream}; keepalive 64; }}\n\
          server {{\n    listen {listen};\n    location / {{\n      proxy_pass http://addon;\n\
          proxy_http_version 1.1;\n      proxy_set_header Connection \"\";\n\
          proxy_set_header Authorization \"\";\n      proxy_set_header X-Authenticated-User jane;\n    }}\n  }}\n}}\n",
-        dir = dir.display()
-    );
-    let conf_file = dir.join("nginx.conf");
-    std::fs::write(&conf_file, conf).unwrap();
-    let mut child = on_cpu(cpu, nginx)
-        .arg("-c")
-        .arg(&conf_file)
-        .arg("-p")
-        .arg(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    wait_listening(&mut child, listen, "nginx");
-    Some((child, listen))
+            dir = dir.display()
+        );
+        let conf_file = dir.join("nginx.conf");
+        std::fs::write(&conf_file, conf).unwrap();
+        on_cpu(cpu, nginx)
+            .arg("-c")
+            .arg(&conf_file)
+            .arg("-p")
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    }))
 }
 
 /// HAProxy checking the token itself (`jwt_verify`, `alg` (ES256 or RS256), no cache) in front of `upstream`,
@@ -327,12 +314,12 @@ fn start_haproxy(
         .iter()
         .map(Path::new)
         .find(|p| p.exists())?;
-    let listen = free_addr();
     let threads = if cpu.is_some() { "  nbthread 1\n" } else { "" };
-    // A failed fetch (no bearer token, no such claim, not a number) leaves the variable unset:
-    // an `unless` rule then denies.
-    let conf = format!(
-        "global\n{threads}  maxconn 4096\n\
+    Some(start_listening("haproxy", |listen| {
+        // A failed fetch (no bearer token, no such claim, not a number) leaves the variable unset:
+        // an `unless` rule then denies.
+        let conf = format!(
+            "global\n{threads}  maxconn 4096\n\
          defaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n\
          frontend addon\n  bind {listen}\n\
          \x20 http-request set-var(txn.bearer) http_auth_bearer\n\
@@ -351,20 +338,19 @@ fn start_haproxy(
          \x20 http-request del-header Authorization\n\
          \x20 default_backend addon\n\
          backend addon\n  http-reuse always\n  server upstream {upstream}\n",
-        key = public_key_file.display()
-    );
-    let conf_file = dir.join("haproxy.cfg");
-    std::fs::write(&conf_file, conf).unwrap();
-    let mut child = on_cpu(cpu, haproxy)
-        .arg("-db")
-        .arg("-f")
-        .arg(&conf_file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    wait_listening(&mut child, listen, "haproxy");
-    Some((child, listen))
+            key = public_key_file.display()
+        );
+        let conf_file = dir.join("haproxy.cfg");
+        std::fs::write(&conf_file, conf).unwrap();
+        on_cpu(cpu, haproxy)
+            .arg("-db")
+            .arg("-f")
+            .arg(&conf_file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    }))
 }
 
 fn haproxy_version() -> String {

@@ -71,6 +71,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use k8s_bootstrap_benches::{
     PROXY_AUDIENCE as AUDIENCE, PROXY_ISSUER as ISSUER, SHIPPED_FEATURES as SHIPPED, free_addr,
+    start_listening,
 };
 const CACHED_USERS: [&str; 4] = ["alice", "bob", "carol", "dave"];
 /// After the add-on is back, failures are still put down to its restart for this long (the
@@ -212,23 +213,38 @@ impl Shared {
 }
 
 /// The add-on: answers `<X-Authenticated-User> <path>`; restarted on request.
-fn start_addon(addr: SocketAddr, restart: tokio::sync::mpsc::UnboundedReceiver<()>) {
+/// Starts the add-on on a port of its own (bound here, before anything is told of it);
+/// returns where it listens.
+fn start_addon(restart: tokio::sync::mpsc::UnboundedReceiver<()>) -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        runtime.block_on(addon(addr, restart));
+        runtime.block_on(addon(listener, restart));
     });
+    addr
 }
 
-async fn addon(addr: SocketAddr, mut restart: tokio::sync::mpsc::UnboundedReceiver<()>) {
+/// Serves on `first`, then after each restart on the same address again.
+async fn addon(
+    first: std::net::TcpListener,
+    mut restart: tokio::sync::mpsc::UnboundedReceiver<()>,
+) {
+    let addr = first.local_addr().unwrap();
+    let mut first = Some(tokio::net::TcpListener::from_std(first).unwrap());
     loop {
-        let listener = loop {
-            match tokio::net::TcpListener::bind(addr).await {
-                Ok(l) => break l,
-                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-            }
+        let listener = match first.take() {
+            Some(l) => l,
+            None => loop {
+                match tokio::net::TcpListener::bind(addr).await {
+                    Ok(l) => break l,
+                    Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+                }
+            },
         };
         let mut connections = tokio::task::JoinSet::new();
         loop {
@@ -267,32 +283,24 @@ async fn addon(addr: SocketAddr, mut restart: tokio::sync::mpsc::UnboundedReceiv
 }
 
 fn start_proxy(binary: &Path, upstream: SocketAddr, jwks: &Path) -> (Child, SocketAddr) {
-    let listen = free_addr();
-    let mut child = Command::new(binary)
-        .args([
-            "forward-proxy",
-            &format!("--insecure-listen-address={listen}"),
-            &format!("--forward={upstream}"),
-            &format!("--issuer={ISSUER}"),
-            &format!("--audience={AUDIENCE}"),
-            &format!("--jwks-file={}", jwks.display()),
-            "--reload-interval=1s",
-            &format!("--http-address={}", free_addr()),
-        ])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    for _ in 0..500 {
-        if std::net::TcpStream::connect(listen).is_ok() {
-            return (child, listen);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("the proxy did not start");
+    start_listening("the proxy", |listen| {
+        Command::new(binary)
+            .args([
+                "forward-proxy",
+                &format!("--insecure-listen-address={listen}"),
+                &format!("--forward={upstream}"),
+                &format!("--issuer={ISSUER}"),
+                &format!("--audience={AUDIENCE}"),
+                &format!("--jwks-file={}", jwks.display()),
+                "--reload-interval=1s",
+                &format!("--http-address={}", free_addr()),
+            ])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap()
+    })
 }
 
 /// One kept-alive client connection to the proxy.
@@ -643,9 +651,8 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let jwks = dir.path().join("jwks.json");
     write_jwks(&jwks, 0);
-    let addon_addr = free_addr();
     let (restart_tx, restart_rx) = tokio::sync::mpsc::unbounded_channel();
-    start_addon(addon_addr, restart_rx);
+    let addon_addr = start_addon(restart_rx);
     let (mut proxy, proxy_addr) = start_proxy(&binary, addon_addr, &jwks);
     let pid = proxy.id();
 

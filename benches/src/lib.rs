@@ -70,8 +70,63 @@ pub fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// A free port on 127.0.0.1 (bound, read, released) for a process the bench starts; the
-/// benches run alone, so nothing takes it in between.
+/// Starts a server process on a port of 127.0.0.1 and returns it once it is that process
+/// that listens there. `spawn` gets free addresses (see [`free_addr`]: bound, read, released,
+/// so another process may take one in between); when the child exits (a port it was given was
+/// taken) or the port is held by another process, it is stopped and started again on new ports.
+///
+/// # Panics
+///
+/// When no attempt listens within ten seconds, five times.
+#[allow(clippy::panic, reason = "a benchmark fails loudly")]
+pub fn start_listening(
+    what: &str,
+    mut spawn: impl FnMut(std::net::SocketAddr) -> std::process::Child,
+) -> (std::process::Child, std::net::SocketAddr) {
+    for _ in 0..5 {
+        let listen = free_addr();
+        let mut child = spawn(listen);
+        for _ in 0..500 {
+            if matches!(child.try_wait(), Ok(Some(_))) {
+                break;
+            }
+            if listens(child.id(), listen.port()) {
+                return (child, listen);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    panic!("{what} did not start");
+}
+
+/// Whether process `pid` holds the socket that listens on 127.0.0.1:`port` (Linux: the
+/// socket's inode in `/proc/net/tcp`, among the process's open files).
+#[must_use]
+pub fn listens(pid: u32, port: u16) -> bool {
+    let Ok(table) = std::fs::read_to_string("/proc/net/tcp") else {
+        return false;
+    };
+    let local = format!("0100007F:{port:04X}");
+    // Columns: sl, local_address, rem_address, st, ..., inode (the tenth).
+    let inodes: Vec<String> = table
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|c| c.get(1) == Some(&local.as_str()) && c.get(3) == Some(&"0A"))
+        .filter_map(|c| c.get(9).map(|i| format!("socket:[{i}]")))
+        .collect();
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.filter_map(Result::ok)
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .any(|target| inodes.iter().any(|i| target.as_os_str() == i.as_str()))
+}
+
+/// A free port on 127.0.0.1 (bound, read, released) for a server the bench starts: another
+/// process may take it before the server binds it, so start servers with [`start_listening`].
 ///
 /// # Panics
 ///

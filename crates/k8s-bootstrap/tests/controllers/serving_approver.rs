@@ -408,3 +408,63 @@ fn write_node(dir: &Path, name: &str, ip: &str) -> std::path::PathBuf {
     std::fs::write(&file, node_yaml(name, &[("InternalIP", ip)])).unwrap();
     file
 }
+
+/// With DNS resolution on, a name must resolve (through the system resolver) to one of the
+/// node's addresses: `localhost` does, to the node's 127.0.0.1; a name under `.invalid` never
+/// resolves (RFC 6761).
+#[tokio::test]
+async fn with_dns_resolution_names_must_resolve_to_the_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, admin) = cluster(dir.path()).await;
+    let node_file = dir.path().join("node.yaml");
+    std::fs::write(
+        &node_file,
+        node_yaml(
+            "worker-1",
+            &[("InternalIP", "127.0.0.1"), ("InternalIP", "::1")],
+        ),
+    )
+    .unwrap();
+    kubectl(&admin, &["create", "-f", node_file.to_str().unwrap()]).await;
+    let worker1 = client_with_token(&server, "worker-1-token").await;
+    file_serving(&worker1, "resolves", "worker-1", &["localhost"], &[]).await;
+    file_serving(
+        &worker1,
+        "unresolved",
+        "worker-1",
+        &["worker-1.invalid"],
+        &[],
+    )
+    .await;
+    let client = client_with_token(&server, "controllers-token").await;
+    let running = start(move |rx| {
+        let mut policy = ServingPolicy::new(
+            regex::Regex::new(r"^(localhost|worker-1\.invalid)$").unwrap(),
+            vec!["127.0.0.0/8".parse::<IpPrefix>().unwrap()],
+        );
+        policy.dns_check = DnsCheck::Resolve;
+        controllers::kubelet_serving_approver(
+            client,
+            policy,
+            Arc::new(Metrics::new()),
+            options(),
+            async move {
+                let _ = rx.await;
+            },
+        )
+    });
+    eventually("both requests are decided", || {
+        !conditions(&server, "resolves").is_empty() && !conditions(&server, "unresolved").is_empty()
+    })
+    .await;
+    assert_eq!(conditions(&server, "resolves")[0]["type"], "Approved");
+    let denied = &conditions(&server, "unresolved")[0];
+    assert_eq!(denied["type"], "Denied");
+    assert!(
+        denied["message"].as_str().unwrap().ends_with(
+            "DNS subjectAltName \"worker-1.invalid\" does not resolve to an address of the node"
+        ),
+        "{denied}"
+    );
+    running.stop().await;
+}

@@ -525,7 +525,12 @@ fn serving_request_round_trips_and_is_approved() {
 #[test]
 fn kubelet_csr_approver_rows() {
     let max = policy().max_expiration_seconds;
-    type Row = (&'static str, Vec<SanType>, Option<i32>, Option<&'static str>);
+    type Row = (
+        &'static str,
+        Vec<SanType>,
+        Option<i32>,
+        Option<&'static str>,
+    );
     let rows: [Row; 4] = [
         (
             "IPv6 outside the prefixes, with a DNS name",

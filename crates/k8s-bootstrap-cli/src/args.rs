@@ -273,9 +273,40 @@ pub(crate) struct NodeCertificatesArgs {
 #[cfg(feature = "controllers")]
 #[derive(Debug, Args)]
 pub(crate) struct ControllersArgs {
-    /// The controllers to run, comma-separated: bootstrapsigner, tokencleaner, or * for both.
+    /// The controllers to run, comma-separated: bootstrapsigner, tokencleaner,
+    /// kubeletservingapprover; * for bootstrapsigner and tokencleaner (the approver of
+    /// kubelet-serving requests is off by default: `--controllers '*,kubeletservingapprover'`
+    /// runs all three, and it needs --provider-regex).
     #[arg(long, value_delimiter = ',', default_value = "*", value_name = "NAMES")]
     pub(crate) controllers: Vec<String>,
+    /// kubeletservingapprover: every DNS name a kubelet-serving request asks for must match
+    /// this regular expression (Rust regex syntax; matched anywhere in the name unless anchored,
+    /// as kubelet-csr-approver's --provider-regex: write `^node-[0-9]+\.example\.com$`).
+    /// Required with kubeletservingapprover.
+    #[arg(long, value_name = "REGEX", value_parser = provider_regex)]
+    pub(crate) provider_regex: Option<regex::Regex>,
+    /// kubeletservingapprover: every IP address a kubelet-serving request asks for must lie in
+    /// one of these prefixes (comma-separated CIDRs), besides being one of its Node's
+    /// addresses.
+    #[arg(long, value_delimiter = ',', default_value = "0.0.0.0/0,::/0", value_name = "CIDRS",
+        value_parser = ip_prefix)]
+    pub(crate) provider_ip_prefixes: Vec<k8s_bootstrap::tls_bootstrap::IpPrefix>,
+    /// kubeletservingapprover: the longest spec.expirationSeconds approved, in seconds (at
+    /// most 367 days, the default).
+    #[arg(long, default_value_t = 367 * 24 * 3600, value_name = "SECONDS",
+        value_parser = clap::value_parser!(i32).range(0..=367 * 24 * 3600))]
+    pub(crate) max_expiration_sec: i32,
+    /// kubeletservingapprover: do not resolve the DNS names a request asks for (the provider
+    /// regex still applies). On by default; with false, each name must resolve, through the
+    /// system resolver, to one of the node's addresses (kubelet-csr-approver's default).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
+        default_missing_value = "true", value_name = "BOOL")]
+    pub(crate) bypass_dns_resolution: bool,
+    /// kubeletservingapprover: the most subject alternative names (DNS names and IP addresses
+    /// together) a request may ask for.
+    #[arg(long, default_value_t = 20, value_name = "N",
+        value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub(crate) max_subject_alt_names: u16,
     /// Elect a leader on a coordination.k8s.io Lease before running, so several replicas are
     /// safe.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
@@ -950,6 +981,25 @@ fn rate(s: &str) -> Result<(NonZeroU32, Duration), String> {
 
 /// A Go duration ([`go_duration`]) longer than zero: a timeout or a lifetime. A negative one is
 /// taken as the flag's value (`allow_hyphen_values`), so that it is refused for what it is.
+#[cfg(feature = "controllers")]
+fn provider_regex(s: &str) -> Result<regex::Regex, String> {
+    if s.is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    // The compiled program is bounded, as a hostile pattern could otherwise take memory.
+    regex::RegexBuilder::new(s)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(feature = "controllers")]
+fn ip_prefix(s: &str) -> Result<k8s_bootstrap::tls_bootstrap::IpPrefix, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| "not an IP prefix (address/length, such as 10.0.0.0/8 or fd00::/8)".to_owned())
+}
+
 fn positive_duration(s: &str) -> Result<Duration, String> {
     if s.trim_start().starts_with('-') {
         return Err("must be positive (a Go duration such as 30s or 5m0s)".to_owned());

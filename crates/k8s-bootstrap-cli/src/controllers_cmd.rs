@@ -1,9 +1,11 @@
-//! `k8s-bootstrap controllers`: the bootstrap signer and token cleaner, with leader election,
-//! `/healthz`, `/readyz` and `/metrics`, until SIGTERM or Ctrl-C.
+//! `k8s-bootstrap controllers`: the bootstrap signer and token cleaner (and, when named, the
+//! kubelet-serving approver), with leader election, `/healthz`, `/readyz` and `/metrics`, until
+//! SIGTERM or Ctrl-C.
 
 use std::sync::Arc;
 
 use k8s_bootstrap::controllers::{self, Enabled, LeaderElection, Metrics, Options};
+use k8s_bootstrap::tls_bootstrap::{DnsCheck, ServingPolicy};
 
 use crate::args::ControllersArgs;
 use crate::error::CliError;
@@ -12,6 +14,15 @@ use crate::kubeconfig;
 pub(crate) async fn run(args: &ControllersArgs) -> Result<(), CliError> {
     let enabled = Enabled::from_names(args.controllers.iter().map(String::as_str))
         .map_err(CliError::UnknownController)?;
+    let mut options = Options::default();
+    if enabled.kubelet_serving_approver {
+        let policy = serving_policy(args)?;
+        tracing::info!(
+            policy = %controllers::describe_policy(&policy),
+            "kubeletservingapprover: policy"
+        );
+        options.serving_policy = Some(policy);
+    }
     let election = if args.leader_elect {
         if args.leader_elect_renew_deadline >= args.leader_elect_lease_duration {
             return Err(CliError::RenewDeadline);
@@ -65,15 +76,7 @@ pub(crate) async fn run(args: &ControllersArgs) -> Result<(), CliError> {
         tracing::info!("controllers: termination signal received, shutting down");
         let _ = stop.send(true);
     });
-    let result = controllers::run(
-        client,
-        enabled,
-        election,
-        Options::default(),
-        metrics,
-        wait(),
-    )
-    .await;
+    let result = controllers::run(client, enabled, election, options, metrics, wait()).await;
     signals.abort();
     // The HTTP server stops with the controllers (its shutdown future is the same signal, or
     // the controllers ended on their own).
@@ -99,6 +102,7 @@ fn log_configuration(
     let controllers = [
         (enabled.bootstrap_signer, "bootstrapsigner"),
         (enabled.token_cleaner, "tokencleaner"),
+        (enabled.kubelet_serving_approver, "kubeletservingapprover"),
     ]
     .into_iter()
     .filter_map(|(on, name)| on.then_some(name))
@@ -134,6 +138,24 @@ fn log_configuration(
             "controllers: starting without leader election"
         ),
     }
+}
+
+/// The kubelet-serving approver's policy from the flags (`--provider-regex` is required).
+fn serving_policy(args: &ControllersArgs) -> Result<ServingPolicy, CliError> {
+    let Some(regex) = args.provider_regex.clone() else {
+        return Err(CliError::Usage(
+            "controllers: kubeletservingapprover needs --provider-regex".to_owned(),
+        ));
+    };
+    let mut policy = ServingPolicy::new(regex, args.provider_ip_prefixes.clone());
+    policy.max_expiration_seconds = args.max_expiration_sec;
+    policy.max_sans = usize::from(args.max_subject_alt_names);
+    policy.dns_check = if args.bypass_dns_resolution {
+        DnsCheck::DangerousSkip
+    } else {
+        DnsCheck::Resolve
+    };
+    Ok(policy)
 }
 
 /// The API server as `scheme://host:port`: a URL's user information (which could hold a

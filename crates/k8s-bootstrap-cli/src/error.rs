@@ -130,7 +130,9 @@ pub(crate) enum CliError {
     #[error("forward-proxy: {0}")]
     Proxy(String),
     #[cfg(feature = "controllers")]
-    #[error("unknown controller {0:?} in --controllers (known: bootstrapsigner, tokencleaner, *)")]
+    #[error(
+        "unknown controller {0:?} in --controllers (known: bootstrapsigner, tokencleaner, kubeletservingapprover, *)"
+    )]
     UnknownController(String),
     #[cfg(feature = "controllers")]
     #[error("--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration")]

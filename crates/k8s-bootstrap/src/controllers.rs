@@ -13,8 +13,13 @@
 //!   parsed, as Kubernetes treats it) is deleted with its UID as precondition, so a Secret
 //!   recreated under the same name is never deleted by mistake; a live one is looked at again
 //!   exactly when it expires.
+//! * [`kubelet_serving_approver`] (off by default) approves, or denies with a reason,
+//!   `kubernetes.io/kubelet-serving` requests by [`tls_bootstrap::decide_serving`]: the
+//!   requester is the request's common name, and the node owns every DNS name and IP address
+//!   it asks for (its Node's `status.addresses`, the provider regex and IP prefixes, optionally
+//!   DNS), as postfinance/kubelet-csr-approver checks them.
 //!
-//! Both take `kube::Client` and a shutdown future and return when it completes. The watches
+//! Each takes `kube::Client` and a shutdown future and return when it completes. The watches
 //! are kube-runtime's watcher with its default backoff: a watch that expires (410 Gone)
 //! re-lists and resumes. Metrics go to a [`Metrics`] (Prometheus text format).
 //!
@@ -32,11 +37,16 @@ mod cleaner;
 mod election;
 mod http;
 mod metrics;
+mod serving_approver;
 mod signer;
 
 pub use cleaner::token_cleaner;
 pub use http::serve_http;
 pub use metrics::Metrics;
+pub use serving_approver::{
+    APPROVED_REASON, DENIED_REASON, KUBELET_SERVING_SELECTOR, describe_policy,
+    kubelet_serving_approver,
+};
 pub use signer::bootstrap_signer;
 
 /// The field selector of bootstrap-token Secrets (`type=bootstrap.kubernetes.io/token`).
@@ -52,6 +62,9 @@ pub enum Error {
     /// The leader-election settings are inconsistent ([`LeaderElection::validate`]).
     #[error("invalid leader election settings: {0}")]
     LeaderElection(&'static str),
+    /// The kubelet-serving approver is enabled without [`Options::serving_policy`].
+    #[error("the kubelet-serving approver needs a serving policy")]
+    NoServingPolicy,
     /// This process held the leader lease and lost it (another replica holds it, or it could
     /// not be renewed within the renew deadline): the controllers are stopped and the run
     /// ends, as kube-controller-manager's does, so that two leaders never work at once; its
@@ -77,19 +90,24 @@ pub struct Enabled {
     pub bootstrap_signer: bool,
     /// `tokencleaner`.
     pub token_cleaner: bool,
+    /// `kubeletservingapprover` (off by default: not part of `*`).
+    pub kubelet_serving_approver: bool,
 }
 
 impl Enabled {
-    /// Both controllers.
+    /// The controllers on by default (`*`): the bootstrap signer and the token cleaner.
     #[must_use]
     pub fn all() -> Enabled {
         Enabled {
             bootstrap_signer: true,
             token_cleaner: true,
+            kubelet_serving_approver: false,
         }
     }
 
-    /// Only the named ones (`bootstrapsigner`, `tokencleaner`; `*` for both).
+    /// Only the named ones (`bootstrapsigner`, `tokencleaner`, `kubeletservingapprover`; `*`
+    /// for the ones on by default, which `kubeletservingapprover` is not:
+    /// `*,kubeletservingapprover` runs all three).
     ///
     /// # Errors
     ///
@@ -98,12 +116,17 @@ impl Enabled {
         let mut enabled = Enabled {
             bootstrap_signer: false,
             token_cleaner: false,
+            kubelet_serving_approver: false,
         };
         for name in names {
             match name.trim() {
                 "bootstrapsigner" => enabled.bootstrap_signer = true,
                 "tokencleaner" => enabled.token_cleaner = true,
-                "*" => enabled = Enabled::all(),
+                "kubeletservingapprover" => enabled.kubelet_serving_approver = true,
+                "*" => {
+                    enabled.bootstrap_signer = true;
+                    enabled.token_cleaner = true;
+                }
                 other => return Err(other.chars().take(64).collect()),
             }
         }
@@ -206,7 +229,8 @@ impl LeaderElection {
 /// # Errors
 ///
 /// [`Error::LeaderElection`] for inconsistent settings ([`LeaderElection::validate`]),
-/// [`Error::LeadershipLost`], and the controllers' errors.
+/// [`Error::NoServingPolicy`] when the kubelet-serving approver is enabled without
+/// [`Options::serving_policy`], [`Error::LeadershipLost`], and the controllers' errors.
 pub async fn run(
     client: kube::Client,
     enabled: Enabled,
@@ -219,12 +243,25 @@ pub async fn run(
     if let Some(election) = &leader_election {
         election.validate()?;
     }
+    let serving_policy = if enabled.kubelet_serving_approver {
+        Some(
+            options
+                .serving_policy
+                .clone()
+                .ok_or(Error::NoServingPolicy)?,
+        )
+    } else {
+        None
+    };
     metrics
         .expect_signer
         .store(enabled.bootstrap_signer, Ordering::Release);
     metrics
         .expect_cleaner
         .store(enabled.token_cleaner, Ordering::Release);
+    metrics
+        .expect_approver
+        .store(enabled.kubelet_serving_approver, Ordering::Release);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = move || {
         let mut rx = stop_rx.clone();
@@ -252,8 +289,23 @@ pub async fn run(
                     Ok(())
                 }
             };
-            let (a, b) = tokio::join!(signer, cleaner);
-            a.and(b)
+            let approver = async {
+                match serving_policy {
+                    Some(policy) => {
+                        kubelet_serving_approver(
+                            client.clone(),
+                            policy,
+                            metrics.clone(),
+                            options.clone(),
+                            stopped(),
+                        )
+                        .await
+                    }
+                    None => Ok(()),
+                }
+            };
+            let (a, b, c) = tokio::join!(signer, cleaner, approver);
+            a.and(b).and(c)
         }
     };
     let Some(election) = leader_election else {
@@ -334,6 +386,8 @@ pub struct Options {
     /// flight before they are cancelled (a cancelled request is safe: every write is
     /// conditional, and the next leader starts over from a fresh list).
     pub shutdown_grace: Duration,
+    /// The kubelet-serving approver's policy (required when it is enabled; none by default).
+    pub serving_policy: Option<tls_bootstrap::ServingPolicy>,
 }
 
 impl Default for Options {
@@ -342,6 +396,7 @@ impl Default for Options {
             retry_delay: Duration::from_millis(100),
             max_retry_delay: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(5),
+            serving_policy: None,
         }
     }
 }

@@ -46,7 +46,7 @@ pub use k8s_openapi;
     feature = "delegated-auth"
 ))]
 pub use kube;
-#[cfg(feature = "tls-bootstrap")]
+#[cfg(any(feature = "tls-bootstrap", feature = "controllers"))]
 pub use tls_bootstrap;
 
 #[cfg(any(feature = "forward-proxy", feature = "delegated-auth"))]

@@ -1,7 +1,8 @@
-//! The bootstrap signer and token cleaner controllers against the loopback API server (its own
-//! signer off), with kube-runtime's real watcher: tokens created, changed, deleted and expiring
-//! during the run; cluster-info created late, deleted, recreated and edited concurrently; a
-//! watch ended by 410 Gone; UID preconditions on delete.
+//! The bootstrap signer and token cleaner controllers (and, in `serving_approver`, the
+//! kubelet-serving approver) against the loopback API server (its own signer off), with
+//! kube-runtime's real watcher: tokens created, changed, deleted and expiring during the run;
+//! cluster-info created late, deleted, recreated and edited concurrently; a watch ended by 410
+//! Gone; UID preconditions on delete.
 //!
 //! The server under test is a double (`loopback_apiserver`), not a real control plane.
 #![allow(
@@ -28,6 +29,9 @@ use kube::{Client, Config};
 use loopback_apiserver::LoopbackApiServer;
 use serde_json::Value;
 use tokio::sync::oneshot;
+
+#[path = "controllers/serving_approver.rs"]
+mod serving_approver;
 
 async fn client(server: &LoopbackApiServer) -> Client {
     let kubeconfig = Kubeconfig::from_yaml(&server.admin_kubeconfig_yaml()).unwrap();

@@ -221,6 +221,21 @@ pub(crate) fn core_v1() -> Value {
                 "shortNames": ["ns"],
             },
             {
+                "name": "nodes",
+                "singularName": "node",
+                "namespaced": false,
+                "kind": "Node",
+                "verbs": rw,
+                "shortNames": ["no"],
+            },
+            {
+                "name": "nodes/status",
+                "singularName": "",
+                "namespaced": false,
+                "kind": "Node",
+                "verbs": ["get", "patch", "update"],
+            },
+            {
                 "name": "secrets",
                 "singularName": "secret",
                 "namespaced": true,
@@ -296,6 +311,7 @@ pub(crate) fn openapi_v3_core() -> Value {
             "",
             "Namespace",
         ),
+        ("/api/v1/nodes/{name}", "patchCoreV1Node", "", "Node"),
         (
             "/api/v1/namespaces/{namespace}/services/{name}",
             "patchCoreV1NamespacedService",

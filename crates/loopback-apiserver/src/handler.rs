@@ -474,6 +474,12 @@ async fn dispatch(shared: &Arc<Shared>, user: &User, req: Request) -> Result<Res
                 resource.qualified(),
                 name,
             )?;
+            if let (Resource::CertificateSigningRequests, Some(Subresource::Approval), Some(name)) =
+                (resource, subresource, name)
+                && matches!(verb, "update" | "patch")
+            {
+                authorize_signer_approval(shared, user, name)?;
+            }
             let namespace = namespace.to_owned();
             let name = name.map(str::to_owned);
             let accept = header_str(&req, header::ACCEPT);
@@ -609,6 +615,46 @@ fn non_resource(shared: &Shared, path: &str) -> Result<Response, ApiError> {
         _ => return Err(ApiError::path_not_found()),
     };
     Ok(json_response(StatusCode::OK, &value))
+}
+
+/// kube-apiserver's `CertificateApproval` admission: a write to a request's `approval`
+/// subresource (approving or denying) also needs the verb `approve` on the resource `signers`
+/// of `certificates.k8s.io`, named after the request's signer or its domain (`<domain>/*`).
+/// A request that does not exist is left to the store (404).
+fn authorize_signer_approval(shared: &Shared, user: &User, name: &str) -> Result<(), ApiError> {
+    let store = lock(&shared.store);
+    let Some(signer) = store
+        .get(Resource::CertificateSigningRequests, "", name)
+        .and_then(|o| o.pointer("/spec/signerName"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+    else {
+        return Ok(());
+    };
+    let domain = signer.split('/').next().unwrap_or_default();
+    let allowed = [signer.clone(), format!("{domain}/*")]
+        .into_iter()
+        .any(|signer_name| {
+            let target = ResourceAttributes::new("certificates.k8s.io", "*", "signers")
+                .with_name(&signer_name);
+            matches!(
+                auth::authorize(
+                    &store,
+                    &Attributes::resource(user.info(), "approve", target)
+                ),
+                Decision::Allow(_)
+            )
+        });
+    drop(store);
+    if allowed {
+        return Ok(());
+    }
+    let shown: String = signer.chars().take(253).collect();
+    Err(ApiError::forbidden(
+        Resource::CertificateSigningRequests.qualified(),
+        Some(name),
+        &format!("user not permitted to approve requests with signerName {shown:?}"),
+    ))
 }
 
 /// The authorizer's decision on `attrs`, or the 403 kube-apiserver answers (naming `resource`

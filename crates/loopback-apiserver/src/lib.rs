@@ -742,7 +742,7 @@ impl LoopbackApiServer {
     }
 
     /// Test helper: the stored object `resource` (`secrets`, `configmaps`, `namespaces`,
-    /// `services`, `leases`, `certificatesigningrequests`) `namespace/name` (namespace `""` for
+    /// `nodes`, `services`, `leases`, `certificatesigningrequests`, ...) `namespace/name` (namespace `""` for
     /// cluster-scoped resources), as the API would return it.
     pub fn object(&self, namespace: &str, resource: &str, name: &str) -> Option<Value> {
         let resource = Resource::from_plural(resource)?;

@@ -410,7 +410,7 @@ impl BoundObjectRef {
     /// reference names in `namespace`, as kube-apiserver's TokenRequest finds it: a Pod, Secret
     /// or Node of the core group (the `apiVersion`'s version is not looked at); else a 400. The
     /// object must exist (404) and have the reference's UID when it names one (409). The double
-    /// stores no Pods or Nodes: those are never found.
+    /// stores no Pods and binds no token to a Node: those are never found.
     fn resolve(&self, store: &Store, namespace: &str) -> Result<(&'static str, Value), ApiError> {
         // apimachinery's FromAPIVersionAndKind: a version that does not parse leaves no group.
         let parts: Vec<&str> = self.api_version.split('/').collect();
@@ -460,8 +460,7 @@ impl BoundObjectRef {
 
 /// The bound-object checks of kube-apiserver's service-account token validator: a token bound to
 /// a Secret is invalidated once that Secret is gone, and refused when the Secret was recreated
-/// (another UID); a token bound to a Pod or Node (objects the double does not store) is
-/// invalidated.
+/// (another UID); a token bound to a Pod or Node (which the double never binds) is invalidated.
 /// The JSON Web Key kube-apiserver publishes for `key`'s public half (`/openid/v1/jwks`): `kty`
 /// `RSA` with `n` and `e`, or `EC` with the curve and the point's coordinates.
 fn public_jwk(key: &SigningKey) -> Result<Value, Error> {

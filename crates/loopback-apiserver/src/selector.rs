@@ -77,6 +77,7 @@ impl Selector {
                     "metadata.namespace" => "/metadata/namespace",
                     "type" => "/type",
                     "status.phase" => "/status/phase",
+                    "spec.signerName" => "/spec/signerName",
                     _ => return false,
                 };
                 r.matches(Some(

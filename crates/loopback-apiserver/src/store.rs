@@ -29,12 +29,13 @@ pub(crate) const DEFAULT_SERVICE_ACCOUNT: &str = "default";
 /// Capacity of the live event channel; a watcher that falls this far behind is ended.
 const CHANNEL_CAPACITY: usize = 1_024;
 
-/// The resources the double stores (core/v1, `coordination.k8s.io/v1` Leases,
+/// The resources the double stores (core/v1 including Nodes, `coordination.k8s.io/v1` Leases,
 /// `certificates.k8s.io/v1` CertificateSigningRequests, `discovery.k8s.io/v1` EndpointSlices and
 /// the `rbac.authorization.k8s.io/v1` policy objects).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum Resource {
     Namespaces,
+    Nodes,
     Secrets,
     ConfigMaps,
     Services,
@@ -52,6 +53,7 @@ impl Resource {
     pub(crate) fn from_plural(s: &str) -> Option<Resource> {
         match s {
             "namespaces" => Some(Resource::Namespaces),
+            "nodes" => Some(Resource::Nodes),
             "secrets" => Some(Resource::Secrets),
             "configmaps" => Some(Resource::ConfigMaps),
             "services" => Some(Resource::Services),
@@ -83,6 +85,7 @@ impl Resource {
             | Resource::RoleBindings
             | Resource::ClusterRoleBindings => "rbac.authorization.k8s.io/v1",
             Resource::Namespaces
+            | Resource::Nodes
             | Resource::Secrets
             | Resource::ConfigMaps
             | Resource::Services
@@ -111,6 +114,7 @@ impl Resource {
             Resource::RoleBindings => "rolebindings.rbac.authorization.k8s.io",
             Resource::ClusterRoleBindings => "clusterrolebindings.rbac.authorization.k8s.io",
             Resource::Namespaces
+            | Resource::Nodes
             | Resource::Secrets
             | Resource::ConfigMaps
             | Resource::Services
@@ -134,7 +138,9 @@ impl Resource {
     pub(crate) fn subresource(self, name: &str) -> Option<Subresource> {
         match (self, name) {
             (Resource::CertificateSigningRequests, "approval") => Some(Subresource::Approval),
-            (Resource::CertificateSigningRequests, "status") => Some(Subresource::Status),
+            (Resource::CertificateSigningRequests | Resource::Nodes, "status") => {
+                Some(Subresource::Status)
+            }
             _ => None,
         }
     }
@@ -142,6 +148,7 @@ impl Resource {
     pub(crate) fn plural(self) -> &'static str {
         match self {
             Resource::Namespaces => "namespaces",
+            Resource::Nodes => "nodes",
             Resource::Secrets => "secrets",
             Resource::ConfigMaps => "configmaps",
             Resource::Services => "services",
@@ -159,6 +166,7 @@ impl Resource {
     pub(crate) fn kind(self) -> &'static str {
         match self {
             Resource::Namespaces => "Namespace",
+            Resource::Nodes => "Node",
             Resource::Secrets => "Secret",
             Resource::ConfigMaps => "ConfigMap",
             Resource::Services => "Service",
@@ -177,6 +185,7 @@ impl Resource {
         !matches!(
             self,
             Resource::Namespaces
+                | Resource::Nodes
                 | Resource::CertificateSigningRequests
                 | Resource::ClusterRoles
                 | Resource::ClusterRoleBindings
@@ -196,7 +205,9 @@ impl Resource {
             | Resource::Roles
             | Resource::RoleBindings => &["metadata.name", "metadata.namespace"],
             Resource::CertificateSigningRequests => &["metadata.name", "spec.signerName"],
-            Resource::ClusterRoles | Resource::ClusterRoleBindings => &["metadata.name"],
+            Resource::Nodes | Resource::ClusterRoles | Resource::ClusterRoleBindings => {
+                &["metadata.name"]
+            }
         }
     }
 }
@@ -473,6 +484,9 @@ impl Store {
         }
         if resource == Resource::EndpointSlices {
             validate_endpoint_slice(&object, name, self.loopback_endpoints)?;
+        }
+        if resource == Resource::Nodes {
+            node_prepare_update(&mut object, old, part);
         }
         if resource.is_rbac() {
             rbac::validate(resource, &object, name, Some(old))?;
@@ -768,6 +782,7 @@ impl Store {
                 false
             }
             Resource::Services
+            | Resource::Nodes
             | Resource::Leases
             | Resource::CertificateSigningRequests
             | Resource::EndpointSlices
@@ -1022,6 +1037,7 @@ fn normalise(resource: Resource, namespace: &str, object: Value) -> Result<Value
     match resource {
         Resource::Secrets => normalise_secret(&mut obj)?,
         Resource::ConfigMaps
+        | Resource::Nodes
         | Resource::Services
         | Resource::Leases
         | Resource::CertificateSigningRequests
@@ -1037,6 +1053,36 @@ fn normalise(resource: Resource, namespace: &str, object: Value) -> Result<Value
         }
     }
     Ok(Value::Object(obj))
+}
+
+/// The Node registry's update strategies: an update of the Node keeps the stored `status`; an
+/// update through `nodes/status` keeps everything but `status` (and the metadata the API server
+/// owns, already kept).
+fn node_prepare_update(object: &mut Value, old: &Value, part: Option<Subresource>) {
+    let Some(obj) = object.as_object_mut() else {
+        return;
+    };
+    match part {
+        Some(Subresource::Status) => {
+            let status = obj.remove("status");
+            let Some(mut kept) = old.as_object().cloned() else {
+                return;
+            };
+            match status {
+                Some(status) => kept.insert("status".to_owned(), status),
+                None => kept.remove("status"),
+            };
+            *obj = kept;
+        }
+        Some(Subresource::Approval) | None => match old.get("status") {
+            Some(status) => {
+                obj.insert("status".to_owned(), status.clone());
+            }
+            None => {
+                obj.remove("status");
+            }
+        },
+    }
 }
 
 /// `stringData` is merged into `data` (it is write-only); `data` must be base64; `type`
@@ -1102,7 +1148,8 @@ fn validate_name(resource: Resource, name: &str) -> Result<(), ApiError> {
             && !l.starts_with('-')
             && !l.ends_with('-')
     };
-    let (ok, max, what) = if resource.namespaced() {
+    // Namespace names are labels; every other name checked here is a subdomain.
+    let (ok, max, what) = if resource != Resource::Namespaces {
         (
             name.len() <= 253 && name.split('.').all(label_ok),
             253,

@@ -102,6 +102,52 @@ fn slice_endpoints(slice: &Value) -> String {
     cell
 }
 
+/// A Node's STATUS column, as kubectl prints it: its `Ready` condition (`Ready`, `NotReady`,
+/// `Unknown` when it has none), then `SchedulingDisabled` when it is cordoned.
+fn node_status(node: &Value) -> String {
+    let ready = node
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|conditions| {
+            conditions
+                .iter()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+        })
+        .and_then(|c| c.get("status").and_then(Value::as_str));
+    let mut status = match ready {
+        Some("True") => "Ready",
+        Some(_) => "NotReady",
+        None => "Unknown",
+    }
+    .to_owned();
+    if node.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
+        status.push_str(",SchedulingDisabled");
+    }
+    status
+}
+
+/// A Node's ROLES column: the `node-role.kubernetes.io/<role>` labels' roles, sorted and
+/// comma-separated, or `<none>`.
+fn node_roles(node: &Value) -> String {
+    let mut roles: Vec<&str> = node
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|labels| {
+            labels
+                .keys()
+                .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/"))
+                .filter(|r| !r.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    roles.sort_unstable();
+    if roles.is_empty() {
+        "<none>".to_owned()
+    } else {
+        roles.join(",")
+    }
+}
+
 fn column(name: &str, kind: &str, format: &str, description: &str) -> Value {
     json!({"name": name, "type": kind, "format": format, "description": description, "priority": 0})
 }
@@ -141,6 +187,18 @@ pub(crate) fn table(
             name_col,
             column("Status", "string", "", "The status of the namespace"),
             age_col,
+        ],
+        Resource::Nodes => vec![
+            name_col,
+            column("Status", "string", "", "The status of the node"),
+            column("Roles", "string", "", "The roles of the node"),
+            age_col,
+            column(
+                "Version",
+                "string",
+                "",
+                "Kubelet Version reported by the node.",
+            ),
         ],
         Resource::Services => vec![
             name_col,
@@ -259,6 +317,15 @@ pub(crate) fn table(
                     age
                 ]),
                 Resource::Namespaces => json!([name, s("/status/phase"), age]),
+                Resource::Nodes => json!([
+                    name,
+                    node_status(o),
+                    node_roles(o),
+                    age,
+                    Some(s("/status/nodeInfo/kubeletVersion"))
+                        .filter(|v| !v.is_empty())
+                        .unwrap_or_else(|| "<none>".to_owned())
+                ]),
                 Resource::Services => json!([name, s("/spec/type"), age]),
                 Resource::Leases => json!([name, s("/spec/holderIdentity"), age]),
                 Resource::EndpointSlices => json!([

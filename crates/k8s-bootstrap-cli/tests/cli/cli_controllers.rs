@@ -187,6 +187,13 @@ async fn two_replicas_sign_clean_report_and_hand_over_on_sigterm() {
             .is_none()
     })
     .await;
+    // The counter moves just after the delete the server has seen.
+    eventually("the leader counts the deleted token", || async move {
+        http_get(leader_http, "/metrics")
+            .await
+            .is_some_and(|(_, metrics)| has_line(&metrics, "k8s_bootstrap_deleted_tokens_total 1"))
+    })
+    .await;
     let (status, metrics) = http_get(leader_http, "/metrics").await.unwrap();
     assert_eq!(status, 200);
     assert!(has_line(&metrics, "k8s_bootstrap_leader 1"), "{metrics}");
@@ -218,7 +225,7 @@ async fn two_replicas_sign_clean_report_and_hand_over_on_sigterm() {
 }
 
 #[tokio::test]
-async fn unknown_controller_and_bad_durations_are_refused() {
+async fn unknown_controller_and_bad_durations_and_policies_are_refused() {
     for (args, expected) in [
         (
             vec!["controllers", "--controllers=bootstrapsigner,csrsigning"],
@@ -240,6 +247,29 @@ async fn unknown_controller_and_bad_durations_are_refused() {
             ],
             "the renew deadline must be longer than 6/5 of the retry period",
         ),
+        (
+            vec!["controllers", "--controllers=*,kubeletservingapprover"],
+            "kubeletservingapprover needs --provider-regex",
+        ),
+        (
+            vec!["controllers", "--provider-regex=worker-(["],
+            "invalid value 'worker-([' for '--provider-regex <REGEX>'",
+        ),
+        (
+            vec!["controllers", "--provider-regex="],
+            "for '--provider-regex <REGEX>': must not be empty",
+        ),
+        (
+            vec![
+                "controllers",
+                "--provider-ip-prefixes=10.0.0.0/8,10.0.0.0/33",
+            ],
+            "invalid value '10.0.0.0/33' for '--provider-ip-prefixes <CIDRS>'",
+        ),
+        (
+            vec!["controllers", "--max-expiration-sec=31708801"],
+            "for '--max-expiration-sec <SECONDS>'",
+        ),
     ] {
         let output = Command::new(BIN)
             .args(&args)
@@ -259,4 +289,153 @@ async fn unknown_controller_and_bad_durations_are_refused() {
         .await
         .unwrap();
     assert_eq!(output.status.code(), Some(2), "usage errors exit 2");
+}
+
+/// The kubelet-serving approver, named in --controllers: it logs its policy at start, approves a
+/// node's request for its own address and denies one for another's, counts both in /metrics,
+/// and stops on SIGTERM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kubelet_serving_approver_runs_when_named() {
+    use k8s_bootstrap::tls_bootstrap::{
+        CertificateRequest, CertificateSigningRequest, KUBELET_SERVING_SIGNER, KeyUsage, NodeKey,
+    };
+    use k8s_openapi::api::certificates::v1::CertificateSigningRequest as ApiCsr;
+
+    let server = LoopbackApiServer::builder()
+        .bootstrap_signer(false)
+        .csr_approver(false)
+        .csr_signer(false)
+        .start()
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("admin.conf");
+    std::fs::write(&kubeconfig, server.admin_kubeconfig_yaml()).unwrap();
+    server
+        .insert(
+            "",
+            "nodes",
+            json!({
+                "apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-1"},
+                "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.5"}]},
+            }),
+        )
+        .unwrap();
+    server
+        .insert(
+            "",
+            "clusterrolebindings",
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": "nodes-file-requests"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:node-bootstrapper"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:nodes"}],
+            }),
+        )
+        .unwrap();
+    server.add_static_token("worker-1-token", "system:node:worker-1", &["system:nodes"]);
+    let node_kubeconfig = server
+        .admin_kubeconfig_yaml()
+        .replace(server.admin_token(), "worker-1-token");
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::from_yaml(&node_kubeconfig).unwrap(),
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    let csrs: kube::Api<ApiCsr> = kube::Api::all(kube::Client::try_from(config).unwrap());
+    for (name, ip) in [("own", "10.0.0.5"), ("other", "10.0.0.6")] {
+        let key = NodeKey::generate().unwrap();
+        let request = CertificateRequest::for_node_serving(
+            &"worker-1".parse().unwrap(),
+            &key,
+            &[],
+            &[ip.parse().unwrap()],
+        )
+        .unwrap();
+        let csr = CertificateSigningRequest::builder(request.to_pem(), KUBELET_SERVING_SIGNER)
+            .name(name)
+            .usages(&[KeyUsage::DigitalSignature, KeyUsage::ServerAuth])
+            .build();
+        csrs.create(&Default::default(), &ApiCsr::try_from(&csr).unwrap())
+            .await
+            .unwrap();
+    }
+
+    let log_file = log_path(&kubeconfig, "approver");
+    let mut child = Command::new(BIN)
+        .args([
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "controllers",
+            "--controllers=kubeletservingapprover",
+            "--provider-regex=^worker-[0-9]+$",
+            "--provider-ip-prefixes=10.0.0.0/24",
+            "--leader-elect=false",
+            "--http-address=127.0.0.1:0",
+        ])
+        .env_remove("KUBECONFIG")
+        .env("RUST_LOG", "k8s_bootstrap=info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_file).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let http = http_address(&kubeconfig, "approver").await;
+    let condition = |name: &str| {
+        server
+            .object("", "certificatesigningrequests", name)
+            .and_then(|o| o.pointer("/status/conditions/0/type").cloned())
+            .and_then(|t| t.as_str().map(str::to_owned))
+    };
+    eventually("both requests are decided", || {
+        let done = condition("own").is_some() && condition("other").is_some();
+        async move { done }
+    })
+    .await;
+    assert_eq!(condition("own").as_deref(), Some("Approved"));
+    assert_eq!(condition("other").as_deref(), Some("Denied"));
+    // The counters move just after the writes the server has seen.
+    eventually(
+        "/metrics counts one approval and one denial",
+        || async move {
+            http_get(http, "/metrics")
+                .await
+                .is_some_and(|(status, metrics)| {
+                    status == 200
+                        && has_line(&metrics, "k8s_bootstrap_kubelet_serving_approved_total 1")
+                        && has_line(&metrics, "k8s_bootstrap_kubelet_serving_denied_total 1")
+                })
+        },
+    )
+    .await;
+    exits_after_sigterm(&mut child, &kubeconfig, "approver").await;
+    let log = std::fs::read_to_string(&log_file).unwrap();
+    let policy = log
+        .lines()
+        .find(|l| l.contains("kubeletservingapprover: policy"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(
+        policy.contains(r#"provider regex "^worker-[0-9]+$", IP prefixes [10.0.0.0/24], max expiration 31708800 s, DNS resolution bypass"#),
+        "{policy}"
+    );
+    let start = log
+        .lines()
+        .find(|l| l.contains("controllers: starting without leader election"))
+        .unwrap();
+    assert!(
+        start.contains("controllers=\"kubeletservingapprover\"")
+            || start.contains("controllers=kubeletservingapprover"),
+        "{start}"
+    );
+    let denied = log
+        .lines()
+        .find(|l| l.contains("kubeletservingapprover: decided") && l.contains("csr=\"other\""))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(
+        denied.contains("IP subjectAltName 10.0.0.6 is not an address of the node"),
+        "{denied}"
+    );
+    assert!(!log.contains("CERTIFICATE REQUEST"), "{log}");
 }

@@ -21,6 +21,9 @@ pub(crate) const SIGNER: ControllerLabel = ControllerLabel {
 pub(crate) const CLEANER: ControllerLabel = ControllerLabel {
     controller: "tokencleaner",
 };
+pub(crate) const APPROVER: ControllerLabel = ControllerLabel {
+    controller: "kubeletservingapprover",
+};
 
 /// The controllers' metrics, registered in one Prometheus registry; share it (`Arc`) between
 /// the controllers and the HTTP endpoint that serves [`Metrics::encode`].
@@ -33,6 +36,8 @@ pub(crate) const CLEANER: ControllerLabel = ControllerLabel {
 /// | `k8s_bootstrap_signed_tokens` | gauge | tokens whose signature cluster-info holds after the last reconcile |
 /// | `k8s_bootstrap_cluster_info_writes_total` | counter | cluster-info updates written |
 /// | `k8s_bootstrap_deleted_tokens_total` | counter | expired token Secrets deleted |
+/// | `k8s_bootstrap_kubelet_serving_approved_total` | counter | kubelet-serving requests approved |
+/// | `k8s_bootstrap_kubelet_serving_denied_total` | counter | kubelet-serving requests denied |
 /// | `k8s_bootstrap_leader` | gauge | 1 while this process leads (or runs without leader election) |
 ///
 /// It also holds the readiness the `/readyz` endpoint reports ([`Metrics::is_ready`]).
@@ -45,6 +50,10 @@ pub struct Metrics {
     /// Which controllers run in this process (set by [`super::run`]; both by default).
     pub(crate) expect_signer: AtomicBool,
     pub(crate) expect_cleaner: AtomicBool,
+    /// Whether the kubelet-serving approver's watch cache has completed its first list.
+    pub(crate) approver_synced: AtomicBool,
+    /// Whether the kubelet-serving approver runs in this process (off by default).
+    pub(crate) expect_approver: AtomicBool,
     /// 1 while this process holds the leader lease (or runs without leader election).
     pub(crate) leader: Gauge,
     /// Whether this process waits for the lease as a standby.
@@ -55,6 +64,8 @@ pub struct Metrics {
     pub(crate) signed_tokens: Gauge,
     pub(crate) cluster_info_writes: Counter,
     pub(crate) deleted_tokens: Counter,
+    pub(crate) serving_approved: Counter,
+    pub(crate) serving_denied: Counter,
 }
 
 fn latency_histogram() -> Histogram {
@@ -77,9 +88,11 @@ impl Metrics {
         let signed_tokens = Gauge::default();
         let cluster_info_writes = Counter::default();
         let deleted_tokens = Counter::default();
+        let serving_approved = Counter::default();
+        let serving_denied = Counter::default();
         let leader = Gauge::default();
         // Every series exists from the start (at zero), so dashboards and alerts see them.
-        for label in [SIGNER, CLEANER] {
+        for label in [SIGNER, CLEANER, APPROVER] {
             drop(reconciles.get_or_create(&label));
             drop(errors.get_or_create(&label));
         }
@@ -113,12 +126,24 @@ impl Metrics {
             "Expired bootstrap-token Secrets deleted",
             deleted_tokens.clone(),
         );
+        registry.register(
+            "kubelet_serving_approved",
+            "kubelet-serving requests approved",
+            serving_approved.clone(),
+        );
+        registry.register(
+            "kubelet_serving_denied",
+            "kubelet-serving requests denied",
+            serving_denied.clone(),
+        );
         Metrics {
             registry,
             signer_synced: AtomicBool::new(false),
             cleaner_synced: AtomicBool::new(false),
             expect_signer: AtomicBool::new(true),
             expect_cleaner: AtomicBool::new(true),
+            approver_synced: AtomicBool::new(false),
+            expect_approver: AtomicBool::new(false),
             leader,
             standby: AtomicBool::new(false),
             reconciles,
@@ -127,6 +152,8 @@ impl Metrics {
             signed_tokens,
             cluster_info_writes,
             deleted_tokens,
+            serving_approved,
+            serving_denied,
         }
     }
 
@@ -149,6 +176,8 @@ impl Metrics {
         (!self.expect_signer.load(Ordering::Acquire) || self.signer_synced.load(Ordering::Acquire))
             && (!self.expect_cleaner.load(Ordering::Acquire)
                 || self.cleaner_synced.load(Ordering::Acquire))
+            && (!self.expect_approver.load(Ordering::Acquire)
+                || self.approver_synced.load(Ordering::Acquire))
     }
 
     /// Whether this process holds the leader lease (always, without leader election).
@@ -157,7 +186,8 @@ impl Metrics {
         self.leader.get() == 1
     }
 
-    /// Reconciles run so far by `controller` (`"bootstrapsigner"` or `"tokencleaner"`).
+    /// Reconciles run so far by `controller` (`"bootstrapsigner"`, `"tokencleaner"` or
+    /// `"kubeletservingapprover"`).
     #[must_use]
     pub fn reconciles(&self, controller: &str) -> u64 {
         self.family_value(&self.reconciles, controller)
@@ -181,8 +211,20 @@ impl Metrics {
         self.deleted_tokens.get()
     }
 
+    /// kubelet-serving requests approved so far.
+    #[must_use]
+    pub fn kubelet_serving_approved(&self) -> u64 {
+        self.serving_approved.get()
+    }
+
+    /// kubelet-serving requests denied so far.
+    #[must_use]
+    pub fn kubelet_serving_denied(&self) -> u64 {
+        self.serving_denied.get()
+    }
+
     fn family_value(&self, family: &Family<ControllerLabel, Counter>, controller: &str) -> u64 {
-        [SIGNER, CLEANER]
+        [SIGNER, CLEANER, APPROVER]
             .into_iter()
             .find(|l| l.controller == controller)
             .map_or(0, |l| family.get_or_create(&l).get())

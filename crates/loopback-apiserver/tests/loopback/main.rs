@@ -17,5 +17,6 @@ mod kubectl;
 mod kubectl_auth;
 mod kubectl_default_policy;
 mod kubectl_proxy;
+mod nodes;
 mod service_proxy;
 mod support;

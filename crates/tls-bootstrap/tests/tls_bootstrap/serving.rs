@@ -519,3 +519,55 @@ fn serving_request_round_trips_and_is_approved() {
     let repeated = vec!["worker-1"; 10_000];
     assert!(!invalid(&repeated, &[]));
 }
+
+/// The rows of postfinance/kubelet-csr-approver's controller tests that the cases above do not
+/// already cover, as data: (what, SANs, expirationSeconds, the denial or `None` for approval).
+#[test]
+fn kubelet_csr_approver_rows() {
+    let max = policy().max_expiration_seconds;
+    type Row = (
+        &'static str,
+        Vec<SanType>,
+        Option<i32>,
+        Option<&'static str>,
+    );
+    let rows: [Row; 4] = [
+        (
+            "IPv6 outside the prefixes, with a DNS name",
+            vec![dns("worker-1"), ip("2001:c0fe:beef::14")],
+            None,
+            Some("IP subjectAltName 2001:c0fe:beef::14 is outside the allowed prefixes"),
+        ),
+        (
+            "IPv6 outside the prefixes, no DNS name",
+            vec![ip("2001:c0fe:beef::14")],
+            None,
+            Some("IP subjectAltName 2001:c0fe:beef::14 is outside the allowed prefixes"),
+        ),
+        (
+            "expiration at the maximum (367 days)",
+            vec![dns("worker-1")],
+            Some(max),
+            None,
+        ),
+        (
+            "expiration a day over the maximum",
+            vec![dns("worker-1")],
+            Some(max + 24 * 3600),
+            Some("expirationSeconds 31795200 exceeds the maximum 31708800"),
+        ),
+    ];
+    for (what, sans, expiration, want) in rows {
+        let got = decide_with(sans, |c, _| c.spec.expiration_seconds = expiration);
+        match want {
+            None => assert_eq!(got, ServingDecision::Approve, "{what}"),
+            Some(reason) => assert_eq!(
+                got,
+                ServingDecision::Deny {
+                    reason: reason.to_owned()
+                },
+                "{what}"
+            ),
+        }
+    }
+}

@@ -40,7 +40,7 @@ fn addresses(node: &Node) -> Vec<String> {
 #[tokio::test]
 async fn nodes_are_stored_with_their_status_subresource() {
     let server = LoopbackApiServer::builder().start().await.unwrap();
-    let nodes: Api<Node> = Api::all(server.admin_client().await.unwrap());
+    let nodes: Api<Node> = Api::all(crate::support::admin_client(&server).await);
     let listed = nodes.list(&Default::default()).await.unwrap();
     assert!(listed.items.is_empty());
     let mut watch = nodes

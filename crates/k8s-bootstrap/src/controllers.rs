@@ -37,6 +37,7 @@ mod cleaner;
 mod election;
 mod http;
 mod metrics;
+mod retries;
 mod serving_approver;
 mod signer;
 

@@ -1,8 +1,7 @@
 //! kube-controller-manager's token cleaner on kube-runtime's `Controller`.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bootstrap_token::{CleanerAction, SecretObject};
@@ -13,6 +12,7 @@ use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::watcher;
 
 use super::metrics::CLEANER;
+use super::retries::Retries;
 use super::{Error, Metrics, Options, TOKEN_SECRET_SELECTOR};
 use crate::clock;
 
@@ -23,39 +23,8 @@ const CONCURRENCY: u16 = 4;
 struct Context {
     secrets: Api<Secret>,
     metrics: Arc<Metrics>,
-    options: Options,
-    /// Failed deletes in a row, by Secret name (only Secrets whose last delete failed).
-    failures: Mutex<HashMap<String, u32>>,
-}
-
-impl Context {
-    /// The delay before the next attempt for `name`, after one more failure: `retry_delay`
-    /// doubled per failure in a row, at most `max_retry_delay`.
-    fn next_retry(&self, name: &str) -> Duration {
-        let mut failures = self
-            .failures
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let n = failures.entry(name.to_owned()).or_insert(0);
-        let delay = self
-            .options
-            .retry_delay
-            .saturating_mul(1_u32.checked_shl(*n).unwrap_or(u32::MAX))
-            .min(self.options.max_retry_delay);
-        *n = n.saturating_add(1);
-        delay
-    }
-
-    /// Forgets the failures of `name` (its delete succeeded, or is no longer needed).
-    fn succeeded(&self, name: &str) {
-        let mut failures = self
-            .failures
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !failures.is_empty() {
-            failures.remove(name);
-        }
-    }
+    /// Failed attempts in a row, by object name.
+    retries: Retries,
 }
 
 /// A delete that failed for a reason other than NotFound or Conflict.
@@ -95,8 +64,7 @@ pub async fn token_cleaner(
     let context = Arc::new(Context {
         secrets: secrets.clone(),
         metrics,
-        options,
-        failures: Mutex::new(HashMap::new()),
+        retries: Retries::new(options.retry_delay, options.max_retry_delay),
     });
     // At most a few deletions in flight, as Kubernetes' token cleaner (one worker) is gentle
     // with the API server when many tokens expire together.
@@ -164,7 +132,7 @@ async fn reconcile(secret: Arc<Secret>, context: Arc<Context>) -> Result<Action,
     };
     let action = bootstrap_token::cleaner_action(&object, clock::now());
     if !matches!(action, CleanerAction::Delete { .. }) {
-        context.succeeded(object.name());
+        context.retries.succeeded(object.name());
     }
     match action {
         CleanerAction::Delete { uid_precondition } => {
@@ -177,7 +145,7 @@ async fn reconcile(secret: Arc<Secret>, context: Arc<Context>) -> Result<Action,
             };
             match context.secrets.delete(object.name(), &params).await {
                 Ok(_) => {
-                    context.succeeded(object.name());
+                    context.retries.succeeded(object.name());
                     context.metrics.deleted_tokens.inc();
                     tracing::info!(
                         secret = %format_args!("{}/{}", bootstrap_token::NAMESPACE, object.name()),
@@ -186,7 +154,7 @@ async fn reconcile(secret: Arc<Secret>, context: Arc<Context>) -> Result<Action,
                     Ok(Action::await_change())
                 }
                 Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {
-                    context.succeeded(object.name());
+                    context.retries.succeeded(object.name());
                     tracing::debug!(
                         secret = object.name(),
                         code = status.code,
@@ -208,7 +176,7 @@ async fn reconcile(secret: Arc<Secret>, context: Arc<Context>) -> Result<Action,
 fn error_policy(secret: Arc<Secret>, error: &DeleteFailed, context: Arc<Context>) -> Action {
     context.metrics.errors.get_or_create(&CLEANER).inc();
     let name = secret.metadata.name.as_deref().unwrap_or_default();
-    let retry_in = context.next_retry(name);
+    let retry_in = context.retries.next_retry(name);
     tracing::warn!(
         secret = %format_args!("{}/{name}", bootstrap_token::NAMESPACE),
         error = %error,

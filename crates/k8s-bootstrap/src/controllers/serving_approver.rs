@@ -1,10 +1,10 @@
 //! The kubelet-serving approver on kube-runtime's `Controller`: approves, or denies with a
 //! reason, `kubernetes.io/kubelet-serving` requests by [`tls_bootstrap::decide_serving`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{FutureExt as _, StreamExt as _};
@@ -19,6 +19,7 @@ use tls_bootstrap::{
 };
 
 use super::metrics::APPROVER;
+use super::retries::Retries;
 use super::{Error, Metrics, Options};
 
 /// The field selector of the requests the approver watches.
@@ -41,38 +42,8 @@ struct Context {
     policy: ServingPolicy,
     metrics: Arc<Metrics>,
     options: Options,
-    /// Failed attempts in a row, by request name (only requests whose last attempt failed).
-    failures: Mutex<HashMap<String, u32>>,
-}
-
-impl Context {
-    /// The delay before the next attempt for `name`, after one more failure: `retry_delay`
-    /// doubled per failure in a row, at most `max_retry_delay`.
-    fn next_retry(&self, name: &str) -> Duration {
-        let mut failures = self
-            .failures
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let n = failures.entry(name.to_owned()).or_insert(0);
-        let delay = self
-            .options
-            .retry_delay
-            .saturating_mul(1_u32.checked_shl(*n).unwrap_or(u32::MAX))
-            .min(self.options.max_retry_delay);
-        *n = n.saturating_add(1);
-        delay
-    }
-
-    /// Forgets the failures of `name`.
-    fn succeeded(&self, name: &str) {
-        let mut failures = self
-            .failures
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !failures.is_empty() {
-            failures.remove(name);
-        }
-    }
+    /// Failed attempts in a row, by object name.
+    retries: Retries,
 }
 
 /// Why a reconcile of the approver failed (it is retried).
@@ -139,8 +110,8 @@ pub async fn kubelet_serving_approver(
         nodes: Api::all(client),
         policy,
         metrics,
+        retries: Retries::new(options.retry_delay, options.max_retry_delay),
         options,
-        failures: Mutex::new(HashMap::new()),
     });
     let controller = Controller::new(
         csrs,
@@ -233,7 +204,7 @@ async fn reconcile(
         return Ok(Action::await_change());
     };
     if csr.spec.signer_name != KUBELET_SERVING_SIGNER || !matches!(csr.state(), State::Pending) {
-        context.succeeded(&name);
+        context.retries.succeeded(&name);
         return Ok(Action::await_change());
     }
     let Ok(request) = csr.certificate_request() else {
@@ -315,7 +286,7 @@ async fn reconcile(
         .await
     {
         Ok(_) => {
-            context.succeeded(&name);
+            context.retries.succeeded(&name);
             if matches!(decision, ServingDecision::Approve) {
                 context.metrics.serving_approved.inc();
             } else {
@@ -377,7 +348,7 @@ async fn resolve(
 
 fn error_policy(object: Arc<CsrObject>, error: &ReconcileError, context: Arc<Context>) -> Action {
     let name = object.metadata.name.as_deref().unwrap_or_default();
-    let retry_in = context.next_retry(name);
+    let retry_in = context.retries.next_retry(name);
     match error {
         ReconcileError::NoNode(node) => tracing::info!(
             csr = name,

@@ -366,28 +366,11 @@ async fn projected_tokens_verify_offline_for_their_audience_only() {
             ],
         )
         .await;
-    let token = |audience: &'static str| {
-        let admin = setup.admin.clone();
-        async move {
-            kubectl(
-                &admin,
-                &[
-                    "create",
-                    "token",
-                    "prometheus",
-                    "-n",
-                    NS,
-                    &format!("--audience={audience}"),
-                ],
-            )
-            .await
-            .trim()
-            .to_owned()
-        }
-    };
-
     let client = setup
-        .client(proxy.listen, &token("metrics.example").await)
+        .client(
+            proxy.listen,
+            &setup.token_for("prometheus", "metrics.example").await,
+        )
         .await;
     let (status, body) = call(&client, "GET", "/metrics").await;
     assert_eq!(status, 200, "{body}");
@@ -407,7 +390,10 @@ async fn projected_tokens_verify_offline_for_their_audience_only() {
 
     // Another audience: refused offline, and refused by the review for metrics.example.
     let client = setup
-        .client(proxy.listen, &token("other.example").await)
+        .client(
+            proxy.listen,
+            &setup.token_for("prometheus", "other.example").await,
+        )
         .await;
     let (status, body) = call(&client, "GET", "/metrics").await;
     assert_eq!(status, 401, "{body}");
@@ -437,20 +423,7 @@ async fn offline_only_refuses_every_other_token_without_a_review() {
             ],
         )
         .await;
-    let projected = kubectl(
-        &setup.admin,
-        &[
-            "create",
-            "token",
-            "prometheus",
-            "-n",
-            NS,
-            "--audience=metrics.example",
-        ],
-    )
-    .await
-    .trim()
-    .to_owned();
+    let projected = setup.token_for("prometheus", "metrics.example").await;
     let client = setup.client(proxy.listen, &projected).await;
     let (status, body) = call(&client, "GET", "/metrics").await;
     assert_eq!(status, 200, "{body}");
@@ -460,10 +433,7 @@ async fn offline_only_refuses_every_other_token_without_a_review() {
     );
 
     // The account's token for the API server's own audience, and a token that is no JWT.
-    let for_the_api_server = kubectl(&setup.admin, &["create", "token", "prometheus", "-n", NS])
-        .await
-        .trim()
-        .to_owned();
+    let for_the_api_server = setup.token("prometheus").await;
     for token in [for_the_api_server.as_str(), "abcdef.0123456789abcdef"] {
         let client = setup.client(proxy.listen, token).await;
         let (status, body) = call(&client, "GET", "/metrics").await;

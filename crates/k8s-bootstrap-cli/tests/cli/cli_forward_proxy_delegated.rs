@@ -146,6 +146,18 @@ impl Setup {
             .to_owned()
     }
 
+    /// `kubectl create token <account> --audience=<audience>`: a projected token for it.
+    pub(crate) async fn token_for(&self, account: &str, audience: &str) -> String {
+        let audience = format!("--audience={audience}");
+        kubectl(
+            &self.admin,
+            &["create", "token", account, "-n", NS, &audience],
+        )
+        .await
+        .trim()
+        .to_owned()
+    }
+
     /// The proxy in token-review mode, TLS with the double's serving certificate, reviewing
     /// with the admin kubeconfig, in front of `addon`; `extra` flags appended.
     pub(crate) async fn proxy(&self, addon: SocketAddr, extra: &[&str]) -> crate::support::Proxy {

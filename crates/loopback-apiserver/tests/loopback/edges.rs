@@ -9,18 +9,11 @@
     reason = "test helpers fail loudly"
 )]
 
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
+use kube::Client;
 use loopback_apiserver::LoopbackApiServer;
 use serde_json::Value;
 
-async fn admin(server: &LoopbackApiServer) -> Client {
-    let kubeconfig = Kubeconfig::from_yaml(&server.admin_kubeconfig_yaml()).unwrap();
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    Client::try_from(config).unwrap()
-}
+use crate::support::admin_client;
 
 /// Sends one request; returns the status and the body as JSON (`Null` when not JSON).
 async fn call(
@@ -50,7 +43,7 @@ async fn call(
 #[tokio::test]
 async fn bad_input_gets_status_errors() {
     let server = LoopbackApiServer::builder().start().await.unwrap();
-    let c = admin(&server).await;
+    let c = admin_client(&server).await;
     let secrets = "/api/v1/namespaces/default/secrets";
 
     let (code, s) = call(
@@ -282,7 +275,7 @@ async fn bad_input_gets_status_errors() {
 #[tokio::test]
 async fn discovery_documents() {
     let server = LoopbackApiServer::builder().start().await.unwrap();
-    let c = admin(&server).await;
+    let c = admin_client(&server).await;
     let (code, v) = call(&c, "GET", "/api", "application/json", Vec::new()).await;
     assert_eq!(
         (code, v["kind"].as_str(), v["versions"][0].as_str()),
@@ -322,7 +315,7 @@ async fn discovery_documents() {
 #[tokio::test]
 async fn watch_stream_has_bookmarks_and_times_out() {
     let server = LoopbackApiServer::builder().start().await.unwrap();
-    let c = admin(&server).await;
+    let c = admin_client(&server).await;
     let rv = server.object("", "namespaces", "default").unwrap()["metadata"]["resourceVersion"]
         .as_str()
         .unwrap()

@@ -18,18 +18,10 @@ use kube::api::{
     Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, WatchEvent,
     WatchParams,
 };
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
 use loopback_apiserver::LoopbackApiServer;
 use serde_json::json;
 
-async fn client(server: &LoopbackApiServer) -> Client {
-    let kubeconfig = Kubeconfig::from_yaml(&server.admin_kubeconfig_yaml()).unwrap();
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    Client::try_from(config).unwrap()
-}
+use crate::support::admin_client;
 
 fn secret(name: &str) -> Secret {
     Secret {
@@ -56,7 +48,7 @@ fn api_error(e: kube::Error) -> Box<kube::core::Status> {
 #[tokio::test]
 async fn secrets_crud_with_conflicts_and_preconditions() {
     let server = LoopbackApiServer::builder().start().await.unwrap();
-    let client = client(&server).await;
+    let client = admin_client(&server).await;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
 
     let created = secrets
@@ -196,7 +188,7 @@ async fn secrets_crud_with_conflicts_and_preconditions() {
 #[tokio::test]
 async fn configmaps_and_namespaces() {
     let server = LoopbackApiServer::builder().start().await.unwrap();
-    let client = client(&server).await;
+    let client = admin_client(&server).await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-system");
     let cm = ConfigMap {
         metadata: kube::api::ObjectMeta {
@@ -302,7 +294,7 @@ async fn configmaps_and_namespaces() {
 #[tokio::test]
 async fn watch_sees_changes_and_too_old_versions_expire() {
     let server = LoopbackApiServer::builder().start().await.unwrap();
-    let client = client(&server).await;
+    let client = admin_client(&server).await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let wp = WatchParams::default().timeout(30);
     let mut stream = cms.watch(&wp, "0").await.unwrap().boxed();

@@ -21,6 +21,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use loopback_apiserver::LoopbackApiServer;
 use serde_json::{Value, json};
 
+use crate::support::admin_client;
 use crate::support::kubectl::{kubectl, kubectl_with_input, stderr, stdout, write};
 
 /// A kubeconfig like the admin's whose user authenticates with `token`.
@@ -29,14 +30,6 @@ fn token_kubeconfig(server: &LoopbackApiServer, dir: &Path, name: &str, token: &
         .admin_kubeconfig_yaml()
         .replace(server.admin_token(), token);
     write(dir, name, &yaml)
-}
-
-async fn admin_client(server: &LoopbackApiServer) -> kube::Client {
-    let kubeconfig = Kubeconfig::from_yaml(&server.admin_kubeconfig_yaml()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
 }
 
 /// POSTs `body` to `path` as the admin; the answer's status code and JSON body.

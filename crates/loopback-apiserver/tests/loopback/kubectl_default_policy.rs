@@ -16,19 +16,11 @@
 
 use std::path::Path;
 
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use loopback_apiserver::LoopbackApiServer;
 use serde_json::{Value, json};
 
+use crate::support::admin_client;
 use crate::support::kubectl::{kubectl, stderr, stdout, write};
-
-async fn admin_client(server: &LoopbackApiServer) -> kube::Client {
-    let kubeconfig = Kubeconfig::from_yaml(&server.admin_kubeconfig_yaml()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
-}
 
 /// A TokenReview of `token` for the API server's audience, as the admin.
 async fn review(client: &kube::Client, token: &str) -> Value {

@@ -158,16 +158,13 @@ fn approver(client: Client, metrics: Arc<Metrics>) -> Running {
 async fn approves_owned_names_denies_the_rest_and_leaves_other_signers_alone() {
     let dir = tempfile::tempdir().unwrap();
     let (server, admin) = cluster(dir.path()).await;
-    let node_file = dir.path().join("node.yaml");
-    std::fs::write(
-        &node_file,
-        node_yaml(
-            "worker-1",
-            &[("InternalIP", "10.0.0.5"), ("Hostname", "worker-1")],
-        ),
+    let out = create_node(
+        &admin,
+        dir.path(),
+        "worker-1",
+        &[("InternalIP", "10.0.0.5"), ("Hostname", "worker-1")],
     )
-    .unwrap();
-    let out = kubectl(&admin, &["create", "-f", node_file.to_str().unwrap()]).await;
+    .await;
     assert_eq!(out.trim(), "node/worker-1 created");
     let out = kubectl(&admin, &["get", "nodes"]).await;
     let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
@@ -312,13 +309,13 @@ async fn a_request_from_a_node_not_yet_registered_waits_for_its_node() {
     .await;
     assert!(conditions(&server, "early").is_empty());
 
-    let node_file = dir.path().join("node.yaml");
-    std::fs::write(
-        &node_file,
-        node_yaml("worker-3", &[("InternalIP", "10.0.3.1")]),
+    create_node(
+        &admin,
+        dir.path(),
+        "worker-3",
+        &[("InternalIP", "10.0.3.1")],
     )
-    .unwrap();
-    kubectl(&admin, &["create", "-f", node_file.to_str().unwrap()]).await;
+    .await;
     eventually("approved once the Node exists", || {
         conditions(&server, "early")
             .first()
@@ -333,15 +330,11 @@ async fn a_request_from_a_node_not_yet_registered_waits_for_its_node() {
 async fn approving_needs_approve_on_the_signer() {
     let dir = tempfile::tempdir().unwrap();
     let (server, admin) = cluster(dir.path()).await;
-    kubectl(
+    create_node(
         &admin,
-        &[
-            "create",
-            "-f",
-            write_node(dir.path(), "worker-1", "10.0.0.5")
-                .to_str()
-                .unwrap(),
-        ],
+        dir.path(),
+        "worker-1",
+        &[("InternalIP", "10.0.0.5")],
     )
     .await;
     let worker1 = client_with_token(&server, "worker-1-token").await;
@@ -403,10 +396,12 @@ async fn approving_needs_approve_on_the_signer() {
     running.stop().await;
 }
 
-fn write_node(dir: &Path, name: &str, ip: &str) -> std::path::PathBuf {
+/// Creates the Node `name` with `addresses` by `kubectl create -f` (its manifest written in
+/// `dir`); kubectl's output.
+async fn create_node(admin: &Path, dir: &Path, name: &str, addresses: &[(&str, &str)]) -> String {
     let file = dir.join(format!("{name}.yaml"));
-    std::fs::write(&file, node_yaml(name, &[("InternalIP", ip)])).unwrap();
-    file
+    std::fs::write(&file, node_yaml(name, addresses)).unwrap();
+    kubectl(admin, &["create", "-f", file.to_str().unwrap()]).await
 }
 
 /// With DNS resolution on, a name must resolve (through the system resolver) to one of the
@@ -416,16 +411,13 @@ fn write_node(dir: &Path, name: &str, ip: &str) -> std::path::PathBuf {
 async fn with_dns_resolution_names_must_resolve_to_the_node() {
     let dir = tempfile::tempdir().unwrap();
     let (server, admin) = cluster(dir.path()).await;
-    let node_file = dir.path().join("node.yaml");
-    std::fs::write(
-        &node_file,
-        node_yaml(
-            "worker-1",
-            &[("InternalIP", "127.0.0.1"), ("InternalIP", "::1")],
-        ),
+    create_node(
+        &admin,
+        dir.path(),
+        "worker-1",
+        &[("InternalIP", "127.0.0.1"), ("InternalIP", "::1")],
     )
-    .unwrap();
-    kubectl(&admin, &["create", "-f", node_file.to_str().unwrap()]).await;
+    .await;
     let worker1 = client_with_token(&server, "worker-1-token").await;
     file_serving(&worker1, "resolves", "worker-1", &["localhost"], &[]).await;
     file_serving(

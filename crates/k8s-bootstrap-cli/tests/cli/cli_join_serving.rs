@@ -17,7 +17,7 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use loopback_apiserver::LoopbackApiServer;
+use crate::cli_tls_bootstrap::Env;
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _};
 use tokio::process::Command;
 
@@ -84,9 +84,7 @@ async fn s_client(dir: &Path, port: u16, check: &[&str]) -> (bool, String) {
 /// A join with `--serving` against a fresh double, running until it has named its serving
 /// request on stderr.
 struct Joining {
-    _server: LoopbackApiServer,
-    dir: tempfile::TempDir,
-    token: String,
+    env: Env,
     join: tokio::process::Child,
     name: String,
     stdout: tokio::task::JoinHandle<String>,
@@ -95,58 +93,18 @@ struct Joining {
 
 impl Joining {
     async fn start() -> Joining {
-        let server = LoopbackApiServer::builder().start().await.unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path();
-        std::fs::write(path.join("admin.conf"), server.admin_kubeconfig_yaml()).unwrap();
-        std::fs::write(path.join("ca.pem"), server.ca_pem()).unwrap();
-        let out = run(
-            path,
-            BIN,
-            &[
-                "--kubeconfig",
-                "admin.conf",
-                "token",
-                "create",
-                "--print-join-command",
-            ],
-        )
-        .await;
-        assert!(out.status.success(), "{}", text(&out));
-        let line = String::from_utf8_lossy(&out.stdout).into_owned();
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let (endpoint, token, hash) = (words[2], words[4], words[6]);
-
-        let mut join = Command::new(BIN)
-            .args([
-                "join",
-                endpoint,
-                "--token",
-                token,
-                "--discovery-token-ca-cert-hash",
-                hash,
-                "--node-name",
-                "worker-1",
-                "--serving",
-                "--hostname",
-                "worker-1.nodes.example",
-                "--address",
-                "127.0.0.1",
-                "--tls-bootstrap-timeout",
-                "1m",
-                "--serving-timeout",
-                "2m",
-            ])
-            .env_remove("KUBECONFIG")
-            .env_remove("RUST_LOG")
-            .env("HOME", path)
-            .current_dir(path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
+        let env = Env::start(true).await;
+        let mut join = env.join(&[
+            "--serving",
+            "--hostname",
+            "worker-1.nodes.example",
+            "--address",
+            "127.0.0.1",
+            "--tls-bootstrap-timeout",
+            "1m",
+            "--serving-timeout",
+            "2m",
+        ]);
         let mut stdout = join.stdout.take().unwrap();
         let stdout_task = tokio::spawn(async move {
             let mut s = String::new();
@@ -182,13 +140,11 @@ impl Joining {
         });
 
         Joining {
-            _server: server,
-            token: token.to_owned(),
+            env,
             join,
             name,
             stdout: stdout_task,
             stderr: stderr_task,
-            dir,
         }
     }
 
@@ -207,10 +163,10 @@ impl Joining {
 #[tokio::test]
 async fn join_serving_waits_for_kubectl_approval_and_serves_tls_under_the_nodes_names() {
     let mut joining = Joining::start().await;
-    let path = joining.dir.path().to_owned();
+    let path = joining.env.dir.path().to_owned();
     let path = path.as_path();
     let name = joining.name.clone();
-    let token = joining.token.clone();
+    let token = joining.env.token.clone();
     // Nothing approves it on its own: the double's approver handles client requests only.
     let row = csr_row(path, &name).await;
     assert!(row.contains("kubernetes.io/kubelet-serving"), "{row}");
@@ -332,7 +288,7 @@ async fn join_serving_waits_for_kubectl_approval_and_serves_tls_under_the_nodes_
 #[tokio::test]
 async fn join_serving_fails_with_the_reason_when_kubectl_denies_it() {
     let mut joining = Joining::start().await;
-    let path = joining.dir.path().to_owned();
+    let path = joining.env.dir.path().to_owned();
     let out = run(
         &path,
         "kubectl",

@@ -24,16 +24,18 @@ use tokio::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 
-struct Env {
-    server: LoopbackApiServer,
-    dir: tempfile::TempDir,
-    token: String,
+/// A fresh double and a join command for it (`token create --print-join-command` in a
+/// directory of its own, which holds `admin.conf` and `ca.pem`).
+pub(crate) struct Env {
+    pub(crate) server: LoopbackApiServer,
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) token: String,
     hash: String,
     endpoint: String,
 }
 
 impl Env {
-    async fn start(auto_approve: bool) -> Env {
+    pub(crate) async fn start(auto_approve: bool) -> Env {
         Env::start_with(LoopbackApiServer::builder().csr_approver(auto_approve)).await
     }
 
@@ -84,13 +86,15 @@ impl Env {
         args
     }
 
-    fn join(&self, extra: &[&str]) -> tokio::process::Child {
+    /// `join` for `worker-1` with `extra` flags, in the directory, its output piped.
+    pub(crate) fn join(&self, extra: &[&str]) -> tokio::process::Child {
         Command::new(BIN)
             .args(self.join_args(extra))
             .env_remove("KUBECONFIG")
             .env_remove("RUST_LOG")
             .env("HOME", self.dir.path())
             .current_dir(self.dir.path())
+            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)

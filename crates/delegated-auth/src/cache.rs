@@ -583,47 +583,43 @@ fn encode(a: &View<'_>, out: &mut impl Sink) {
     encode_request(a, out);
 }
 
-fn field(out: &mut impl Sink, s: &str) {
-    out.field(s);
-}
-
 /// Feeds the user's name, UID, groups and extra, length-prefixed, to `out`.
 fn encode_user(u: &UserInfo, out: &mut impl Sink) {
-    field(out, &u.name);
+    out.field(&u.name);
     match &u.uid {
         Some(uid) => {
             out.count(1);
-            field(out, uid);
+            out.field(uid);
         }
         None => out.count(0),
     }
     out.count(u.groups.len());
     for g in &u.groups {
-        field(out, g);
+        out.field(g);
     }
     out.count(u.extra.len());
     for (k, vs) in &u.extra {
-        field(out, k);
+        out.field(k);
         out.count(vs.len());
         for v in vs {
-            field(out, v);
+            out.field(v);
         }
     }
 }
 
 /// Feeds the verb and what the request is about, length-prefixed, to `out`.
 fn encode_request(a: &View<'_>, out: &mut impl Sink) {
-    field(out, a.verb);
+    out.field(a.verb);
     match &a.target {
         ViewTarget::Resource(fields) => {
             out.count(1);
             for s in fields {
-                field(out, s);
+                out.field(s);
             }
         }
         ViewTarget::NonResource(path) => {
             out.count(2);
-            field(out, path);
+            out.field(path);
         }
     }
 }

@@ -4,7 +4,15 @@
 # corpus and that each binary runs its corpus once without crashing.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-out="${OUT:-$(mktemp -d)}"
+# $OUT when given is kept; a directory made here is removed on exit (37 sanitizer builds are
+# gigabytes).
+kept="${OUT:-}"
+if [ -n "$kept" ]; then
+  out="$kept"
+else
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+fi
 export RUSTC_BOOTSTRAP=1 OUT="$out" SRC="$(dirname "$root")" PROJECT_DIR="$root"
 command -v zip >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq zip >/dev/null; }
 bash "$root/fuzz/oss-fuzz/build.sh"
@@ -17,4 +25,4 @@ for src in "$root"/fuzz/fuzz_targets/*.rs; do
     || { echo "seed corpus replay failed: $target" >&2; exit 1; }
   count=$((count + 1))
 done
-echo "oss-fuzz local build: $count targets in $out, each with a seed corpus"
+echo "oss-fuzz local build: $count targets, each with a seed corpus${kept:+, in $kept}"

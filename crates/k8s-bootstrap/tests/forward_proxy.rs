@@ -370,6 +370,74 @@ async fn checks_aside_run_at_the_lowest_priority_on_connection_threads() {
     stop().await;
 }
 
+/// A flood of forged tokens while a known caller is served keeps the checks' blocking threads
+/// within the checks' slots (one here): the next check waits for the thread the last one ran
+/// on instead of starting another. Before the bound, the pool grew to a score of threads that
+/// came and went, and resident memory grew with them.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_forged_token_flood_keeps_the_check_threads_within_the_slots() {
+    let _threaded = THREADED.lock().await;
+    let hits = Arc::new(AtomicUsize::new(0));
+    let upstream = addon(hits.clone()).await;
+    let (_dir, keys) = public_key_file();
+    let one = NonZeroUsize::new(1);
+    let config = config(upstream, &keys)
+        .connection_threads(one)
+        .max_concurrent_verifications(one)
+        .max_concurrent_verifications_without_known_callers(one);
+    let server = Server::bind(config).await.unwrap();
+    let proxy = server.local_addr();
+    let stop = serve_until_stopped(server);
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let echo = format!("http://{proxy}/echo");
+    let jane = format!("Bearer {}", token(KEY_A, "jane"));
+    assert_eq!(get(&client, &echo, &[("authorization", &jane)]).await.0, 200);
+
+    // Mallory's claims with another token's signature: each one needs a signature check.
+    let forged = {
+        let claims = token(KEY_A, "mallory");
+        let other = token(KEY_A, "other");
+        let (signed, _) = claims.rsplit_once('.').unwrap();
+        let (_, signature) = other.rsplit_once('.').unwrap();
+        format!("Bearer {signed}.{signature}")
+    };
+    let most = Arc::new(AtomicUsize::new(0));
+    let flooding = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let sampler = {
+        let (most, flooding) = (most.clone(), flooding.clone());
+        tokio::spawn(async move {
+            while flooding.load(Ordering::SeqCst) {
+                most.fetch_max(threads_named("proxy-check-").len(), Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        })
+    };
+    let mut flood = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let (client, echo, forged, jane) =
+            (client.clone(), echo.clone(), forged.clone(), jane.clone());
+        flood.spawn(async move {
+            for i in 0..60 {
+                assert_eq!(get(&client, &echo, &[("authorization", &forged)]).await.0, 403);
+                // The known caller keeps being served, so the checks keep going aside.
+                if i % 20 == 0 {
+                    assert_eq!(get(&client, &echo, &[("authorization", &jane)]).await.0, 200);
+                }
+            }
+        });
+    }
+    while let Some(done) = flood.join_next().await {
+        done.unwrap();
+    }
+    flooding.store(false, Ordering::SeqCst);
+    sampler.await.unwrap();
+    let most = most.load(Ordering::SeqCst);
+    assert!(most >= 1, "the checks went aside to a blocking thread");
+    assert_eq!(most, 1, "at most one check thread for one slot");
+    stop().await;
+}
+
 /// With two connection threads and `max_connections(1)`: while one client connection is
 /// open, a second one is not served by the other thread; once the first closes, it is.
 #[tokio::test]

@@ -51,6 +51,12 @@ pub(super) struct Connections {
     pub(super) grace: Duration,
     /// The TLS handshake, unless plain HTTP is served.
     pub(super) tls: Option<Handshake>,
+    /// The most blocking threads each connection thread's runtime keeps for the signature
+    /// checks sent aside: as many as may run at once. Without the bound the pool grew to a
+    /// score of threads under a forged-token flood (a check frees its slot before its thread
+    /// is idle again, so the next check found no idle thread and started one), each living
+    /// 10 s after its last check, and the threads' coming and going grew resident memory.
+    pub(super) check_threads: NonZeroUsize,
 }
 
 impl Connections {
@@ -228,6 +234,7 @@ impl Connections {
                     // callers are served (`checks_on_blocking_threads`), and nothing else.
                     let runtime = tokio::runtime::Builder::new_current_thread()
                         .enable_all()
+                        .max_blocking_threads(connections.check_threads.get())
                         .thread_name(format!("proxy-check-{i}"))
                         .on_thread_start(lower_priority)
                         .build();

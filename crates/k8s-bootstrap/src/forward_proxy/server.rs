@@ -73,6 +73,9 @@ enum Mode {
         key_stamp: KeyStamp,
         services: Option<ServiceAudiences>,
         layer: SidecarLayer,
+        /// The most signature checks at once (the larger of the sidecar's two limits): the
+        /// most blocking threads a connection thread's runtime needs for them.
+        check_threads: NonZeroUsize,
     },
     /// Delegated to the API server.
     Delegated {
@@ -277,13 +280,18 @@ impl Server {
             ..
         } = self;
         // The key reload and the Service refresh (add-on JWT mode), and the readiness.
-        let (guard, jwt) = match mode {
+        let (guard, jwt, check_threads) = match mode {
             Mode::Jwt {
                 inputs,
                 key_stamp,
                 services,
                 layer,
-            } => (Guard::Jwt(layer), Some((inputs, key_stamp, services))),
+                check_threads,
+            } => (
+                Guard::Jwt(layer),
+                Some((inputs, key_stamp, services)),
+                check_threads,
+            ),
             Mode::Delegated { layer, handover } => (
                 Guard::Delegated {
                     layer,
@@ -291,6 +299,8 @@ impl Server {
                     metrics: metrics.clone(),
                 },
                 None,
+                // Nothing runs on the connection threads' blocking threads in this mode.
+                NonZeroUsize::MIN,
             ),
         };
         let ready = jwt.as_ref().map(|(inputs, _, _)| inputs.clone());
@@ -300,6 +310,7 @@ impl Server {
             max_connection_duration: args.max_connection_duration,
             grace: args.request_timeout.saturating_add(Duration::from_secs(1)),
             tls: handshake,
+            check_threads,
         });
         let (stop_tx, stop_rx) = watch::channel(false);
         // Health and metrics.
@@ -418,14 +429,13 @@ async fn bind_jwt(
     let slots = config
         .max_concurrent_verifications
         .unwrap_or_else(|| NonZeroUsize::new(cpus.get() / 2).unwrap_or(NonZeroUsize::MIN));
+    let slots_alone = config
+        .max_concurrent_verifications_without_known_callers
+        .unwrap_or(cpus);
     let layer = SidecarLayer::new(inputs.sidecar.clone())
         .observer(metrics.clone())
         .max_concurrent_verifications(slots)
-        .max_concurrent_verifications_without_known_callers(
-            config
-                .max_concurrent_verifications_without_known_callers
-                .unwrap_or(cpus),
-        )
+        .max_concurrent_verifications_without_known_callers(slots_alone)
         .explain_rejections(config.explain_rejections)
         // While known callers are served, checks leave the connections' threads, so a flood
         // of forged tokens on a connection's thread does not hold its known callers back.
@@ -436,6 +446,7 @@ async fn bind_jwt(
         key_stamp,
         services: config.services.clone(),
         layer,
+        check_threads: slots.max(slots_alone),
     };
     Ok((mode, rule))
 }

@@ -247,6 +247,33 @@ impl Snapshot {
         self.pair.as_ref().map(|p| p.certificate().not_after())
     }
 
+    /// The kubelet's `certificate_manager_{client,server}_ttl_seconds` at `now`: the seconds
+    /// from `now` to the `notAfter` of the certificate in use, truncated toward zero (negative
+    /// once it has expired); `+∞` without a certificate (see
+    /// [`CertificateMetrics`](super::CertificateMetrics)).
+    #[must_use]
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "a lifetime in seconds is far below 2^53"
+    )]
+    pub fn ttl_seconds(&self, now: SystemTime) -> f64 {
+        self.ttl_whole_seconds(now)
+            .map_or(f64::INFINITY, |s| s as f64)
+    }
+
+    /// Whole seconds from `now` to the `notAfter` of the certificate in use, truncated toward
+    /// zero; `None` without a certificate.
+    pub(super) fn ttl_whole_seconds(&self, now: SystemTime) -> Option<i64> {
+        let not_after = self.expiration()?;
+        Some(match not_after.duration_since(now) {
+            Ok(left) => i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+            Err(past) => i64::try_from(past.duration().as_secs())
+                .ok()
+                .and_then(i64::checked_neg)
+                .unwrap_or(i64::MIN),
+        })
+    }
+
     /// How many certificates this manager installed.
     #[must_use]
     pub fn rotations(&self) -> u64 {

@@ -5,6 +5,8 @@
 //! time: API requests authenticated with the client pair, TLS handshakes with a server on the
 //! serving pair (verified against the cluster CA under the node's name), and reads of both
 //! `-current.pem` files. None of them may fail, and no read may find a half-written file.
+//! The managers' TTL gauges say `+Inf` before the first certificate and never go negative
+//! after it.
 
 #![cfg(all(unix, feature = "tls-bootstrap"))]
 
@@ -13,8 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use k8s_bootstrap::node_certificates::{
-    CertificateKind, CertificateStore, Clients, LoadedPair, Manager, ServingResolver, Snapshot,
-    client_for_pair,
+    CLIENT_TTL_METRIC, CertificateKind, CertificateMetrics, CertificateStore, Clients, LoadedPair,
+    Manager, SERVER_TTL_METRIC, ServingResolver, Snapshot, client_for_pair,
 };
 use k8s_bootstrap::tls_bootstrap::rotation::Bootstrap;
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
@@ -71,6 +73,12 @@ async fn watch_installs(
     (installs, most_failures)
 }
 
+/// The sample of gauge `name` in Prometheus text.
+fn sample<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_and_serving_certificates_of_seconds_rotate_with_no_failed_use() {
     let server = LoopbackApiServer::builder()
@@ -93,6 +101,8 @@ async fn client_and_serving_certificates_of_seconds_rotate_with_no_failed_use() 
         rx,
     );
     let mut client_pairs = client_manager.subscribe();
+    let metrics = CertificateMetrics::new().with_client(client_manager.subscribe());
+    assert_eq!(sample(&metrics.encode(), CLIENT_TTL_METRIC), Some("+Inf"));
     let client_task = tokio::spawn(client_manager.run());
     let first = tokio::time::timeout(RUN_WITHIN, client_pairs.wait_for(|s| s.pair().is_some()))
         .await
@@ -127,6 +137,8 @@ async fn client_and_serving_certificates_of_seconds_rotate_with_no_failed_use() 
     );
     let mut serving_pairs = serving_manager.subscribe();
     let resolver = ServingResolver::new(serving_manager.subscribe()).unwrap();
+    let metrics = metrics.with_server(serving_manager.subscribe());
+    assert_eq!(sample(&metrics.encode(), SERVER_TTL_METRIC), Some("+Inf"));
     let serving_task = tokio::spawn(serving_manager.run());
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -223,9 +235,11 @@ async fn client_and_serving_certificates_of_seconds_rotate_with_no_failed_use() 
         })
     };
     // The file loop: both -current.pem files, read through stores of their own, always hold a
-    // whole certificate and its matching key (the store checks that the key matches).
+    // whole certificate and its matching key (the store checks that the key matches); and the
+    // gauges stay within the lifetime, never negative.
     let file_loop = {
-        let stop = stop.clone();
+        let (stop, metrics) = (stop.clone(), metrics.clone());
+        let longest = i64::try_from(LIFETIME.as_secs()).unwrap();
         let stores = [
             CertificateStore::new("kubelet-client", dir.path()).unwrap(),
             CertificateStore::new("kubelet-server", dir.path()).unwrap(),
@@ -238,6 +252,13 @@ async fn client_and_serving_certificates_of_seconds_rotate_with_no_failed_use() 
                         Ok(Some(_)) => uses.ok += 1,
                         Ok(None) => uses.failures.push("no pair".to_owned()),
                         Err(e) => uses.failures.push(e.to_string()),
+                    }
+                }
+                let text = metrics.encode();
+                for name in [CLIENT_TTL_METRIC, SERVER_TTL_METRIC] {
+                    let ttl: Option<i64> = sample(&text, name).and_then(|v| v.parse().ok());
+                    if !ttl.is_some_and(|t| (0..=longest).contains(&t)) {
+                        uses.failures.push(format!("{name}: {ttl:?} in\n{text}"));
                     }
                 }
                 std::thread::sleep(Duration::from_millis(2));
@@ -314,5 +335,58 @@ async fn client_and_serving_certificates_of_seconds_rotate_with_no_failed_use() 
     approver.abort();
     client_task.abort();
     serving_task.abort();
+    server.shutdown().await;
+}
+
+/// The gauges' values outside rotation: `+Inf` without a certificate, none for a manager not
+/// given, and negative whole seconds for a certificate that expired (a manager that cannot
+/// replace it still publishes it).
+#[tokio::test]
+async fn the_ttl_gauges_are_infinite_without_a_certificate_and_negative_once_it_expired() {
+    assert_eq!(CertificateMetrics::new().encode(), "");
+    assert_eq!(
+        Snapshot::default().ttl_seconds(SystemTime::now()),
+        f64::INFINITY
+    );
+
+    let server = LoopbackApiServer::builder().start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = CertificateStore::new("kubelet-client", dir.path()).unwrap();
+    // Issued a year and a day ago for a year: expired a day ago.
+    let issued_at = SystemTime::now() - Duration::from_secs(366 * 86400);
+    let (cert, key) = server
+        .issue_client_certificate_at("system:node:worker-1", &["system:nodes"], issued_at)
+        .unwrap();
+    store
+        .update(format!("{cert}{key}").as_bytes(), issued_at)
+        .unwrap();
+    // No credential can replace it: the manager keeps publishing it.
+    let clients = Clients::new(|_| Err("no credential in this test".to_owned()));
+    let (_templates, rx) = watch::channel(Some(CertificateKind::Client {
+        node: "worker-1".parse().unwrap(),
+    }));
+    let manager = Manager::new(store, clients, rx);
+    let mut snapshots = manager.subscribe();
+    let metrics = CertificateMetrics::new().with_client(manager.subscribe());
+    let text = metrics.encode();
+    assert_eq!(sample(&text, CLIENT_TTL_METRIC), Some("+Inf"), "{text}");
+    assert!(
+        text.contains(&format!("# TYPE {CLIENT_TTL_METRIC} gauge")),
+        "{text}"
+    );
+    assert!(!text.contains(SERVER_TTL_METRIC), "{text}");
+    let task = tokio::spawn(manager.run());
+    tokio::time::timeout(RUN_WITHIN, snapshots.wait_for(|s| s.pair().is_some()))
+        .await
+        .expect("the pair was not published in time")
+        .unwrap();
+    let ttl: i64 = sample(&metrics.encode(), CLIENT_TTL_METRIC)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((-86_400 - 120..=-86_400).contains(&ttl), "{ttl}");
+    let exact = snapshots.borrow().ttl_seconds(SystemTime::now());
+    assert!(exact <= -86_400.0 && exact.fract() == 0.0, "{exact}");
+    task.abort();
     server.shutdown().await;
 }

@@ -595,12 +595,26 @@ pub fn client_for_pair(
         .collect();
     let key_pem = pair.key().to_pem().map_err(ManagerError::Request)?;
     let key_b64 = zeroize::Zeroizing::new(b64(key_pem.as_bytes()));
-    let auth = serde_json::json!({
-        "client-certificate-data": b64(chain.as_bytes()),
-        "client-key-data": key_b64.as_str(),
-    });
-    let auth_info: kube::config::AuthInfo =
-        serde_json::from_value(auth).map_err(|e| ManagerError::Client(e.to_string()))?;
+    let chain_b64 = b64(chain.as_bytes());
+    // The AuthInfo is read from JSON text built in one zeroized buffer, sized up front so that
+    // it never grows (a grown String leaves its old buffer behind, unzeroized). kube keeps the
+    // key as a SecretString, zeroized on drop; no other copy of it is made (a
+    // serde_json::Value would be one).
+    let parts = [
+        r#"{"client-certificate-data":""#,
+        chain_b64.as_str(),
+        r#"","client-key-data":""#,
+        key_b64.as_str(),
+        r#""}"#,
+    ];
+    let size = parts.iter().map(|p| p.len()).fold(0, usize::saturating_add);
+    let mut json = zeroize::Zeroizing::new(String::with_capacity(size));
+    for part in parts {
+        json.push_str(part);
+    }
+    // Base64 needs no JSON escaping. The parser's message is dropped: it could quote the key.
+    let auth_info: kube::config::AuthInfo = serde_json::from_str(&json)
+        .map_err(|_| ManagerError::Client("couldn't build the client credentials".to_owned()))?;
     let mut config = config.clone();
     config.auth_info = auth_info;
     kube::Client::try_from(config).map_err(|e| ManagerError::Client(e.to_string()))

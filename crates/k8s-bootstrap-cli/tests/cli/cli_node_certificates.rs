@@ -172,10 +172,9 @@ async fn node_certificates_serving_renews_with_the_nodes_client_credentials() {
         .unwrap();
 
     // The test approves every serving request it sees, as an approver controller would.
-    let kubeconfig = k8s_bootstrap::kube::config::Kubeconfig::from_yaml(
-        &server.admin_kubeconfig_yaml(),
-    )
-    .unwrap();
+    let kubeconfig =
+        k8s_bootstrap::kube::config::Kubeconfig::from_yaml(&server.admin_kubeconfig_yaml())
+            .unwrap();
     let config =
         k8s_bootstrap::kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
             .await
@@ -231,7 +230,10 @@ async fn node_certificates_serving_renews_with_the_nodes_client_credentials() {
         .map(|r| r.user.unwrap_or_default())
         .collect();
     assert_eq!(users.len(), 3, "{users:?}");
-    assert!(users.iter().all(|u| u == "system:node:worker-1"), "{users:?}");
+    assert!(
+        users.iter().all(|u| u == "system:node:worker-1"),
+        "{users:?}"
+    );
     let store = CertificateStore::new("kubelet-server", dir.path().join("pki")).unwrap();
     let pair = store.load().unwrap().unwrap();
     assert_eq!(pair.certificate().common_name(), "system:node:worker-1");

@@ -265,7 +265,9 @@ pub(crate) struct NodeCertificatesArgs {
     #[arg(long, value_delimiter = ',', value_name = "IP", requires = "serving")]
     pub(crate) address: Vec<std::net::IpAddr>,
     /// The API server and its CA for requests made with the current certificate (its
-    /// credentials are not used; default: those of --bootstrap-kubeconfig).
+    /// credentials are not used; default: those of --bootstrap-kubeconfig). With --serving,
+    /// its credentials (the node's client certificate, as in kubelet.conf) file every request:
+    /// a serving certificate cannot authenticate.
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
 }

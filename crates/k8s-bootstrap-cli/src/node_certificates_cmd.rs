@@ -71,10 +71,27 @@ pub(crate) async fn run(args: &NodeCertificatesArgs) -> Result<(), CliError> {
     store
         .load()
         .map_err(|e| CliError::NodeCertificates(e.to_string()))?;
-    let mut clients = Clients::from_config(config);
-    if let Some((client, _)) = bootstrap {
-        clients = clients.with_bootstrap(client, Bootstrap::Present);
-    }
+    let clients = if args.serving {
+        // A serving certificate cannot authenticate (its only extended key usage is server
+        // auth): every serving request is filed with the kubeconfig's own credentials (the
+        // node's client certificate, kubelet.conf), as the kubelet files them with its client.
+        // The client is built for each request, so that a rotated client certificate the
+        // kubeconfig names is read again.
+        let for_current = config.clone();
+        let first = kube::Client::try_from(config).map_err(|e| {
+            CliError::NodeCertificates(format!("couldn't build the kubeconfig's client: {e}"))
+        })?;
+        Clients::new(move |_| {
+            kube::Client::try_from(for_current.clone()).map_err(|e| e.to_string())
+        })
+        .with_bootstrap(first, Bootstrap::Present)
+    } else {
+        let mut clients = Clients::from_config(config);
+        if let Some((client, _)) = bootstrap {
+            clients = clients.with_bootstrap(client, Bootstrap::Present);
+        }
+        clients
+    };
     let (_templates, templates) = tokio::sync::watch::channel(Some(kind));
     let manager = Manager::new(store.clone(), clients, templates);
     tracing::info!(

@@ -36,11 +36,13 @@ use tls_bootstrap::rotation::CurrentCertificate;
 use crate::files::{self, Existing};
 
 mod manager;
+mod metrics;
 mod resolver;
 pub use manager::{
     CERTIFICATE_WAIT_TIMEOUT, CertificateKind, Clients, CurrentClientFn, Manager, ManagerError,
     Snapshot, client_for_pair,
 };
+pub use metrics::{CLIENT_TTL_METRIC, CertificateMetrics, SERVER_TTL_METRIC};
 pub use resolver::{ResolverError, ServingResolver};
 
 /// The longest pair name accepted.

@@ -56,6 +56,9 @@ pub(crate) struct Shared {
     pub(crate) csr_approver: bool,
     /// Whether the CSR signer runs after each CSR write.
     pub(crate) csr_signer: bool,
+    /// The lifetime of every certificate the CSR signer issues, when a test sets one
+    /// (`Builder::test_certificate_lifetime`); `None`: the core's.
+    pub(crate) certificate_lifetime: Option<Duration>,
     /// The SHA-256 fingerprints (lowercase hex) of the revoked client certificates.
     pub(crate) revoked: Mutex<BTreeSet<String>>,
     /// The Service proxy's forwarder, inside the user's layer if one was given (replaced by

@@ -59,24 +59,40 @@ pub(crate) fn sign(shared: &Shared, name: &str) {
     let now = crate::clock::now();
     let config = SignerConfig::new(shared.ca.not_after());
     match tls_bootstrap::sign(&csr, &config, now) {
-        Signing::Sign(plan) => match issue(shared, &plan) {
-            Ok(pem) => {
-                if let Some(status) = status_mut(&mut object) {
-                    status.insert("certificate".to_owned(), Value::String(b64(pem.as_bytes())));
-                    update(shared, name, object, Subresource::Status, now);
+        Signing::Sign(mut plan) => {
+            match test_lifetime(shared, &mut plan, now).and_then(|()| issue(shared, &plan)) {
+                Ok(pem) => {
+                    if let Some(status) = status_mut(&mut object) {
+                        status.insert("certificate".to_owned(), Value::String(b64(pem.as_bytes())));
+                        update(shared, name, object, Subresource::Status, now);
+                    }
+                }
+                Err(reason) => {
+                    let condition = Condition::new("Failed", "SignerValidationFailure", &reason);
+                    write_condition(shared, name, object, condition, Subresource::Status);
                 }
             }
-            Err(reason) => {
-                let condition = Condition::new("Failed", "SignerValidationFailure", &reason);
-                write_condition(shared, name, object, condition, Subresource::Status);
-            }
-        },
+        }
         Signing::Fail(condition) => {
             write_condition(shared, name, object, condition, Subresource::Status);
         }
         Signing::Retry(why) => tracing::info!(csr = name, %why, "not signed"),
         _ => {}
     }
+}
+
+/// With a test lifetime (`Builder::test_certificate_lifetime`), `plan` is valid from `now`
+/// for that long, cut to the CA's `notAfter`; otherwise it is left as the core planned it.
+fn test_lifetime(shared: &Shared, plan: &mut SigningPlan, now: SystemTime) -> Result<(), String> {
+    let Some(lifetime) = shared.certificate_lifetime else {
+        return Ok(());
+    };
+    let not_after = now
+        .checked_add(lifetime)
+        .ok_or_else(|| "the test certificate lifetime is out of range".to_owned())?;
+    plan.not_before = now;
+    plan.not_after = not_after.min(shared.ca.not_after());
+    Ok(())
 }
 
 /// The approver's SubjectAccessReview, answered by the double's authorizer.

@@ -160,6 +160,7 @@ pub struct Builder {
     loopback_endpoints: bool,
     max_token_expiration: Option<Duration>,
     signing_key: Option<Zeroizing<String>>,
+    certificate_lifetime: Option<Duration>,
 }
 
 impl fmt::Debug for Builder {
@@ -190,6 +191,7 @@ impl fmt::Debug for Builder {
                 "service_account_signing_key",
                 &self.signing_key.as_ref().map(|_| "<redacted>"),
             )
+            .field("test_certificate_lifetime", &self.certificate_lifetime)
             .finish()
     }
 }
@@ -247,6 +249,21 @@ impl Builder {
     /// approver controller. Off, `status.certificate` is left to clients.
     pub fn csr_signer(mut self, on: bool) -> Builder {
         self.csr_signer = on;
+        self
+    }
+
+    /// For rotation tests only: every certificate the CSR signer issues is valid from the
+    /// second it is signed for `lifetime` (cut to the CA's `notAfter`), whatever the request's
+    /// `spec.expirationSeconds` and without the five-minute backdate, so that a test sees
+    /// certificates of a few seconds expire and be replaced. Kubernetes' signer never issues
+    /// less than ten minutes ([`tls_bootstrap::MIN_LIFETIME`]) and always backdates, and no
+    /// kube-controller-manager flag changes that: a test that uses this option exercises the
+    /// client under lifetimes a real cluster does not give. Every other signer rule (which
+    /// requests are signed, usages, names, `Failed` conditions) stays the core's. Default:
+    /// none (the core's lifetimes).
+    #[must_use]
+    pub fn test_certificate_lifetime(mut self, lifetime: Duration) -> Builder {
+        self.certificate_lifetime = Some(lifetime);
         self
     }
 
@@ -434,6 +451,7 @@ impl Builder {
             ca,
             csr_approver: self.csr_approver,
             csr_signer: self.csr_signer,
+            certificate_lifetime: self.certificate_lifetime,
             revoked: Mutex::new(std::collections::BTreeSet::new()),
             proxy: Mutex::new(service_proxy::service(self.proxy_layer.as_ref())),
             proxy_max_duration: self.proxy_max_duration,
@@ -538,6 +556,7 @@ impl LoopbackApiServer {
             loopback_endpoints: false,
             max_token_expiration: None,
             signing_key: None,
+            certificate_lifetime: None,
         }
     }
 

@@ -23,7 +23,7 @@ use tokio::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 
-async fn run(dir: &Path, program: &str, args: &[&str]) -> Output {
+pub(crate) async fn run(dir: &Path, program: &str, args: &[&str]) -> Output {
     Command::new(program)
         .args(args)
         .env_remove("KUBECONFIG")
@@ -36,7 +36,7 @@ async fn run(dir: &Path, program: &str, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn text(o: &Output) -> String {
+pub(crate) fn text(o: &Output) -> String {
     format!(
         "exit {:?}\nstdout: {}\nstderr: {}",
         o.status.code(),
@@ -46,7 +46,7 @@ fn text(o: &Output) -> String {
 }
 
 /// `kubectl get csr <name>` with the admin kubeconfig: its table row.
-async fn csr_row(dir: &Path, name: &str) -> String {
+pub(crate) async fn csr_row(dir: &Path, name: &str) -> String {
     let out = run(
         dir,
         "kubectl",
@@ -66,7 +66,7 @@ async fn csr_row(dir: &Path, name: &str) -> String {
 
 /// `openssl s_client` to `port` with the cluster CA, checking `check` (`-verify_hostname
 /// <name>` or `-verify_ip <ip>`); whether the handshake was accepted, and the output.
-async fn s_client(dir: &Path, port: u16, check: &[&str]) -> (bool, String) {
+pub(crate) async fn s_client(dir: &Path, port: u16, check: &[&str]) -> (bool, String) {
     let connect = format!("127.0.0.1:{port}");
     let mut args = vec![
         "s_client",
@@ -79,6 +79,36 @@ async fn s_client(dir: &Path, port: u16, check: &[&str]) -> (bool, String) {
     args.extend_from_slice(check);
     let out = run(dir, "openssl", &args).await;
     (out.status.success(), text(&out))
+}
+
+/// `openssl s_server` with the pair in `pem` (certificate and key in one file), on a port the
+/// OS picks (openssl says which): the child and its port. Its output is drained so that it
+/// never blocks on a full pipe.
+pub(crate) async fn s_server(dir: &Path, pem: &str) -> (tokio::process::Child, u16) {
+    let mut s_server = Command::new("openssl")
+        .args([
+            "s_server", "-accept", "0", "-cert", pem, "-key", pem, "-www",
+        ])
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut server_lines = tokio::io::BufReader::new(s_server.stdout.take().unwrap()).lines();
+    let port: u16 = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = server_lines.next_line().await.unwrap() {
+            if let Some(addr) = line.strip_prefix("ACCEPT ") {
+                return addr.rsplit(':').next().unwrap().parse().unwrap();
+            }
+        }
+        panic!("openssl s_server ended before accepting");
+    })
+    .await
+    .expect("openssl s_server did not start");
+    tokio::spawn(async move { while let Ok(Some(_)) = server_lines.next_line().await {} });
+    (s_server, port)
 }
 
 /// A join with `--serving` against a fresh double, running until it has named its serving
@@ -244,32 +274,7 @@ async fn join_serving_waits_for_kubectl_approval_and_serves_tls_under_the_nodes_
         "{shown}"
     );
 
-    // A TLS server with the issued pair, on a port the OS picks (openssl says which).
-    let mut s_server = Command::new("openssl")
-        .args([
-            "s_server", "-accept", "0", "-cert", pem, "-key", pem, "-www",
-        ])
-        .current_dir(path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut server_lines = tokio::io::BufReader::new(s_server.stdout.take().unwrap()).lines();
-    let port: u16 = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(line) = server_lines.next_line().await.unwrap() {
-            if let Some(addr) = line.strip_prefix("ACCEPT ") {
-                return addr.rsplit(':').next().unwrap().parse().unwrap();
-            }
-        }
-        panic!("openssl s_server ended before accepting");
-    })
-    .await
-    .expect("openssl s_server did not start");
-    // Its output is drained so that it never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = server_lines.next_line().await {} });
-
+    let (mut s_server, port) = s_server(path, pem).await;
     let (ok, out) = s_client(path, port, &["-verify_hostname", "worker-1"]).await;
     assert!(ok && out.contains("Verify return code: 0 (ok)"), "{out}");
     let (ok, out) = s_client(path, port, &["-verify_hostname", "worker-1.nodes.example"]).await;

@@ -124,3 +124,118 @@ async fn node_certificates_needs_a_kubeconfig() {
     assert!(stderr.contains("--bootstrap-kubeconfig"), "{stderr}");
     assert!(!dir.path().join("pki").exists());
 }
+
+/// `--serving` with the node's kubeconfig (a client certificate) and certificates of seconds:
+/// the first serving certificate and each renewal are filed by the node's client identity (a
+/// serving certificate cannot authenticate), approved by the test, and installed before the
+/// one in use expires.
+#[tokio::test]
+async fn node_certificates_serving_renews_with_the_nodes_client_credentials() {
+    use k8s_bootstrap::k8s_openapi::api::certificates::v1::CertificateSigningRequest as ApiCsr;
+    use k8s_bootstrap::kube::api::{Api, ListParams, Patch, PatchParams};
+
+    let server = LoopbackApiServer::builder()
+        .test_certificate_lifetime(Duration::from_secs(8))
+        .start()
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = server
+        .issue_client_certificate("system:node:worker-1", &["system:nodes"])
+        .unwrap();
+    std::fs::write(
+        dir.path().join("kubelet.conf"),
+        server.kubeconfig_with_client_certificate(&cert, &key),
+    )
+    .unwrap();
+    let mut child = Command::new(BIN)
+        .args([
+            "node-certificates",
+            "--cert-dir",
+            "pki",
+            "--kubeconfig",
+            "kubelet.conf",
+            "--node-name",
+            "worker-1",
+            "--serving",
+            "--address",
+            "127.0.0.1",
+        ])
+        .env_remove("KUBECONFIG")
+        .env_remove("RUST_LOG")
+        .env("HOME", dir.path())
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+
+    // The test approves every serving request it sees, as an approver controller would.
+    let kubeconfig =
+        k8s_bootstrap::kube::config::Kubeconfig::from_yaml(&server.admin_kubeconfig_yaml())
+            .unwrap();
+    let config =
+        k8s_bootstrap::kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .unwrap();
+    let api: Api<ApiCsr> = Api::all(k8s_bootstrap::kube::Client::try_from(config).unwrap());
+    let approver = tokio::spawn(async move {
+        loop {
+            for csr in api.list(&ListParams::default()).await.unwrap().items {
+                let pending = csr
+                    .status
+                    .as_ref()
+                    .is_none_or(|s| s.conditions.as_ref().is_none_or(Vec::is_empty));
+                if pending {
+                    let approval = serde_json::json!({"status": {"conditions": [{
+                        "type": "Approved", "status": "True", "reason": "ByTheTest",
+                        "message": "approved by the test",
+                    }]}});
+                    let name = csr.metadata.name.unwrap();
+                    let _ = api
+                        .patch_approval(&name, &PatchParams::default(), &Patch::Merge(&approval))
+                        .await;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut log = String::new();
+    let rotations = tokio::time::timeout(Duration::from_secs(90), async {
+        let mut rotations = 0;
+        while let Some(line) = lines.next_line().await.unwrap() {
+            log.push_str(&line);
+            log.push('\n');
+            if line.contains("certificate rotated") {
+                rotations += 1;
+                if rotations == 3 {
+                    break;
+                }
+            }
+        }
+        rotations
+    })
+    .await;
+    approver.abort();
+    assert_eq!(rotations, Ok(3), "{log}");
+    assert!(!log.contains("certificate rotation failed"), "{log}");
+    // Every request was the node's own.
+    let users: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/certificatesigningrequests"))
+        .map(|r| r.user.unwrap_or_default())
+        .collect();
+    assert_eq!(users.len(), 3, "{users:?}");
+    assert!(
+        users.iter().all(|u| u == "system:node:worker-1"),
+        "{users:?}"
+    );
+    let store = CertificateStore::new("kubelet-server", dir.path().join("pki")).unwrap();
+    let pair = store.load().unwrap().unwrap();
+    assert_eq!(pair.certificate().common_name(), "system:node:worker-1");
+    drop(child);
+}

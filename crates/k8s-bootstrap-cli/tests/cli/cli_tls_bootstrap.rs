@@ -71,7 +71,7 @@ impl Env {
         }
     }
 
-    fn join_args<'a>(&'a self, extra: &[&'a str]) -> Vec<&'a str> {
+    fn join_args<'a>(&'a self, node: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
         let mut args = vec![
             "join",
             &self.endpoint,
@@ -80,7 +80,7 @@ impl Env {
             "--discovery-token-ca-cert-hash",
             &self.hash,
             "--node-name",
-            "worker-1",
+            node,
         ];
         args.extend_from_slice(extra);
         args
@@ -88,12 +88,18 @@ impl Env {
 
     /// `join` for `worker-1` with `extra` flags, in the directory, its output piped.
     pub(crate) fn join(&self, extra: &[&str]) -> tokio::process::Child {
+        self.join_in(self.dir.path(), "worker-1", extra)
+    }
+
+    /// `join` for `node` with `extra` flags, in `dir` (where it writes its files), its output
+    /// piped.
+    pub(crate) fn join_in(&self, dir: &Path, node: &str, extra: &[&str]) -> tokio::process::Child {
         Command::new(BIN)
-            .args(self.join_args(extra))
+            .args(self.join_args(node, extra))
             .env_remove("KUBECONFIG")
             .env_remove("RUST_LOG")
-            .env("HOME", self.dir.path())
-            .current_dir(self.dir.path())
+            .env("HOME", dir)
+            .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -39,6 +39,8 @@ mod cli_logs;
 mod cli_node_certificates;
 #[cfg(all(feature = "controllers", feature = "sidecar"))]
 mod cli_service_flags;
+#[cfg(all(feature = "controllers", feature = "loopback-server"))]
+mod cli_serving_chain;
 #[cfg(feature = "loopback-server")]
 mod cli_tls_bootstrap;
 #[cfg(feature = "loopback-server")]

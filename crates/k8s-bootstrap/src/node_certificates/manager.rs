@@ -247,6 +247,33 @@ impl Snapshot {
         self.pair.as_ref().map(|p| p.certificate().not_after())
     }
 
+    /// The kubelet's `certificate_manager_{client,server}_ttl_seconds` at `now`: the seconds
+    /// from `now` to the `notAfter` of the certificate in use, truncated toward zero (negative
+    /// once it has expired); `+∞` without a certificate (see
+    /// [`CertificateMetrics`](super::CertificateMetrics)).
+    #[must_use]
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "a lifetime in seconds is far below 2^53"
+    )]
+    pub fn ttl_seconds(&self, now: SystemTime) -> f64 {
+        self.ttl_whole_seconds(now)
+            .map_or(f64::INFINITY, |s| s as f64)
+    }
+
+    /// Whole seconds from `now` to the `notAfter` of the certificate in use, truncated toward
+    /// zero; `None` without a certificate.
+    pub(super) fn ttl_whole_seconds(&self, now: SystemTime) -> Option<i64> {
+        let not_after = self.expiration()?;
+        Some(match not_after.duration_since(now) {
+            Ok(left) => i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+            Err(past) => i64::try_from(past.duration().as_secs())
+                .ok()
+                .and_then(i64::checked_neg)
+                .unwrap_or(i64::MIN),
+        })
+    }
+
     /// How many certificates this manager installed.
     #[must_use]
     pub fn rotations(&self) -> u64 {
@@ -568,12 +595,26 @@ pub fn client_for_pair(
         .collect();
     let key_pem = pair.key().to_pem().map_err(ManagerError::Request)?;
     let key_b64 = zeroize::Zeroizing::new(b64(key_pem.as_bytes()));
-    let auth = serde_json::json!({
-        "client-certificate-data": b64(chain.as_bytes()),
-        "client-key-data": key_b64.as_str(),
-    });
-    let auth_info: kube::config::AuthInfo =
-        serde_json::from_value(auth).map_err(|e| ManagerError::Client(e.to_string()))?;
+    let chain_b64 = b64(chain.as_bytes());
+    // The AuthInfo is read from JSON text built in one zeroized buffer, sized up front so that
+    // it never grows (a grown String leaves its old buffer behind, unzeroized). kube keeps the
+    // key as a SecretString, zeroized on drop; no other copy of it is made (a
+    // serde_json::Value would be one).
+    let parts = [
+        r#"{"client-certificate-data":""#,
+        chain_b64.as_str(),
+        r#"","client-key-data":""#,
+        key_b64.as_str(),
+        r#""}"#,
+    ];
+    let size = parts.iter().map(|p| p.len()).fold(0, usize::saturating_add);
+    let mut json = zeroize::Zeroizing::new(String::with_capacity(size));
+    for part in parts {
+        json.push_str(part);
+    }
+    // Base64 needs no JSON escaping. The parser's message is dropped: it could quote the key.
+    let auth_info: kube::config::AuthInfo = serde_json::from_str(&json)
+        .map_err(|_| ManagerError::Client("couldn't build the client credentials".to_owned()))?;
     let mut config = config.clone();
     config.auth_info = auth_info;
     kube::Client::try_from(config).map_err(|e| ManagerError::Client(e.to_string()))

@@ -25,6 +25,7 @@ mod forward_proxy_tls;
 mod http1_differential;
 mod loopback_csr_controllers;
 mod node_certificate_manager;
+mod node_certificate_rotation;
 mod node_certificates;
 #[cfg(feature = "forward-proxy")]
 #[path = "../support/relay.rs"]

@@ -23,9 +23,9 @@ use super::loopback_csr_controllers::{admin, token_client};
 
 const PAIR: &str = "kubelet-client";
 const WAIT: Duration = Duration::from_secs(60);
-const BOOTSTRAPPERS: &str = "system:bootstrappers:kubeadm:default-node-token";
+pub(super) const BOOTSTRAPPERS: &str = "system:bootstrappers:kubeadm:default-node-token";
 
-async fn config_from_yaml(yaml: &str) -> Config {
+pub(super) async fn config_from_yaml(yaml: &str) -> Config {
     let kubeconfig = Kubeconfig::from_yaml(yaml).unwrap();
     Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
@@ -95,7 +95,7 @@ async fn next_csr(api: &Api<ApiCsr>, seen: &[String]) -> ApiCsr {
         .expect("no new certificate signing request in time")
 }
 
-async fn decide(api: &Api<ApiCsr>, name: &str, type_: &str) {
+pub(super) async fn decide(api: &Api<ApiCsr>, name: &str, type_: &str) {
     let approval = serde_json::json!({"status": {"conditions": [{
         "type": type_, "status": "True", "reason": "ByTheTest", "message": "decided by the test",
     }]}});
@@ -374,7 +374,7 @@ async fn a_template_change_abandons_a_pending_request_for_the_old_one() {
 
 /// The TLS server certificate of a handshake with `server` for `name`, verified against the
 /// double's CA: its leaf, DER.
-async fn served_certificate(
+pub(super) async fn served_certificate(
     server: std::net::SocketAddr,
     ca_pem: &str,
     name: &str,

@@ -333,9 +333,26 @@ pub(crate) struct ControllersArgs {
     /// How often the leader renews the Lease and a standby tries to acquire it.
     #[arg(long, default_value = "2s", value_name = "DURATION", allow_hyphen_values = true, value_parser = positive_duration)]
     pub(crate) leader_elect_retry_period: Duration,
-    /// Where to serve /healthz, /readyz and /metrics (plain HTTP).
+    /// Where to serve /healthz, /readyz and /metrics (plain HTTP, or TLS with
+    /// --metrics-secure).
     #[arg(long, default_value = "0.0.0.0:10266", value_name = "ADDR:PORT")]
     pub(crate) http_address: std::net::SocketAddr,
+    /// Serve --http-address over TLS with /metrics behind delegated authentication and
+    /// authorization: the scraper's bearer token reviewed by the API server (TokenReview) and
+    /// its request authorized by it (SubjectAccessReview, get on the non-resource URL
+    /// /metrics), as controller-runtime's secure metrics serving; /healthz and /readyz stay
+    /// open for kubelet probes (scheme: HTTPS). The controllers' account needs
+    /// system:auth-delegator.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1,
+        default_missing_value = "true", value_name = "BOOL")]
+    pub(crate) metrics_secure: bool,
+    /// The serving certificate (PEM chain) for --metrics-secure, reloaded when it changes;
+    /// without it and --tls-private-key-file, a self-signed certificate is generated at start.
+    #[arg(long, value_name = "PATH", requires = "tls_private_key_file")]
+    pub(crate) tls_cert_file: Option<PathBuf>,
+    /// The key of --tls-cert-file (PEM), reloaded with it.
+    #[arg(long, value_name = "PATH", requires = "tls_cert_file")]
+    pub(crate) tls_private_key_file: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
 }

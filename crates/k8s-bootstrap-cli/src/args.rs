@@ -435,6 +435,23 @@ pub(crate) struct ForwardProxyArgs {
     /// (default: the rate).
     #[arg(long, value_name = "N", requires = "review_rate_limit")]
     pub(crate) review_burst: Option<NonZeroU32>,
+    /// token-review: how long a TokenReview's answer (authenticated or not) is cached, as
+    /// kube-apiserver's delegated --authentication-token-webhook-cache-ttl; a token the API
+    /// server stops accepting (its ServiceAccount deleted) is refused once it runs out (0s:
+    /// every request is reviewed).
+    #[arg(long, default_value = "10s", value_name = "DURATION", allow_hyphen_values = true,
+        value_parser = cache_ttl)]
+    pub(crate) authentication_token_webhook_cache_ttl: Duration,
+    /// token-review: how long an allowing SubjectAccessReview is cached, as kube-apiserver's
+    /// delegated --authorization-webhook-cache-authorized-ttl (0s: not cached).
+    #[arg(long, default_value = "10s", value_name = "DURATION", allow_hyphen_values = true,
+        value_parser = cache_ttl)]
+    pub(crate) authorization_webhook_cache_authorized_ttl: Duration,
+    /// token-review: how long a denying SubjectAccessReview is cached, as kube-apiserver's
+    /// delegated --authorization-webhook-cache-unauthorized-ttl (0s: not cached).
+    #[arg(long, default_value = "10s", value_name = "DURATION", allow_hyphen_values = true,
+        value_parser = cache_ttl)]
+    pub(crate) authorization_webhook_cache_unauthorized_ttl: Duration,
     /// The lowest TLS version accepted: VersionTLS12 or VersionTLS13.
     #[arg(long, value_enum, default_value_t = TlsMinVersion::VersionTls12, value_name = "VERSION")]
     pub(crate) tls_min_version: TlsMinVersion,
@@ -1025,6 +1042,13 @@ fn positive_duration(s: &str) -> Result<Duration, String> {
         Duration::ZERO => Err("must be longer than 0s".to_owned()),
         d => Ok(d),
     }
+}
+
+/// A cache lifetime: a Go duration, zero (nothing cached) or more.
+fn cache_ttl(s: &str) -> Result<Duration, String> {
+    go_duration(s).map_err(|_| {
+        "not a cache lifetime: a Go duration such as 10s or 1m0s, 0s to cache nothing".to_owned()
+    })
 }
 
 fn go_duration(s: &str) -> Result<Duration, String> {

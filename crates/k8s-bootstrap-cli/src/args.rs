@@ -335,9 +335,26 @@ pub(crate) struct ControllersArgs {
     /// How often the leader renews the Lease and a standby tries to acquire it.
     #[arg(long, default_value = "2s", value_name = "DURATION", allow_hyphen_values = true, value_parser = positive_duration)]
     pub(crate) leader_elect_retry_period: Duration,
-    /// Where to serve /healthz, /readyz and /metrics (plain HTTP).
+    /// Where to serve /healthz, /readyz and /metrics (plain HTTP, or TLS with
+    /// --metrics-secure).
     #[arg(long, default_value = "0.0.0.0:10266", value_name = "ADDR:PORT")]
     pub(crate) http_address: std::net::SocketAddr,
+    /// Serve --http-address over TLS with /metrics behind delegated authentication and
+    /// authorization: the scraper's bearer token reviewed by the API server (TokenReview) and
+    /// its request authorized by it (SubjectAccessReview, get on the non-resource URL
+    /// /metrics), as controller-runtime's secure metrics serving; /healthz and /readyz stay
+    /// open for kubelet probes (scheme: HTTPS). The controllers' account needs
+    /// system:auth-delegator.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1,
+        default_missing_value = "true", value_name = "BOOL")]
+    pub(crate) metrics_secure: bool,
+    /// The serving certificate (PEM chain) for --metrics-secure, reloaded when it changes;
+    /// without it and --tls-private-key-file, a self-signed certificate is generated at start.
+    #[arg(long, value_name = "PATH", requires = "tls_private_key_file")]
+    pub(crate) tls_cert_file: Option<PathBuf>,
+    /// The key of --tls-cert-file (PEM), reloaded with it.
+    #[arg(long, value_name = "PATH", requires = "tls_cert_file")]
+    pub(crate) tls_private_key_file: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
 }
@@ -420,6 +437,23 @@ pub(crate) struct ForwardProxyArgs {
     /// (default: the rate).
     #[arg(long, value_name = "N", requires = "review_rate_limit")]
     pub(crate) review_burst: Option<NonZeroU32>,
+    /// token-review: how long a TokenReview's answer (authenticated or not) is cached, as
+    /// kube-apiserver's delegated --authentication-token-webhook-cache-ttl; a token the API
+    /// server stops accepting (its ServiceAccount deleted) is refused once it runs out (0s:
+    /// every request is reviewed).
+    #[arg(long, default_value = "10s", value_name = "DURATION", allow_hyphen_values = true,
+        value_parser = cache_ttl)]
+    pub(crate) authentication_token_webhook_cache_ttl: Duration,
+    /// token-review: how long an allowing SubjectAccessReview is cached, as kube-apiserver's
+    /// delegated --authorization-webhook-cache-authorized-ttl (0s: not cached).
+    #[arg(long, default_value = "10s", value_name = "DURATION", allow_hyphen_values = true,
+        value_parser = cache_ttl)]
+    pub(crate) authorization_webhook_cache_authorized_ttl: Duration,
+    /// token-review: how long a denying SubjectAccessReview is cached, as kube-apiserver's
+    /// delegated --authorization-webhook-cache-unauthorized-ttl (0s: not cached).
+    #[arg(long, default_value = "10s", value_name = "DURATION", allow_hyphen_values = true,
+        value_parser = cache_ttl)]
+    pub(crate) authorization_webhook_cache_unauthorized_ttl: Duration,
     /// The lowest TLS version accepted: VersionTLS12 or VersionTLS13.
     #[arg(long, value_enum, default_value_t = TlsMinVersion::VersionTls12, value_name = "VERSION")]
     pub(crate) tls_min_version: TlsMinVersion,
@@ -1010,6 +1044,13 @@ fn positive_duration(s: &str) -> Result<Duration, String> {
         Duration::ZERO => Err("must be longer than 0s".to_owned()),
         d => Ok(d),
     }
+}
+
+/// A cache lifetime: a Go duration, zero (nothing cached) or more.
+fn cache_ttl(s: &str) -> Result<Duration, String> {
+    go_duration(s).map_err(|_| {
+        "not a cache lifetime: a Go duration such as 10s or 1m0s, 0s to cache nothing".to_owned()
+    })
 }
 
 fn go_duration(s: &str) -> Result<Duration, String> {

@@ -4,7 +4,11 @@
 
 use std::sync::Arc;
 
-use k8s_bootstrap::controllers::{self, Enabled, LeaderElection, Metrics, Options};
+use k8s_bootstrap::controllers::{
+    self, Enabled, LeaderElection, Metrics, MetricsCertificate, Options,
+};
+use k8s_bootstrap::delegated::DelegatedAuthLayer;
+use k8s_bootstrap::forward_proxy::TlsServing;
 use k8s_bootstrap::tls_bootstrap::{DnsCheck, ServingPolicy};
 
 use crate::args::ControllersArgs;
@@ -23,6 +27,7 @@ pub(crate) async fn run(args: &ControllersArgs) -> Result<(), CliError> {
         );
         options.serving_policy = Some(policy);
     }
+    let certificate = metrics_certificate(args)?;
     let election = if args.leader_elect {
         if args.leader_elect_renew_deadline >= args.leader_elect_lease_duration {
             return Err(CliError::RenewDeadline);
@@ -65,26 +70,43 @@ pub(crate) async fn run(args: &ControllersArgs) -> Result<(), CliError> {
             let _ = rx.wait_for(|s| *s).await;
         }
     };
-    let http = tokio::spawn(controllers::serve_http(
-        args.http_address,
-        metrics.clone(),
-        wait(),
-    ));
+    let mut http = match certificate {
+        Some(certificate) => tokio::spawn(controllers::serve_https(
+            args.http_address,
+            certificate,
+            DelegatedAuthLayer::new(client.clone()),
+            metrics.clone(),
+            wait(),
+        )),
+        None => tokio::spawn(controllers::serve_http(
+            args.http_address,
+            metrics.clone(),
+            wait(),
+        )),
+    };
     let terminated = crate::signals::terminated();
     let signals = tokio::spawn(async move {
         terminated.await;
         tracing::info!("controllers: termination signal received, shutting down");
         let _ = stop.send(true);
     });
-    let result = controllers::run(client, enabled, election, options, metrics, wait()).await;
-    signals.abort();
-    // The HTTP server stops with the controllers (its shutdown future is the same signal, or
-    // the controllers ended on their own).
-    http.abort();
-    let http_result = match http.await {
-        Ok(r) => r,
-        Err(_) => Ok(()),
+    let run = controllers::run(client, enabled, election, options, metrics, wait());
+    tokio::pin!(run);
+    let (result, http_result) = tokio::select! {
+        result = &mut run => {
+            // The HTTP server stops with the controllers (its shutdown future is the same
+            // signal, or the controllers ended on their own).
+            http.abort();
+            (result, http.await.unwrap_or(Ok(())))
+        }
+        joined = &mut http => match joined.unwrap_or(Ok(())) {
+            // The endpoints cannot be served (the address taken, the certificate unreadable):
+            // the process ends, with the controllers.
+            Err(e) => (Ok(()), Err(e)),
+            Ok(()) => (run.await, Ok(())),
+        },
     };
+    signals.abort();
     result.map_err(CliError::Controllers)?;
     http_result.map_err(CliError::Controllers)?;
     tracing::info!("controllers: stopped");
@@ -137,6 +159,32 @@ fn log_configuration(
             context,
             "controllers: starting without leader election"
         ),
+    }
+}
+
+/// `--metrics-secure`'s certificate: the files named, else a self-signed one; `None` for plain
+/// HTTP, where the certificate flags are refused.
+fn metrics_certificate(args: &ControllersArgs) -> Result<Option<MetricsCertificate>, CliError> {
+    match (
+        args.metrics_secure,
+        &args.tls_cert_file,
+        &args.tls_private_key_file,
+    ) {
+        (false, None, None) => Ok(None),
+        (false, _, _) => Err(CliError::Usage(
+            "controllers: --tls-cert-file and --tls-private-key-file are used only with \
+             --metrics-secure"
+                .to_owned(),
+        )),
+        (true, Some(cert), Some(key)) => {
+            for (flag, path) in [("--tls-cert-file", cert), ("--tls-private-key-file", key)] {
+                std::fs::metadata(path).map_err(|e| {
+                    CliError::Usage(format!("controllers: {flag} {}: {e}", path.display()))
+                })?;
+            }
+            Ok(Some(MetricsCertificate::Files(TlsServing::new(cert, key))))
+        }
+        (true, _, _) => Ok(Some(MetricsCertificate::SelfSigned)),
     }
 }
 

@@ -8,7 +8,7 @@ use k8s_bootstrap::delegated::{
     DelegatedAuthLayer, ReviewRateLimit, TokenReviews, fetch_service_account_authenticator,
 };
 use k8s_bootstrap::delegated_auth::{
-    ClientCa, FrontProxyAuthenticator, RbacProxyConfig, RequestHeaderConfig,
+    CacheConfig, ClientCa, FrontProxyAuthenticator, RbacProxyConfig, RequestHeaderConfig,
 };
 use k8s_bootstrap::forward_proxy::{
     self, AuthHeaders, Config, Delegated, KeySource, ServiceAudiences, TlsFile, TlsServing,
@@ -22,6 +22,10 @@ use crate::args::{
 };
 use crate::error::CliError;
 use crate::kubeconfig;
+
+/// kube-apiserver's delegated cache lifetimes' default (`k8s.io/apiserver`'s
+/// `DelegatingAuthenticationOptions` and `DelegatingAuthorizationOptions`): 10 s.
+const DEFAULT_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn key_source(args: &ForwardProxyArgs) -> Result<KeySource, CliError> {
     match (&args.jwks_file, &args.public_key_file) {
@@ -171,6 +175,18 @@ fn delegated_flag_given(args: &ForwardProxyArgs) -> Option<&'static str> {
             "--service-account-tokens",
         ),
         (args.review_rate_limit.is_some(), "--review-rate-limit"),
+        (
+            args.authentication_token_webhook_cache_ttl != DEFAULT_CACHE_TTL,
+            "--authentication-token-webhook-cache-ttl",
+        ),
+        (
+            args.authorization_webhook_cache_authorized_ttl != DEFAULT_CACHE_TTL,
+            "--authorization-webhook-cache-authorized-ttl",
+        ),
+        (
+            args.authorization_webhook_cache_unauthorized_ttl != DEFAULT_CACHE_TTL,
+            "--authorization-webhook-cache-unauthorized-ttl",
+        ),
         (args.review_burst.is_some(), "--review-burst"),
         (args.config_file.is_some(), "--config-file"),
         (!args.allow_paths.is_empty(), "--allow-paths"),
@@ -420,8 +436,21 @@ pub(crate) async fn run(args: &ForwardProxyArgs) -> Result<(), CliError> {
                 rate_limit,
             } = *flags;
             let client = cluster_client(args).await?;
+            // k8s.io/apiserver caches a TokenReview's answer for the same TTL whether or not
+            // it authenticated.
+            let token_ttl = args.authentication_token_webhook_cache_ttl;
             let mut layer = DelegatedAuthLayer::new(client.clone())
-                .token_audiences(args.auth_token_audiences.iter().cloned());
+                .token_audiences(args.auth_token_audiences.iter().cloned())
+                .token_cache(
+                    CacheConfig::default()
+                        .with_allow_ttl(token_ttl)
+                        .with_deny_ttl(token_ttl),
+                )
+                .access_cache(
+                    CacheConfig::default()
+                        .with_allow_ttl(args.authorization_webhook_cache_authorized_ttl)
+                        .with_deny_ttl(args.authorization_webhook_cache_unauthorized_ttl),
+                );
             if let Some(rbac) = rbac {
                 layer = layer.rbac_proxy_config(rbac);
             }
@@ -630,6 +659,9 @@ fn log_authenticators(args: &ForwardProxyArgs) {
             .review_burst
             .or(args.review_rate_limit)
             .map(NonZeroU32::get),
+        cache_ttl = ?args.authentication_token_webhook_cache_ttl,
+        authorized_ttl = ?args.authorization_webhook_cache_authorized_ttl,
+        unauthorized_ttl = ?args.authorization_webhook_cache_unauthorized_ttl,
         "{ENABLED}"
     );
 }

@@ -283,3 +283,139 @@ fn the_http_ports_are_no_control_plane_component_s() {
         assert_ne!(controllers, forward_proxy);
     }
 }
+
+/// The forward proxy's arguments in a rendered deployment (the `- forward-proxy` entry and
+/// the `- --flag` lines after it).
+fn forward_proxy_args(rendered: &str) -> Vec<String> {
+    rendered
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| *l != "- forward-proxy")
+        .skip(1)
+        .map_while(|l| l.strip_prefix("- --").map(|flag| format!("--{flag}")))
+        .collect()
+}
+
+/// deploy/forward-proxy-delegated's components (`offline`, `front-proxy`), each in an overlay
+/// beside the base as its README says: they render, change only what they say (their
+/// arguments, the front proxy's CA volume and its ConfigMap reader binding), and the command
+/// accepts the rendered arguments: it gets past every flag check (exit code 2) to the first
+/// file it reads or the kubeconfig. The offline mode's scraper example renders too, with a
+/// projected token for the audience the component accepts.
+#[test]
+fn the_delegated_components_render_and_the_command_accepts_their_flags() {
+    let base = repository().join("deploy/forward-proxy-delegated");
+    let Some(plain) = kustomize(&base) else {
+        return;
+    };
+    let base_args = forward_proxy_args(&plain);
+    assert!(
+        base_args.contains(&"--authentication=token-review".to_owned()),
+        "{plain}"
+    );
+    for (component, added, file) in [
+        (
+            "offline",
+            &[
+                "--service-account-tokens=offline-only",
+                "--auth-token-audiences=metrics-addon",
+            ][..],
+            None,
+        ),
+        (
+            "front-proxy",
+            &[
+                "--requestheader-client-ca-file=/etc/forward-proxy/requestheader/requestheader-client-ca-file",
+                "--requestheader-allowed-names=front-proxy-client",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            ][..],
+            Some((
+                "--requestheader-client-ca-file",
+                "/etc/forward-proxy/requestheader/requestheader-client-ca-file",
+            )),
+        ),
+    ] {
+        let overlay = tempfile::tempdir().unwrap();
+        std::fs::write(
+            overlay.path().join("kustomization.yaml"),
+            format!(
+                "apiVersion: kustomize.config.k8s.io/v1beta1\n\
+                 kind: Kustomization\n\
+                 resources:\n  - {}\n\
+                 components:\n  - {}\n",
+                relative(overlay.path(), &base).display(),
+                relative(overlay.path(), &base.join(component)).display()
+            ),
+        )
+        .unwrap();
+        let rendered = kustomize(overlay.path()).unwrap();
+        let args = forward_proxy_args(&rendered);
+        let mut expected = base_args.clone();
+        expected.extend(added.iter().map(|&a| a.to_owned()));
+        assert_eq!(args, expected, "{component}");
+        let has = |s: &str| rendered.contains(s);
+        if component == "front-proxy" {
+            assert!(
+                has("name: extension-apiserver-authentication-reader"),
+                "{rendered}"
+            );
+            assert!(has("name: metrics-addon-requestheader-ca"), "{rendered}");
+            assert!(
+                has("mountPath: /etc/forward-proxy/requestheader"),
+                "{rendered}"
+            );
+        } else {
+            assert_eq!(rendered, plain.replace(
+                "        - --http-address=0.0.0.0:10267\n",
+                "        - --http-address=0.0.0.0:10267\n        - --service-account-tokens=offline-only\n        - --auth-token-audiences=metrics-addon\n",
+            ));
+        }
+
+        if !cfg!(feature = "sidecar") {
+            continue;
+        }
+        // The rendered flags, the configuration file replaced by a real one and the cluster
+        // by a kubeconfig that is missing: every flag check passes first.
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config.yaml");
+        std::fs::write(&config, "authorization: {}\n").unwrap();
+        let args: Vec<String> = args
+            .into_iter()
+            .map(|a| {
+                if a.starts_with("--config-file=") {
+                    format!("--config-file={}", config.display())
+                } else {
+                    a
+                }
+            })
+            .collect();
+        let out = Command::new(env!("CARGO_BIN_EXE_k8s-bootstrap"))
+            .arg("forward-proxy")
+            .args(&args)
+            .arg("--kubeconfig=/nonexistent/kubeconfig")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{component}: {args:?}: {stderr}"
+        );
+        match file {
+            Some((flag, path)) => {
+                assert!(stderr.contains(&format!("{flag} {path}")), "{stderr}");
+            }
+            None => assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}"),
+        }
+    }
+
+    // The offline mode's caller: a projected token for that audience, nothing else mounted.
+    let scraper = kustomize(&base.join("offline/scraper-example")).unwrap();
+    assert!(scraper.contains("audience: metrics-addon\n"), "{scraper}");
+    assert!(
+        scraper.contains("automountServiceAccountToken: false\n"),
+        "{scraper}"
+    );
+}

@@ -26,7 +26,10 @@
 //! [`run`] is what `k8s-bootstrap controllers` runs: the chosen controllers behind leader
 //! election on a `coordination.k8s.io` Lease (client-go's semantics: conditional writes, a
 //! renew deadline on the monotonic clock, a timeout on every request), so several replicas
-//! are safe; [`serve_http`] serves `/healthz`, `/readyz` and `/metrics` beside them.
+//! are safe; [`serve_http`] serves `/healthz`, `/readyz` and `/metrics` beside them, or
+//! [`serve_https`] over TLS with `/metrics` behind
+//! [`DelegatedAuthLayer`](crate::delegated::DelegatedAuthLayer) (a `TokenReview` and a
+//! `SubjectAccessReview` per scraper, cached), as controller-runtime's secure metrics server.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -38,12 +41,14 @@ mod election;
 mod http;
 mod metrics;
 mod retries;
+mod secure_metrics;
 mod serving_approver;
 mod signer;
 
 pub use cleaner::token_cleaner;
 pub use http::serve_http;
 pub use metrics::Metrics;
+pub use secure_metrics::{MetricsCertificate, serve_https};
 pub use serving_approver::{
     APPROVED_REASON, DENIED_REASON, KUBELET_SERVING_SELECTOR, describe_policy,
     kubelet_serving_approver,
@@ -72,6 +77,16 @@ pub enum Error {
     /// supervisor restarts it as a standby.
     #[error("leader election lost")]
     LeadershipLost,
+    /// [`serve_https`]'s certificate or key files cannot be loaded.
+    #[error("the metrics serving certificate cannot be loaded")]
+    ServingCertificate {
+        /// Which file and why.
+        #[source]
+        source: crate::forward_proxy::Error,
+    },
+    /// [`serve_https`]'s self-signed certificate cannot be made.
+    #[error("cannot make the self-signed metrics certificate: {0}")]
+    SelfSigned(&'static str),
     /// The HTTP endpoint could not listen.
     #[error("cannot listen on {addr}")]
     Listen {

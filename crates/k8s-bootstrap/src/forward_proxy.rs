@@ -36,9 +36,9 @@ mod config;
 mod connections;
 mod keys;
 mod labels;
-mod metrics;
+pub(crate) mod metrics;
 mod server;
-mod tls;
+pub(crate) mod tls;
 mod upstream;
 
 pub use crate::ClientCertificates;

@@ -28,35 +28,46 @@ pub(crate) fn router(
     ready: impl Fn() -> (StatusCode, String) + Send + Sync + 'static,
     metrics: impl Fn() -> String + Send + Sync + 'static,
 ) -> Router {
+    probes(livez, ready).merge(metrics_route(metrics))
+}
+
+/// The probes alone: `GET /healthz` (and `/livez` when asked) and `GET /readyz`.
+pub(crate) fn probes(
+    livez: Livez,
+    ready: impl Fn() -> (StatusCode, String) + Send + Sync + 'static,
+) -> Router {
     let ready = Arc::new(ready);
-    let metrics = Arc::new(metrics);
     let mut router = Router::new().route("/healthz", get(|| async { "ok" }));
     if livez == Livez::On {
         router = router.route("/livez", get(|| async { "ok" }));
     }
-    router
-        .route(
-            "/readyz",
-            get(move || {
-                let readiness = ready();
-                async move { readiness }
-            }),
-        )
-        .route(
-            "/metrics",
-            get(move || {
-                let text = metrics();
-                async move {
-                    (
-                        [(
-                            header::CONTENT_TYPE,
-                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                        )],
-                        text,
-                    )
-                }
-            }),
-        )
+    router.route(
+        "/readyz",
+        get(move || {
+            let readiness = ready();
+            async move { readiness }
+        }),
+    )
+}
+
+/// `GET /metrics` alone: `metrics` in the OpenMetrics text format.
+pub(crate) fn metrics_route(metrics: impl Fn() -> String + Send + Sync + 'static) -> Router {
+    let metrics = Arc::new(metrics);
+    Router::new().route(
+        "/metrics",
+        get(move || {
+            let text = metrics();
+            async move {
+                (
+                    [(
+                        header::CONTENT_TYPE,
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    )],
+                    text,
+                )
+            }
+        }),
+    )
 }
 
 #[cfg(test)]

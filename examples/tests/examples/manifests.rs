@@ -2,7 +2,8 @@
 //! token cleaner: every object round-trips through its typed k8s-openapi object (no field
 //! misspelt or misplaced), `kubectl kustomize` renders exactly the files' objects, the
 //! Deployment passes the documented flags, its two replicas prefer different nodes and a
-//! PodDisruptionBudget evicts one at a time, and the RBAC grants exactly the listed rules.
+//! PodDisruptionBudget evicts one at a time, and the RBAC grants exactly the listed rules (plus,
+//! cluster-wide, `system:auth-delegator` and the scrapers' `/metrics` ClusterRole).
 
 #![allow(
     clippy::unwrap_used,
@@ -19,7 +20,7 @@ use std::process::Command;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Service, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::serde::Serialize;
 use k8s_openapi::serde::de::DeserializeOwned;
@@ -49,6 +50,18 @@ const EXPECTED_OBJECTS: &[(&str, &str, &str)] = &[
         "kube-public",
         "k8s-bootstrap-controllers:cluster-info",
     ),
+    // --metrics-secure: system:auth-delegator for the controllers, and the scrapers' example
+    // ClusterRole (cluster-scoped: no namespace).
+    (
+        "ClusterRoleBinding",
+        "",
+        "k8s-bootstrap-controllers:auth-delegator",
+    ),
+    (
+        "ClusterRole",
+        "",
+        "k8s-bootstrap-controllers:metrics-reader",
+    ),
 ];
 
 /// The container's args, as documented in deploy/controllers/README.md.
@@ -59,6 +72,7 @@ const EXPECTED_ARGS: &[&str] = &[
     "--leader-elect-resource-namespace=kube-system",
     "--leader-elect-resource-name=k8s-bootstrap-controllers",
     "--http-address=0.0.0.0:10266",
+    "--metrics-secure=true",
 ];
 
 /// One granted rule: (namespace, apiGroup, resource, resourceNames, verbs).
@@ -169,7 +183,11 @@ fn key(object: &Value) -> Key {
     };
     (
         field("/kind"),
-        field("/metadata/namespace"),
+        object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
         field("/metadata/name"),
     )
 }
@@ -195,6 +213,8 @@ fn typed_round_trip(object: &Value) -> Value {
         "PodDisruptionBudget" => round_trip::<PodDisruptionBudget>(object),
         "Role" => round_trip::<Role>(object),
         "RoleBinding" => round_trip::<RoleBinding>(object),
+        "ClusterRole" => round_trip::<ClusterRole>(object),
+        "ClusterRoleBinding" => round_trip::<ClusterRoleBinding>(object),
         other => panic!("unexpected kind {other}: {object}"),
     }
 }
@@ -327,15 +347,15 @@ fn deployment_args_are_the_documented_flags() {
         "metadata.name"
     );
 
-    // The `http` port is the one --http-address listens on.
+    // The `https` port is the one --http-address listens on (TLS with --metrics-secure).
     let ports = container.ports.as_deref().unwrap();
     let [port] = ports else {
         panic!("expected one container port, found {ports:?}");
     };
-    assert_eq!(port.name.as_deref(), Some("http"));
+    assert_eq!(port.name.as_deref(), Some("https"));
     assert_eq!(port.container_port, 10266);
 
-    let http = IntOrString::String("http".to_owned());
+    let http = IntOrString::String("https".to_owned());
     for (probe, path) in [
         (&container.liveness_probe, "/healthz"),
         (&container.readiness_probe, "/readyz"),
@@ -343,6 +363,7 @@ fn deployment_args_are_the_documented_flags() {
         let get = probe.as_ref().unwrap().http_get.as_ref().unwrap();
         assert_eq!(get.path.as_deref(), Some(path));
         assert_eq!(get.port, http);
+        assert_eq!(get.scheme.as_deref(), Some("HTTPS"));
     }
 
     // The Service forwards to the same named port.
@@ -412,14 +433,41 @@ fn two_replicas_prefer_different_nodes_and_a_drain_evicts_one_at_a_time() {
 fn rbac_rules_are_least_privilege() {
     let objects = all_objects();
     for object in &objects {
-        let kind = key(object).0;
-        assert!(
-            !kind.starts_with("Cluster"),
-            "no cluster-scoped RBAC is needed: {:?}",
-            key(object)
-        );
         assert!(!has_wildcard(object), "wildcard in {:?}", key(object));
     }
+    // Cluster-wide: only system:auth-delegator for the controllers (create TokenReviews and
+    // SubjectAccessReviews, for --metrics-secure), and the scrapers' ClusterRole, which grants
+    // get on /metrics and nothing else and is bound to nobody here.
+    let cluster_bindings: Vec<ClusterRoleBinding> = typed_objects();
+    let [delegator] = cluster_bindings.as_slice() else {
+        panic!("expected one ClusterRoleBinding, found {cluster_bindings:?}");
+    };
+    assert_eq!(delegator.role_ref.kind, "ClusterRole");
+    assert_eq!(delegator.role_ref.name, "system:auth-delegator");
+    let subjects = delegator.subjects.as_deref().unwrap();
+    let [subject] = subjects else {
+        panic!("expected one subject, found {subjects:?}");
+    };
+    assert_eq!(
+        (subject.kind.as_str(), subject.name.as_str()),
+        ("ServiceAccount", NAME)
+    );
+    assert_eq!(subject.namespace.as_deref(), Some("kube-system"));
+    let cluster_roles: Vec<ClusterRole> = typed_objects();
+    let [reader] = cluster_roles.as_slice() else {
+        panic!("expected one ClusterRole, found {cluster_roles:?}");
+    };
+    let rules = reader.rules.as_deref().unwrap();
+    let [rule] = rules else {
+        panic!("expected one rule, found {rules:?}");
+    };
+    assert_eq!(
+        rule.non_resource_urls.as_deref(),
+        Some(&["/metrics".to_owned()][..])
+    );
+    assert_eq!(rule.verbs, ["get"]);
+    assert_eq!(rule.resources, None);
+    assert_eq!(rule.api_groups, None);
 
     // Flatten every Role's rules to one (namespace, apiGroup, resource, names, verbs) each.
     let mut granted: Vec<GrantedRule> = Vec::new();

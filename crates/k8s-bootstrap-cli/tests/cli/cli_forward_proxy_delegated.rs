@@ -355,6 +355,31 @@ async fn flag_errors_name_the_flag_before_any_work() {
             2,
             "--auth-token-audiences is a flag of --authentication=token-review",
         ),
+        (
+            vec![
+                "--issuer=i",
+                "--audience=a",
+                "--authorization-webhook-cache-authorized-ttl=1m",
+            ],
+            2,
+            "--authorization-webhook-cache-authorized-ttl is a flag of --authentication=token-review",
+        ),
+        (
+            vec![
+                "--authentication=token-review",
+                "--authentication-token-webhook-cache-ttl=-1s",
+            ],
+            2,
+            "0s to cache nothing",
+        ),
+        (
+            vec![
+                "--authentication=token-review",
+                "--authorization-webhook-cache-unauthorized-ttl=soon",
+            ],
+            2,
+            "--authorization-webhook-cache-unauthorized-ttl",
+        ),
     ] {
         let out = std::process::Command::new(BIN)
             .args(common)
@@ -390,4 +415,119 @@ async fn flag_errors_name_the_flag_before_any_work() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
+}
+
+/// A deleted ServiceAccount's token: the double refuses it in a TokenReview at once (as
+/// kube-apiserver's service-account authenticator does), the proxy keeps serving it from its
+/// cache while `--authentication-token-webhook-cache-ttl` runs, and refuses it (401) once it
+/// has run out, never before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_service_account_is_refused_once_the_cache_ttl_has_passed() {
+    use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
+
+    const TTL: std::time::Duration = std::time::Duration::from_secs(3);
+    let setup = Setup::start().await;
+    setup.administer().await;
+    kubectl(
+        &setup.admin,
+        &["create", "serviceaccount", "leaving", "-n", NS],
+    )
+    .await;
+    kubectl(
+        &setup.admin,
+        &[
+            "create",
+            "clusterrolebinding",
+            "leaving-metrics",
+            "--clusterrole=metrics-reader",
+            "--serviceaccount=monitoring:leaving",
+        ],
+    )
+    .await;
+    let addon = addon().await;
+    let proxy = setup
+        .proxy(addon, &["--authentication-token-webhook-cache-ttl=3s"])
+        .await;
+    let token = setup.token("leaving").await;
+    let client = setup.client(proxy.listen, &token).await;
+
+    // Reviewed and cached from here on (the cache entry is no older than `cached_from`).
+    let cached_from = std::time::Instant::now();
+    let (status, body) = call(&client, "GET", "/metrics").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.starts_with("user=system:serviceaccount:monitoring:leaving "),
+        "{body}"
+    );
+
+    kubectl(
+        &setup.admin,
+        &["delete", "serviceaccount", "leaving", "-n", NS],
+    )
+    .await;
+    // The double no longer authenticates the token.
+    let reviews: kube::Api<TokenReview> =
+        kube::Api::all(setup.server.admin_client().await.unwrap());
+    let review = TokenReview {
+        spec: TokenReviewSpec {
+            token: token.clone(),
+            ..TokenReviewSpec::default()
+        },
+        ..TokenReview::default()
+    };
+    let reviewed = reviews.create(&Default::default(), &review).await.unwrap();
+    let status = reviewed.status.unwrap();
+    assert_ne!(status.authenticated, Some(true), "{status:?}");
+    assert!(
+        status
+            .error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("not found"),
+        "{status:?}"
+    );
+
+    // Within the TTL the proxy still answers from its cache.
+    let asked_at = cached_from.elapsed();
+    let (status, body) = call(&client, "GET", "/metrics").await;
+    assert!(
+        asked_at < TTL,
+        "the machine took {asked_at:?} to delete the account: the TTL ran out before the check"
+    );
+    assert_eq!(status, 200, "cached within the TTL: {body}");
+
+    // Once it has run out, the new review refuses the token: 401, and the add-on sees nothing.
+    // Until then every answer is the cached 200.
+    let deadline = std::time::Instant::now() + TTL + std::time::Duration::from_secs(20);
+    let last = loop {
+        let answer = call(&client, "GET", "/metrics").await;
+        if answer.0 == 401 {
+            break answer;
+        }
+        assert_eq!(answer.0, 200, "{answer:?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still answered {answer:?} after {:?}",
+            cached_from.elapsed()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert!(
+        cached_from.elapsed() >= TTL,
+        "refused after {:?}, before the TTL ran out",
+        cached_from.elapsed()
+    );
+    assert!(!last.1.contains("user="), "{}", last.1);
+    assert!(last.1.contains("Unauthorized"), "{}", last.1);
+
+    let log = proxy.stderr().await;
+    let line = log
+        .lines()
+        .find(|l| {
+            l.contains("authenticator=\"token-review\"") || l.contains("authenticator=token-review")
+        })
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(line.contains("cache_ttl=3s"), "{line}");
+    assert!(line.contains("authorized_ttl=10s"), "{line}");
+    assert!(!log.contains(&token), "the token is never logged");
 }

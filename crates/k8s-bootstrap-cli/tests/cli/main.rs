@@ -17,6 +17,12 @@ mod cli_add_auth_kubectl;
 mod cli_completion;
 #[cfg(all(feature = "controllers", feature = "loopback-server"))]
 mod cli_controllers;
+#[cfg(all(
+    feature = "controllers",
+    feature = "sidecar",
+    feature = "loopback-server"
+))]
+mod cli_controllers_secure_metrics;
 #[cfg(feature = "sidecar")]
 mod cli_forward_proxy;
 #[cfg(all(feature = "sidecar", feature = "loopback-server"))]

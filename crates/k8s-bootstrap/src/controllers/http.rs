@@ -12,7 +12,8 @@ use crate::health::Livez;
 use super::{Error, Metrics};
 
 /// Serves the controllers' HTTP endpoints on `addr` (plain HTTP, for kubelet probes and
-/// Prometheus inside the cluster) until `shutdown` completes, then finishes the requests in
+/// Prometheus inside the cluster; [`serve_https`](super::serve_https) serves them over TLS,
+/// with `/metrics` behind delegated authentication and authorization) until `shutdown` completes, then finishes the requests in
 /// flight:
 ///
 /// * `GET /healthz`: 200 `ok` while the process runs;
@@ -45,16 +46,19 @@ fn router(metrics: Arc<Metrics>) -> Router {
     let ready = metrics.clone();
     crate::health::router(
         Livez::On,
-        move || {
-            if ready.is_ready() {
-                (StatusCode::OK, "ok".to_owned())
-            } else {
-                (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "watch caches not synced".to_owned(),
-                )
-            }
-        },
+        move || readiness(&ready),
         move || metrics.encode(),
     )
+}
+
+/// `/readyz`'s answer: 200 once [`Metrics::is_ready`], 503 before.
+pub(super) fn readiness(metrics: &Metrics) -> (StatusCode, String) {
+    if metrics.is_ready() {
+        (StatusCode::OK, "ok".to_owned())
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "watch caches not synced".to_owned(),
+        )
+    }
 }

@@ -31,7 +31,7 @@ pub(crate) struct ProxyMetrics {
 }
 
 impl ProxyMetrics {
-    pub(super) fn new() -> ProxyMetrics {
+    pub(crate) fn new() -> ProxyMetrics {
         let mut registry = Registry::with_prefix("k8s_bootstrap_forward_proxy");
         let mut counter = |name: &str, help: &str| {
             let c = Counter::default();

@@ -32,11 +32,11 @@ const MAX_TLS_FILE_BYTES: u64 = 1024 * 1024;
 /// What identifies one version of the certificate and key files together: the SHA-256 of
 /// both contents (as for the key file, by content, not metadata); `None` while either cannot
 /// be read.
-pub(super) type PairStamp = Option<[u8; 32]>;
+pub(crate) type PairStamp = Option<[u8; 32]>;
 
 /// The serving certificate in use, the files it comes from, and why the files, since they
 /// changed, cannot be loaded.
-pub(super) struct ServingCertificate {
+pub(crate) struct ServingCertificate {
     tls: TlsServing,
     provider: Arc<CryptoProvider>,
     resolver: Arc<Resolver>,
@@ -57,7 +57,7 @@ impl ResolvesServerCert for Resolver {
 impl ServingCertificate {
     /// Loads the pair and the client CA, and builds the server configuration; also returns
     /// the files' stamp taken before they were read.
-    pub(super) fn load(
+    pub(crate) fn load(
         tls: &TlsServing,
         metrics: Arc<ProxyMetrics>,
     ) -> Result<(Arc<ServingCertificate>, Handshake, PairStamp), Error> {
@@ -126,7 +126,7 @@ impl ServingCertificate {
 
     /// Checks the certificate and key files every `interval` and reloads them when their
     /// stamp differs from the last one seen (`stamp`, taken before the pair in use was read).
-    pub(super) async fn watch(self: Arc<Self>, mut stamp: PairStamp, interval: Duration) {
+    pub(crate) async fn watch(self: Arc<Self>, mut stamp: PairStamp, interval: Duration) {
         // tokio's interval panics on a zero period.
         let mut ticker = tokio::time::interval(interval.max(Duration::from_millis(1)));
         loop {
@@ -191,7 +191,7 @@ impl ServingCertificate {
 
 /// The TLS side of each client connection: its handshake, within its timeout.
 #[derive(Clone)]
-pub(super) struct Handshake {
+pub(crate) struct Handshake {
     acceptor: tokio_rustls::TlsAcceptor,
     timeout: Duration,
     errors: Counter,
@@ -201,7 +201,7 @@ impl Handshake {
     /// The connection once its handshake is done, with the client's verified certificates if
     /// it sent any; `None` (counted, logged at debug) when the handshake fails or takes
     /// longer than its timeout. Nothing is read as HTTP before.
-    pub(super) async fn accept(
+    pub(crate) async fn accept(
         &self,
         stream: TcpStream,
         peer: SocketAddr,
@@ -231,7 +231,7 @@ impl Handshake {
 }
 
 /// A client connection, plain or TLS.
-pub(super) enum Stream {
+pub(crate) enum Stream {
     Plain(TcpStream),
     Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
 }

@@ -45,10 +45,22 @@
 //! (cache off) against HAProxy's `jwt_verify`, ES256 and RS256 (RSA 2048), throughput and CPU
 //! per request.
 //!
+//! The delegated modes (`SECTIONS=delegated`): the proxy with `--authentication=token-review`
+//! against the API-server double (`loopback-apiserver`, in the bench's process; a
+//! ServiceAccount bound by kubectl to a ClusterRole for `get /`, its token from `kubectl create
+//! token`), over plain HTTP and over TLS (the double's serving certificate), each beside the
+//! JWT mode (ES256, cached) over the same transport: CPU per request on the cached path
+//! (target: at most 1.10× the JWT mode's); then a flood of unique invalid tokens (a new one per
+//! request, on kept connections) at a proxy with `--review-rate-limit` (`REVIEW_RATE`, default
+//! 50 per second; `--review-burst`: `REVIEW_BURST`, default 10), while the valid token is sent
+//! at 1,000 requests per second: the reviews sent (counted by the double and by the proxy's
+//! `/metrics`) against the rate's bound, the valid requests' p50 (target: under 0.2 ms), and
+//! the proxy's resident memory before and after. kubectl must be on PATH.
+//!
 //! `cargo bench -p k8s-bootstrap-benches --bench forward_proxy_load` (skips, saying so, when
 //! `oha` is not on PATH, after the probes). Environment: `LOAD_SECONDS` each run's length
-//! (default 10); `ROUNDS` the alternating rounds (default 5); `SECTIONS` what to run,
-//! `targets`, `load` or both (the default, `targets,load`); `PROXY_FEATURES` the features the
+//! (default 10); `ROUNDS` the alternating rounds (default 5); `SECTIONS` what to run, any of
+//! `targets`, `load` and `delegated` (default all three); `PROXY_FEATURES` the features the
 //! proxy is built with (default those of the shipped binary, [`SHIPPED`]); `VERIFY_SLOTS` the
 //! proxy's `--max-concurrent-verifications` (default 0: its own default); `PROXY_CPU` the
 //! proxy's own core (default the last).
@@ -586,6 +598,10 @@ fn oha(url: &str, token: &str, connections: u32, rate: Option<u32>, seconds: u64
     if let Some(q) = rate {
         cmd.args(["-q", &q.to_string()]);
     }
+    if url.starts_with("https://") {
+        // The double's CA signed the proxy's certificate; the handshake is the same.
+        cmd.arg("--insecure");
+    }
     cmd.arg(url).stdout(Stdio::piped()).stderr(Stdio::null());
     cmd.spawn().unwrap()
 }
@@ -733,7 +749,8 @@ fn main() {
     });
     let features = std::env::var("PROXY_FEATURES").unwrap_or_else(|_| SHIPPED.to_owned());
     let binary = k8s_bootstrap_benches::build_cli(&features);
-    let sections = std::env::var("SECTIONS").unwrap_or_else(|_| "targets,load".to_owned());
+    let sections =
+        std::env::var("SECTIONS").unwrap_or_else(|_| "targets,load,delegated".to_owned());
     let section = |name: &str| sections.split(',').any(|s| s == name);
     let upstream = start_upstream();
     let key = SigningKey::from_pkcs8_pem(KEY).unwrap();
@@ -798,7 +815,22 @@ fn main() {
     } else {
         println!("forward_proxy_load: `haproxy` is not installed, HAProxy is not measured");
     }
+    let jwt = Jwt {
+        binary: &binary,
+        upstream,
+        public_key_file: &es256_file,
+        token: &es_token,
+        plain: es_cached_addr,
+        plain_pid: es_cached.id(),
+        seconds,
+        rounds,
+        features: &features,
+    };
     if Command::new("oha").arg("--version").output().is_err() {
+        if section("delegated") {
+            // Its set-up and probes still run; it stops before measuring.
+            delegated(&jwt);
+        }
         println!("forward_proxy_load: skipped, `oha` is not on PATH (cargo install oha --locked)");
         for child in [&mut cached, &mut uncached, &mut es_cached, &mut es_uncached] {
             stop(child);
@@ -828,12 +860,13 @@ fn main() {
                 pairs.push(Pair {
                     what: "Cached token (ES256), against nginx as a plain proxy (no token check)",
                     target,
-                    proxy: es_cached_addr,
+                    proxy: url(es_cached_addr),
                     proxy_pid: es_cached.id(),
-                    peer: *addr,
+                    peer: url(*addr),
                     peer_pid: child.id(),
                     peer_name: nginx_version(),
                     token: &es_token,
+                    peer_token: &es_token,
                     connections,
                     rate,
                 });
@@ -870,12 +903,13 @@ fn main() {
                         "A signature check on every request (RS256, cache off), against HAProxy's jwt_verify"
                     },
                     target: "throughput at least 1.00× at CPU per request at most 1.00×",
-                    proxy: addr,
+                    proxy: url(addr),
                     proxy_pid: pid,
-                    peer: *peer,
+                    peer: url(*peer),
                     peer_pid: child.id(),
                     peer_name: haproxy_name.clone(),
                     token,
+                    peer_token: token,
                     connections: 32,
                     rate: None,
                 });
@@ -890,6 +924,9 @@ fn main() {
         for (child, _) in haproxy_rs.iter_mut() {
             stop(child);
         }
+    }
+    if section("delegated") {
+        delegated(&jwt);
     }
     if !section("load") {
         for child in [&mut cached, &mut uncached, &mut es_cached, &mut es_uncached] {
@@ -1215,12 +1252,17 @@ fn main() {
 struct Pair<'a> {
     what: &'a str,
     target: &'a str,
-    proxy: SocketAddr,
+    /// The proxy's URL (`http://` or `https://`).
+    proxy: String,
     proxy_pid: u32,
-    peer: SocketAddr,
+    /// The peer's URL.
+    peer: String,
     peer_pid: u32,
     peer_name: String,
+    /// The token sent to the proxy.
     token: &'a str,
+    /// The token sent to the peer.
+    peer_token: &'a str,
     connections: u32,
     rate: Option<u32>,
 }
@@ -1233,16 +1275,15 @@ fn targets(pairs: &[Pair<'_>], seconds: u64, rounds: u64) -> String {
     let mut results: Vec<Vec<(Stats, Stats)>> = pairs.iter().map(|_| Vec::new()).collect();
     for round in 0..rounds {
         for (pair, results) in pairs.iter().zip(results.iter_mut()) {
-            let run = |addr: SocketAddr, pid: u32| {
-                let url = format!("http://{addr}/");
-                measure(&url, pair.token, pair.connections, pair.rate, seconds, pid)
+            let run = |url: &str, pid: u32, token: &str| {
+                measure(url, token, pair.connections, pair.rate, seconds, pid)
             };
             let (ours, peer) = if round % 2 == 0 {
-                let ours = run(pair.proxy, pair.proxy_pid);
-                (ours, run(pair.peer, pair.peer_pid))
+                let ours = run(&pair.proxy, pair.proxy_pid, pair.token);
+                (ours, run(&pair.peer, pair.peer_pid, pair.peer_token))
             } else {
-                let peer = run(pair.peer, pair.peer_pid);
-                (run(pair.proxy, pair.proxy_pid), peer)
+                let peer = run(&pair.peer, pair.peer_pid, pair.peer_token);
+                (run(&pair.proxy, pair.proxy_pid, pair.token), peer)
             };
             results.push((ours, peer));
         }
@@ -1297,4 +1338,514 @@ fn targets(pairs: &[Pair<'_>], seconds: u64, rounds: u64) -> String {
         );
     }
     out
+}
+
+/// The JWT mode's proxy the delegated modes are compared with, and what the delegated section
+/// needs from `main`.
+struct Jwt<'a> {
+    binary: &'a Path,
+    upstream: SocketAddr,
+    /// The ES256 public key the JWT proxies verify with.
+    public_key_file: &'a Path,
+    /// A valid ES256 token for them.
+    token: &'a str,
+    /// The JWT proxy over plain HTTP, its verified-token cache on.
+    plain: SocketAddr,
+    plain_pid: u32,
+    seconds: u64,
+    rounds: u64,
+    features: &'a str,
+}
+
+/// A proxy process started with `args` (after `forward-proxy`) and the listening flags:
+/// `--insecure-listen-address` or, with `tls` (certificate and key files), the TLS ones; its
+/// `/metrics` on another port. Returns the process, its address and its metrics address.
+fn start_proxy_with(
+    binary: &Path,
+    tls: Option<(&Path, &Path)>,
+    args: &[String],
+) -> (Child, SocketAddr, SocketAddr) {
+    let mut metrics = None;
+    let (child, addr) = start_listening("the proxy", |listen| {
+        let metrics = *metrics.insert(free_addr());
+        let mut cmd = Command::new(binary);
+        cmd.arg("forward-proxy");
+        match tls {
+            Some((cert, key)) => {
+                cmd.arg(format!("--secure-listen-address={listen}"))
+                    .arg(format!("--tls-cert-file={}", cert.display()))
+                    .arg(format!("--tls-private-key-file={}", key.display()));
+            }
+            None => {
+                cmd.arg(format!("--insecure-listen-address={listen}"));
+            }
+        }
+        cmd.args(args)
+            .arg(format!("--http-address={metrics}"))
+            .env_remove("RUST_LOG")
+            .env_remove("KUBECONFIG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    });
+    (child, addr, metrics.unwrap())
+}
+
+/// One request over TLS with curl (certificate not checked: the probes check the proxy's
+/// decisions, not its certificate): the status and the body.
+fn probe_tls(addr: SocketAddr, path: &str, token: &str) -> (u16, String) {
+    let out = Command::new("curl")
+        .args(["-sk", "-w", "\n%{http_code}", "-H"])
+        .arg(format!("Authorization: Bearer {token}"))
+        .arg(format!("https://{addr}{path}"))
+        .output()
+        .expect("curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, status) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (status.trim().parse().unwrap_or(0), body.to_owned())
+}
+
+/// The sum of the proxy's `/metrics` samples whose name contains `name`.
+fn metric(addr: SocketAddr, name: &str) -> u64 {
+    let out = Command::new("curl")
+        .args(["-sf", &format!("http://{addr}/metrics")])
+        .output()
+        .expect("curl");
+    assert!(out.status.success(), "the proxy's /metrics");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(n, _)| n.contains(name))
+        .filter_map(|(_, v)| v.trim().parse::<f64>().ok())
+        .map(|v| v as u64)
+        .sum()
+}
+
+/// Resident memory of a process, in KiB (`VmRSS`).
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// TokenReviews and SubjectAccessReviews the double has answered (of its last 10,000
+/// requests).
+fn reviews_answered(server: &loopback_apiserver::LoopbackApiServer) -> (u64, u64) {
+    let requests = server.requests();
+    let count = |what: &str| requests.iter().filter(|r| r.path.ends_with(what)).count() as u64;
+    (count("/tokenreviews"), count("/subjectaccessreviews"))
+}
+
+/// A flood of unique invalid bearer tokens (a new one per request) on `connections` kept
+/// connections to `addr` for `seconds`, each request sent once the previous response was read:
+/// the responses counted by status.
+fn flood_unique_tokens(
+    addr: SocketAddr,
+    connections: usize,
+    seconds: u64,
+) -> std::collections::BTreeMap<u16, u64> {
+    use std::io::{Read, Write};
+    let deadline = std::time::Instant::now() + Duration::from_secs(seconds);
+    let threads: Vec<_> = (0..connections)
+        .map(|c| {
+            std::thread::spawn(move || {
+                let mut counts = std::collections::BTreeMap::<u16, u64>::new();
+                let mut stream: Option<std::net::TcpStream> = None;
+                let mut buf = Vec::with_capacity(4096);
+                let mut n = 0u64;
+                while std::time::Instant::now() < deadline {
+                    if stream.is_none() {
+                        let s = std::net::TcpStream::connect(addr).unwrap();
+                        s.set_nodelay(true).unwrap();
+                        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                        stream = Some(s);
+                    }
+                    let Some(s) = stream.as_mut() else { continue };
+                    n += 1;
+                    // Shaped like a service-account token's size, and never seen before.
+                    let token = format!("flood.{c:04}.{n:016}.{}", "x".repeat(700));
+                    let request = format!(
+                        "GET / HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\r\n"
+                    );
+                    if s.write_all(request.as_bytes()).is_err() {
+                        stream = None;
+                        continue;
+                    }
+                    buf.clear();
+                    let (status, close) = loop {
+                        let mut chunk = [0u8; 4096];
+                        let Ok(read) = s.read(&mut chunk) else {
+                            break (0, true);
+                        };
+                        if read == 0 {
+                            break (0, true);
+                        }
+                        buf.extend_from_slice(&chunk[..read]);
+                        let mut headers = [httparse::EMPTY_HEADER; 32];
+                        let mut response = httparse::Response::new(&mut headers);
+                        if let Ok(httparse::Status::Complete(head)) = response.parse(&buf) {
+                            let header = |name: &str| {
+                                response
+                                    .headers
+                                    .iter()
+                                    .find(|h| h.name.eq_ignore_ascii_case(name))
+                                    .map(|h| String::from_utf8_lossy(h.value).to_ascii_lowercase())
+                            };
+                            let length: usize = header("content-length")
+                                .and_then(|v| v.parse().ok())
+                                .unwrap_or(0);
+                            let close = header("connection").is_some_and(|v| v == "close");
+                            let status = response.code.unwrap_or(0);
+                            while buf.len() < head + length {
+                                let Ok(read) = s.read(&mut chunk) else { break };
+                                if read == 0 {
+                                    break;
+                                }
+                                buf.extend_from_slice(&chunk[..read]);
+                            }
+                            break (status, close);
+                        }
+                    };
+                    *counts.entry(status).or_default() += 1;
+                    if close {
+                        stream = None;
+                    }
+                }
+                counts
+            })
+        })
+        .collect();
+    let mut total = std::collections::BTreeMap::new();
+    for t in threads {
+        for (status, count) in t.join().unwrap() {
+            *total.entry(status).or_default() += count;
+        }
+    }
+    total
+}
+
+/// The delegated modes beside the JWT mode: see the header of this file.
+fn delegated(jwt: &Jwt<'_>) {
+    let env = k8s_bootstrap_benches::env_u64;
+    let (seconds, rounds) = (jwt.seconds, jwt.rounds);
+    let rate = env("REVIEW_RATE", 50).max(1);
+    let burst = env("REVIEW_BURST", 10).max(1);
+    if Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_err()
+    {
+        println!("forward_proxy_load: delegated modes skipped, `kubectl` is not on PATH");
+        return;
+    }
+    // The double, in this process (its work is the bench's CPU, not the proxy's).
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime
+        .block_on(loopback_apiserver::LoopbackApiServer::builder().start())
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let admin = dir.path().join("admin.conf");
+    std::fs::write(&admin, server.admin_kubeconfig_yaml()).unwrap();
+    let cert = dir.path().join("tls.crt");
+    let key = dir.path().join("tls.key");
+    std::fs::write(&cert, server.serving_certificate_pem()).unwrap();
+    std::fs::write(&key, server.serving_key_pem()).unwrap();
+    // What an administrator runs: an account allowed `get /` (what oha asks for) and `get
+    // /whoami` (the probes), another one bound to nothing.
+    let kubectl = |args: &[&str]| -> String {
+        let out = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&admin)
+            .arg("--cache-dir")
+            .arg(dir.path().join("kubectl-cache"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    kubectl(&["create", "namespace", "monitoring"]);
+    for account in ["prometheus", "stranger"] {
+        kubectl(&["create", "serviceaccount", account, "-n", "monitoring"]);
+    }
+    kubectl(&[
+        "create",
+        "clusterrole",
+        "root-reader",
+        "--non-resource-url=/",
+        "--non-resource-url=/whoami",
+        "--verb=get",
+    ]);
+    kubectl(&[
+        "create",
+        "clusterrolebinding",
+        "prometheus-root",
+        "--clusterrole=root-reader",
+        "--serviceaccount=monitoring:prometheus",
+    ]);
+    let token = kubectl(&[
+        "create",
+        "token",
+        "prometheus",
+        "-n",
+        "monitoring",
+        "--duration=1h",
+    ]);
+    let stranger = kubectl(&["create", "token", "stranger", "-n", "monitoring"]);
+    let user = "system:serviceaccount:monitoring:prometheus";
+
+    let review_args = |extra: &[String]| -> Vec<String> {
+        let mut args = vec![
+            "--authentication=token-review".to_owned(),
+            format!("--forward={}", jwt.upstream),
+            format!("--kubeconfig={}", admin.display()),
+            // The upstream's /whoami echoes this header, as for the JWT mode.
+            "--auth-header-user-field-name=x-authenticated-user".to_owned(),
+        ];
+        args.extend_from_slice(extra);
+        args
+    };
+    let jwt_args = vec![
+        format!("--forward={}", jwt.upstream),
+        format!("--issuer={ISSUER}"),
+        format!("--audience={AUDIENCE}"),
+        format!("--public-key-file={}", jwt.public_key_file.display()),
+        "--algorithm=ES256".to_owned(),
+        "--verified-cache-size=4096".to_owned(),
+    ];
+    let (mut review_plain, review_plain_addr, _) =
+        start_proxy_with(jwt.binary, None, &review_args(&[]));
+    let (mut review_tls, review_tls_addr, _) = start_proxy_with(
+        jwt.binary,
+        Some((cert.as_path(), key.as_path())),
+        &review_args(&[]),
+    );
+    let (mut jwt_tls, jwt_tls_addr, _) =
+        start_proxy_with(jwt.binary, Some((cert.as_path(), key.as_path())), &jwt_args);
+
+    // The probes: the same decisions over both transports.
+    let want = format!("{user};authorization=false");
+    let (status, body) = probe(
+        review_plain_addr,
+        "/whoami",
+        &[("Authorization", &format!("Bearer {token}"))],
+    );
+    assert_eq!(
+        (status, body.as_str()),
+        (200, want.as_str()),
+        "token-review, plain: the bound account"
+    );
+    let (status, _) = probe(
+        review_plain_addr,
+        "/whoami",
+        &[("Authorization", &format!("Bearer {stranger}"))],
+    );
+    assert_eq!(
+        status, 403,
+        "token-review, plain: an account bound to nothing"
+    );
+    let (status, _) = probe(
+        review_plain_addr,
+        "/whoami",
+        &[("Authorization", "Bearer not-a-token")],
+    );
+    assert_eq!(status, 401, "token-review, plain: an invalid token");
+    assert_eq!(
+        probe_tls(review_tls_addr, "/whoami", &token),
+        (200, want.clone()),
+        "token-review, TLS: the bound account"
+    );
+    assert_eq!(probe_tls(review_tls_addr, "/whoami", &stranger).0, 403);
+    assert_eq!(probe_tls(review_tls_addr, "/whoami", "not-a-token").0, 401);
+    assert_eq!(
+        probe_tls(jwt_tls_addr, "/whoami", jwt.token),
+        (200, "jane;authorization=false".to_owned()),
+        "JWT, TLS"
+    );
+    println!(
+        "token-review (plain and TLS): a bound account's token passes as {user}; an unbound account's: 403; an invalid token: 401"
+    );
+    if Command::new("oha").arg("--version").output().is_err() {
+        println!("forward_proxy_load: delegated modes not measured, `oha` is not on PATH");
+        for child in [&mut review_plain, &mut review_tls, &mut jwt_tls] {
+            stop(child);
+        }
+        return;
+    }
+
+    // The cached path: CPU per request beside the JWT mode, same transport, alternating.
+    let pairs = [
+        Pair {
+            what: "Cached path, plain HTTP: token-review (token and access caches hit) against the JWT mode (ES256, verified-token cache hit)",
+            target: "CPU per request at most 1.10× the JWT mode's",
+            proxy: format!("http://{review_plain_addr}/"),
+            proxy_pid: review_plain.id(),
+            peer: format!("http://{}/", jwt.plain),
+            peer_pid: jwt.plain_pid,
+            peer_name: "JWT mode".to_owned(),
+            token: &token,
+            peer_token: jwt.token,
+            connections: 32,
+            rate: None,
+        },
+        Pair {
+            what: "Cached path, TLS: token-review against the JWT mode, both over TLS",
+            target: "CPU per request at most 1.10× the JWT mode's",
+            proxy: format!("https://{review_tls_addr}/"),
+            proxy_pid: review_tls.id(),
+            peer: format!("https://{jwt_tls_addr}/"),
+            peer_pid: jwt_tls.id(),
+            peer_name: "JWT mode, TLS".to_owned(),
+            token: &token,
+            peer_token: jwt.token,
+            connections: 32,
+            rate: None,
+        },
+    ];
+    let report = targets(&pairs, seconds, rounds);
+    let (reviews_before_flood, access_before_flood) = reviews_answered(&server);
+    stop(&mut review_plain);
+    stop(&mut review_tls);
+    stop(&mut jwt_tls);
+
+    // The flood: a proxy of its own, with the review rate limit.
+    let limit = [
+        format!("--review-rate-limit={rate}"),
+        format!("--review-burst={burst}"),
+    ];
+    let (mut limited, limited_addr, limited_metrics) =
+        start_proxy_with(jwt.binary, None, &review_args(&limit));
+    let (status, _) = probe(
+        limited_addr,
+        "/whoami",
+        &[("Authorization", &format!("Bearer {token}"))],
+    );
+    assert_eq!(status, 200, "the rate-limited proxy: the bound account");
+    // A short calm spell at the valid rate, so the start sample is of a proxy at work.
+    let warm = stats(oha(
+        &format!("http://{limited_addr}/"),
+        &token,
+        8,
+        Some(1000),
+        1,
+    ));
+    assert!(warm.ok > 0);
+    let rss_start = rss_kib(limited.id());
+    let sent_before = (
+        metric(limited_metrics, "delegated_token_reviews"),
+        metric(limited_metrics, "delegated_access_reviews"),
+    );
+    let answered_before = reviews_answered(&server);
+    let started = std::time::Instant::now();
+    let cpu_before = tree_cpu_ns(limited.id());
+    let valid = oha(
+        &format!("http://{limited_addr}/"),
+        &token,
+        8,
+        Some(1000),
+        seconds,
+    );
+    let flood = flood_unique_tokens(limited_addr, 16, seconds);
+    let valid = stats_cpu(valid, limited.id(), cpu_before);
+    let elapsed = started.elapsed().as_secs_f64();
+    let sent_after = (
+        metric(limited_metrics, "delegated_token_reviews"),
+        metric(limited_metrics, "delegated_access_reviews"),
+    );
+    let answered_after = reviews_answered(&server);
+    let rss_end = rss_kib(limited.id());
+    stop(&mut limited);
+
+    let sent = (sent_after.0 - sent_before.0) + (sent_after.1 - sent_before.1);
+    let answered = (answered_after.0 - answered_before.0) + (answered_after.1 - answered_before.1);
+    let bound = burst as f64 + rate as f64 * elapsed;
+    let flood_total: u64 = flood.values().sum();
+    let flood_codes = flood
+        .iter()
+        .map(|(s, n)| format!("{s}: {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let valid_other = valid.served - valid.ok;
+
+    println!(
+        "forward_proxy_load: delegated modes, the proxy built with --features {}; {seconds} s per run, {rounds} rounds",
+        jwt.features
+    );
+    println!("{report}");
+    println!(
+        "(the double answered {reviews_before_flood} TokenReviews and {access_before_flood} SubjectAccessReviews during the cached-path runs: the caches' 10 s lifetimes)"
+    );
+    println!();
+    println!(
+        "Flood of unique invalid tokens (16 kept connections, plain HTTP) at --review-rate-limit={rate} --review-burst={burst}, valid token at 1,000 req/s on 8 connections, {elapsed:.1} s:"
+    );
+    println!();
+    println!("| what | value |");
+    println!("| --- | --- |");
+    println!(
+        "| flood requests answered | {flood_total} ({:.0}/s; by status: {flood_codes}) |",
+        flood_total as f64 / elapsed
+    );
+    println!(
+        "| reviews sent, the proxy's /metrics (TokenReviews + SubjectAccessReviews) | {sent} ({} + {}) |",
+        sent_after.0 - sent_before.0,
+        sent_after.1 - sent_before.1
+    );
+    println!(
+        "| reviews answered, the double's count | {answered} ({} + {}) |",
+        answered_after.0 - answered_before.0,
+        answered_after.1 - answered_before.1
+    );
+    println!(
+        "| bound: burst + rate × elapsed | {bound:.0} ({}) |",
+        if (sent as f64) <= bound && (answered as f64) <= bound {
+            "within"
+        } else {
+            "EXCEEDED"
+        }
+    );
+    println!(
+        "| valid requests: req/s, p50 / p99 | {:.0}, {} / {} (target p50 under 0.2 ms: {}) |",
+        valid.rps,
+        ms(valid.p50),
+        ms(valid.p99),
+        if valid.p50 < 0.0002 { "met" } else { "not met" }
+    );
+    println!(
+        "| valid requests: 200 / other (429 once their cache entries expire) | {} / {valid_other} |",
+        valid.ok
+    );
+    println!(
+        "| the proxy's CPU per request (valid and flood) | {} |",
+        valid.cpu_us.map_or_else(
+            || "-".to_owned(),
+            |c| format!(
+                "{:.1} µs",
+                c * valid.served as f64 / (valid.served + flood_total) as f64
+            )
+        )
+    );
+    println!(
+        "| the proxy's resident memory, start / end | {rss_start} / {rss_end} KiB ({:+.1} %) |",
+        (rss_end as f64 / rss_start.max(1) as f64 - 1.0) * 100.0
+    );
+    drop(server);
+    drop(runtime);
 }

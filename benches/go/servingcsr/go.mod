@@ -1,0 +1,3 @@
+module k8s-bootstrap-benches/servingcsr
+
+go 1.19

@@ -392,7 +392,10 @@ async fn a_forged_token_flood_keeps_the_check_threads_within_the_slots() {
     let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
     let echo = format!("http://{proxy}/echo");
     let jane = format!("Bearer {}", token(KEY_A, "jane"));
-    assert_eq!(get(&client, &echo, &[("authorization", &jane)]).await.0, 200);
+    assert_eq!(
+        get(&client, &echo, &[("authorization", &jane)]).await.0,
+        200
+    );
 
     // Mallory's claims with another token's signature: each one needs a signature check.
     let forged = {
@@ -419,10 +422,16 @@ async fn a_forged_token_flood_keeps_the_check_threads_within_the_slots() {
             (client.clone(), echo.clone(), forged.clone(), jane.clone());
         flood.spawn(async move {
             for i in 0..60 {
-                assert_eq!(get(&client, &echo, &[("authorization", &forged)]).await.0, 403);
+                assert_eq!(
+                    get(&client, &echo, &[("authorization", &forged)]).await.0,
+                    403
+                );
                 // The known caller keeps being served, so the checks keep going aside.
                 if i % 20 == 0 {
-                    assert_eq!(get(&client, &echo, &[("authorization", &jane)]).await.0, 200);
+                    assert_eq!(
+                        get(&client, &echo, &[("authorization", &jane)]).await.0,
+                        200
+                    );
                 }
             }
         });

@@ -264,12 +264,35 @@ pub(crate) struct NodeCertificatesArgs {
     /// With --serving: an IP address for the certificate; repeatable or comma-separated.
     #[arg(long, value_delimiter = ',', value_name = "IP", requires = "serving")]
     pub(crate) address: Vec<std::net::IpAddr>,
+    /// Where to serve /healthz, /readyz (200 once the certificate is present and unexpired)
+    /// and /metrics (its TTL gauge, rotation and renewal-error counters), plain HTTP; `off` or
+    /// "" serves nothing. The default listens on loopback only, as the kubelet's healthz
+    /// endpoint does, since this runs on the node: give a node address to let Prometheus
+    /// scrape it. Port 10268 is next to the controllers' 10266 and the forward proxy's 10267,
+    /// and no Kubernetes component uses it.
+    #[arg(long, default_value = "127.0.0.1:10268", value_name = "ADDR:PORT|off",
+        value_parser = http_address)]
+    pub(crate) http_address: HttpAddress,
     /// The API server and its CA for requests made with the current certificate (its
     /// credentials are not used; default: those of --bootstrap-kubeconfig). With --serving,
     /// its credentials (the node's client certificate, as in kubelet.conf) file every request:
     /// a serving certificate cannot authenticate.
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
+}
+
+/// `--http-address` of node-certificates: an address, or none (`off`, "").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HttpAddress(pub(crate) Option<std::net::SocketAddr>);
+
+fn http_address(value: &str) -> Result<HttpAddress, String> {
+    if value.is_empty() || value == "off" {
+        return Ok(HttpAddress(None));
+    }
+    value
+        .parse()
+        .map(|addr| HttpAddress(Some(addr)))
+        .map_err(|_| "expected ADDR:PORT (e.g. 127.0.0.1:10268), or off".to_owned())
 }
 
 #[cfg(feature = "controllers")]

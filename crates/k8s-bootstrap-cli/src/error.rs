@@ -105,7 +105,6 @@ pub(crate) enum CliError {
         #[source]
         source: std::io::Error,
     },
-    #[cfg(feature = "loopback-server")]
     #[error("{flag} {}: cannot listen on {addr}: {source}", .addr.port())]
     Listen {
         flag: &'static str,

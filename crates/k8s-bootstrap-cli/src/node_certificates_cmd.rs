@@ -1,9 +1,11 @@
 //! `k8s-bootstrap node-certificates`: the library's certificate manager for the node's client
-//! or serving certificate, until SIGTERM or Ctrl-C.
+//! or serving certificate, with its /healthz, /readyz and /metrics, until SIGTERM or Ctrl-C.
 
 use std::path::Path;
 
-use k8s_bootstrap::node_certificates::{CertificateKind, CertificateStore, Clients, Manager};
+use k8s_bootstrap::node_certificates::{
+    self, CertificateKind, CertificateMetrics, CertificateStore, Clients, Manager,
+};
 use k8s_bootstrap::tls_bootstrap::rotation::Bootstrap;
 use k8s_bootstrap::tls_bootstrap::{CertificateRequest, NodeKey, NodeName};
 
@@ -40,6 +42,19 @@ pub(crate) async fn run(args: &NodeCertificatesArgs) -> Result<(), CliError> {
             "node-certificates needs --bootstrap-kubeconfig, --kubeconfig or both".to_owned(),
         ));
     }
+    // The HTTP address is bound before any certificate work, so that a busy port fails fast.
+    let listener = match args.http_address.0 {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|source| CliError::Listen {
+                    flag: "--http-address",
+                    addr,
+                    source,
+                })?,
+        ),
+        None => None,
+    };
     let bootstrap = match &args.bootstrap_kubeconfig {
         Some(path) => {
             let yaml = read_kubeconfig(path)?;
@@ -94,6 +109,11 @@ pub(crate) async fn run(args: &NodeCertificatesArgs) -> Result<(), CliError> {
     };
     let (_templates, templates) = tokio::sync::watch::channel(Some(kind));
     let manager = Manager::new(store.clone(), clients, templates);
+    let metrics = if args.serving {
+        CertificateMetrics::new().with_server(manager.subscribe())
+    } else {
+        CertificateMetrics::new().with_client(manager.subscribe())
+    };
     tracing::info!(
         pair = %store.current_path().display(),
         node = %args.node_name,
@@ -101,9 +121,19 @@ pub(crate) async fn run(args: &NodeCertificatesArgs) -> Result<(), CliError> {
         bootstrap = args.bootstrap_kubeconfig.is_some(),
         "node-certificates: keeping the certificate current"
     );
+    // The server stops when the manager does (its future is dropped).
+    let http = async move {
+        match listener {
+            Some(listener) => {
+                node_certificates::serve_http(listener, metrics, std::future::pending()).await
+            }
+            None => std::future::pending().await,
+        }
+    };
     let terminated = crate::signals::terminated();
     tokio::select! {
         r = manager.run() => r.map_err(|e| CliError::NodeCertificates(e.to_string())),
+        r = http => r.map_err(|e| CliError::NodeCertificates(e.to_string())),
         () = terminated => {
             tracing::info!("node-certificates: termination signal received, shutting down");
             Ok(())

@@ -1,5 +1,5 @@
-//! `/healthz`, `/readyz` and `/metrics`: the HTTP endpoints the controllers and the forward
-//! proxy serve beside their work, for kubelet probes and Prometheus.
+//! `/healthz`, `/readyz` and `/metrics`: the HTTP endpoints the controllers, the forward proxy
+//! and the node certificate managers serve beside their work, for probes and Prometheus.
 
 use std::sync::Arc;
 
@@ -10,13 +10,16 @@ use axum::routing::get;
 /// Whether `/livez` is served too (as `/healthz`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(
-    not(all(feature = "controllers", feature = "forward-proxy")),
-    allow(dead_code, reason = "one variant for each of the two servers")
+    not(all(
+        feature = "controllers",
+        any(feature = "forward-proxy", feature = "node-certificates-http")
+    )),
+    allow(dead_code, reason = "one variant for each kind of server")
 )]
 pub(crate) enum Livez {
     /// The controllers'.
     On,
-    /// The forward proxy's.
+    /// The forward proxy's and the node certificate managers'.
     Off,
 }
 

@@ -72,7 +72,11 @@ pub mod exec;
 pub mod files;
 #[cfg(feature = "forward-proxy")]
 pub mod forward_proxy;
-#[cfg(any(feature = "controllers", feature = "forward-proxy"))]
+#[cfg(any(
+    feature = "controllers",
+    feature = "forward-proxy",
+    feature = "node-certificates-http"
+))]
 mod health;
 #[cfg(feature = "tls-bootstrap")]
 pub mod node_certificates;

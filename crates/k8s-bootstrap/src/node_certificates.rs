@@ -35,14 +35,21 @@ use tls_bootstrap::rotation::CurrentCertificate;
 
 use crate::files::{self, Existing};
 
+#[cfg(feature = "node-certificates-http")]
+mod http;
 mod manager;
 mod metrics;
 mod resolver;
+#[cfg(feature = "node-certificates-http")]
+pub use http::serve_http;
 pub use manager::{
     CERTIFICATE_WAIT_TIMEOUT, CertificateKind, Clients, CurrentClientFn, Manager, ManagerError,
     Snapshot, client_for_pair,
 };
-pub use metrics::{CLIENT_TTL_METRIC, CertificateMetrics, SERVER_TTL_METRIC};
+pub use metrics::{
+    CLIENT_RENEW_ERRORS_METRIC, CLIENT_ROTATIONS_METRIC, CLIENT_TTL_METRIC, CertificateMetrics,
+    SERVER_RENEW_ERRORS_METRIC, SERVER_ROTATIONS_METRIC, SERVER_TTL_METRIC,
+};
 pub use resolver::{ResolverError, ServingResolver};
 
 /// The longest pair name accepted.
@@ -113,6 +120,14 @@ pub enum Error {
         /// What is wrong.
         #[source]
         source: tls_bootstrap::Error,
+    },
+    /// [`serve_http`] failed.
+    #[cfg(feature = "node-certificates-http")]
+    #[error("couldn't serve /healthz, /readyz and /metrics: {source}")]
+    Serve {
+        /// The OS error.
+        #[source]
+        source: io::Error,
     },
 }
 

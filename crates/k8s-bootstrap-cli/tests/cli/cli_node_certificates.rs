@@ -1,5 +1,6 @@
 //! `k8s-bootstrap node-certificates` against the loopback API server: with no certificate, the
-//! bootstrap kubeconfig gets one, written in the kubelet's layout; SIGTERM ends it with 0.
+//! bootstrap kubeconfig gets one, written in the kubelet's layout; SIGTERM ends it with 0;
+//! /readyz and /metrics follow the rotations; a busy --http-address fails before any work.
 
 #![allow(
     clippy::unwrap_used,
@@ -46,6 +47,7 @@ async fn node_certificates_gets_a_certificate_with_the_bootstrap_kubeconfig() {
             "bootstrap.conf",
             "--node-name",
             "worker-1",
+            "--http-address=",
         ])
         .env_remove("KUBECONFIG")
         .env_remove("RUST_LOG")
@@ -160,6 +162,7 @@ async fn node_certificates_serving_renews_with_the_nodes_client_credentials() {
             "--serving",
             "--address",
             "127.0.0.1",
+            "--http-address=off",
         ])
         .env_remove("KUBECONFIG")
         .env_remove("RUST_LOG")
@@ -238,4 +241,191 @@ async fn node_certificates_serving_renews_with_the_nodes_client_credentials() {
     let pair = store.load().unwrap().unwrap();
     assert_eq!(pair.certificate().common_name(), "system:node:worker-1");
     drop(child);
+}
+
+/// The sample value of `name` in a metrics text (the whole-line match skips `# HELP`).
+fn sample<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+}
+
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> Option<(u16, String)> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.ok()?;
+    let status = response.get(9..12)?.parse().ok()?;
+    Some((status, response.split_once("\r\n\r\n")?.1.to_owned()))
+}
+
+/// With certificates of seconds, /readyz turns 200 once the first certificate is installed,
+/// and at each rotation /metrics shows the rotation counter rise and the TTL gauge jump back
+/// up to the new certificate's lifetime.
+#[tokio::test]
+async fn node_certificates_serves_readiness_and_rotation_metrics() {
+    use k8s_bootstrap::node_certificates::{CLIENT_ROTATIONS_METRIC, CLIENT_TTL_METRIC};
+
+    use crate::support::{addr_field, eventually, eventually_some, sigterm};
+
+    let server = LoopbackApiServer::builder()
+        .test_certificate_lifetime(Duration::from_secs(8))
+        .start()
+        .await
+        .unwrap();
+    let token = "abcdef.0123456789abcdef";
+    server.add_static_token(
+        token,
+        "system:bootstrap:abcdef",
+        &[
+            "system:bootstrappers",
+            "system:bootstrappers:kubeadm:default-node-token",
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = server
+        .admin_kubeconfig_yaml()
+        .replace(server.admin_token(), token);
+    std::fs::write(dir.path().join("bootstrap.conf"), yaml).unwrap();
+    let log_path = dir.path().join("node-certificates.log");
+    let mut child = Command::new(BIN)
+        .args([
+            "node-certificates",
+            "--cert-dir",
+            "pki",
+            "--bootstrap-kubeconfig",
+            "bootstrap.conf",
+            "--node-name",
+            "worker-1",
+            "--http-address=127.0.0.1:0",
+        ])
+        .env_remove("KUBECONFIG")
+        .env_remove("RUST_LOG")
+        .env("HOME", dir.path())
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    let addr = eventually_some("node-certificates logs its HTTP address", || {
+        log()
+            .lines()
+            .filter(|l| l.contains("serving /healthz"))
+            .find_map(|l| addr_field(l, "local"))
+    })
+    .await;
+    assert!(addr.ip().is_loopback(), "{addr}");
+    assert_eq!(
+        http_get(addr, "/healthz").await,
+        Some((200, "ok".to_owned()))
+    );
+
+    // Ready once the first certificate is installed.
+    eventually("/readyz answers 200", || async {
+        http_get(addr, "/readyz").await == Some((200, "ok".to_owned()))
+    })
+    .await;
+    let scrape = || async {
+        let (status, text) = http_get(addr, "/metrics").await.unwrap();
+        assert_eq!(status, 200, "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        let rotations: u64 = sample(&text, &format!("{CLIENT_ROTATIONS_METRIC}_total"))
+            .unwrap()
+            .parse()
+            .unwrap();
+        let ttl: i64 = sample(&text, CLIENT_TTL_METRIC).unwrap().parse().unwrap();
+        (rotations, ttl)
+    };
+    let (first, first_ttl) = scrape().await;
+    assert!(first >= 1, "{first}");
+    assert!(first_ttl <= 8, "{first_ttl}");
+
+    // The next rotation (at 70-90 % of the 8 s lifetime): the counter rises, and the gauge
+    // goes from what was left of the old certificate up to the new one's lifetime.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut before = (first, first_ttl);
+    let after = loop {
+        let now = scrape().await;
+        if now.0 > before.0 {
+            break now;
+        }
+        before = now;
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no rotation in /metrics: {before:?}\n{}",
+            log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(after.0, before.0 + 1, "{before:?} {after:?}");
+    assert!(after.1 > before.1, "{before:?} {after:?}");
+    assert!(after.1 <= 8, "{after:?}");
+    assert_eq!(
+        http_get(addr, "/readyz").await,
+        Some((200, "ok".to_owned()))
+    );
+    sigterm(&child);
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("node-certificates did not stop on SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}\n{}", log());
+}
+
+/// A busy --http-address is an error naming the flag, the address and the OS reason, before
+/// any certificate work (the kubeconfig is not even read, the directory not created).
+#[tokio::test]
+async fn node_certificates_refuses_a_busy_http_address() {
+    let busy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = busy.local_addr().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "node-certificates",
+            "--cert-dir",
+            "pki",
+            "--bootstrap-kubeconfig",
+            "missing.conf",
+            "--node-name",
+            "worker-1",
+            &format!("--http-address={addr}"),
+        ])
+        .env_remove("KUBECONFIG")
+        .current_dir(dir.path())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--http-address"), "{stderr}");
+    assert!(stderr.contains(&addr.to_string()), "{stderr}");
+    assert!(stderr.contains("in use"), "{stderr}");
+    assert!(!stderr.contains("missing.conf"), "{stderr}");
+    assert!(!dir.path().join("pki").exists());
+    drop(busy);
+}
+
+#[tokio::test]
+async fn node_certificates_refuses_an_http_address_that_is_not_one() {
+    let out = Command::new(BIN)
+        .args([
+            "node-certificates",
+            "--node-name",
+            "worker-1",
+            "--http-address=localhost",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--http-address"), "{stderr}");
+    assert!(stderr.contains("or off"), "{stderr}");
 }

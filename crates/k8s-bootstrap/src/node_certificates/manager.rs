@@ -228,6 +228,7 @@ pub enum ManagerError {
 pub struct Snapshot {
     pair: Option<Arc<LoadedPair>>,
     rotations: u64,
+    renew_errors: u64,
     failed_attempts: u32,
     last_failure: Option<Arc<str>>,
     last_written: Option<PathBuf>,
@@ -274,10 +275,20 @@ impl Snapshot {
         })
     }
 
-    /// How many certificates this manager installed.
+    /// How many certificates this manager installed (the `_rotations_total` counter of
+    /// [`CertificateMetrics`](super::CertificateMetrics)).
     #[must_use]
     pub fn rotations(&self) -> u64 {
         self.rotations
+    }
+
+    /// How many attempts to get a new certificate failed since the manager started (the
+    /// kubelet's `certificate_manager_client_expiration_renew_errors` and
+    /// `server_expiration_renew_errors` counters): each failure [`Manager::run`] logs and
+    /// retries counts once, a request abandoned for a changed template included.
+    #[must_use]
+    pub fn renew_errors(&self) -> u64 {
+        self.renew_errors
     }
 
     /// Consecutive failed attempts since the last success (0 after one).
@@ -296,6 +307,19 @@ impl Snapshot {
     #[must_use]
     pub fn last_written(&self) -> Option<&std::path::Path> {
         self.last_written.as_deref()
+    }
+
+    /// Records a failed attempt: `failures` consecutive ones so far, the last for `reason`.
+    pub(super) fn record_failure(&mut self, failures: u32, reason: Arc<str>) {
+        self.renew_errors = self.renew_errors.saturating_add(1);
+        self.failed_attempts = failures;
+        self.last_failure = Some(reason);
+    }
+
+    /// Records an installed certificate, written to `written`.
+    pub(super) fn record_rotation(&mut self, written: PathBuf) {
+        self.rotations = self.rotations.saturating_add(1);
+        self.last_written = Some(written);
     }
 
     /// The name of the certificate signing request filed and not yet decided, while the
@@ -396,10 +420,8 @@ impl Manager {
                         "certificate rotation failed"
                     );
                     let reason: Arc<str> = Arc::from(e.to_string());
-                    self.published.send_modify(|s| {
-                        s.failed_attempts = failures;
-                        s.last_failure = Some(reason);
-                    });
+                    self.published
+                        .send_modify(|s| s.record_failure(failures, reason));
                     Some(delay)
                 }
             };
@@ -484,10 +506,7 @@ impl Manager {
             );
         }
         *jitter = draw_jitter();
-        self.published.send_modify(|s| {
-            s.rotations = s.rotations.saturating_add(1);
-            s.last_written = Some(written);
-        });
+        self.published.send_modify(|s| s.record_rotation(written));
         self.publish(installed.as_ref());
         Ok(Pause::No)
     }

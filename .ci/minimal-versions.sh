@@ -21,7 +21,7 @@ CARGO_TARGET_DIR="$root/target" cargo test --quiet \
   -p jws-detached -p bootstrap-token -p clusterinfo -p exec-credential -p addon-jwt -p tls-bootstrap \
   -p delegated-auth --features delegated-auth/yaml \
   -p loopback-apiserver --features loopback-apiserver/kube \
-  -p k8s-bootstrap --features k8s-bootstrap/discovery,k8s-bootstrap/token,k8s-bootstrap/exec,k8s-bootstrap/tls-bootstrap,k8s-bootstrap/accept,k8s-bootstrap/sidecar,k8s-bootstrap/forward-proxy,k8s-bootstrap/controllers \
+  -p k8s-bootstrap --features k8s-bootstrap/discovery,k8s-bootstrap/token,k8s-bootstrap/exec,k8s-bootstrap/tls-bootstrap,k8s-bootstrap/node-certificates-http,k8s-bootstrap/accept,k8s-bootstrap/sidecar,k8s-bootstrap/forward-proxy,k8s-bootstrap/controllers \
   -p k8s-bootstrap-cli "$@"
 rm -rf "$work"
 echo "minimal-versions: 1 passed, 0 failed"

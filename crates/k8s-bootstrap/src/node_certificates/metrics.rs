@@ -1,26 +1,4 @@
-//! The certificate managers' metrics, in the OpenMetrics text format (without the closing
-//! `# EOF`, so that they can be served beside others): the kubelet's TTL gauges and renewal
-//! error counters, and a count of rotations.
-//!
-//! What the kubelet does (`cmd/kubelet/app/server.go` and `pkg/kubelet/certificate`): it
-//! registers a gauge function per certificate manager (the client one with
-//! `--rotate-certificates`, the serving one with `serverTLSBootstrap`), evaluated at each
-//! scrape: the seconds from now to the `notAfter` of the manager's current certificate,
-//! truncated toward zero (negative once it has expired), `+Inf` while the manager has none
-//! (`kubelet_certificate_manager_{client,server}_ttl_seconds`). It counts each failed rotation
-//! attempt (client-go's `CertificateRenewFailure`):
-//! `kubelet_certificate_manager_client_expiration_renew_errors` and
-//! `kubelet_server_expiration_renew_errors`. It has no count of rotations; for the serving
-//! certificate, the `_count` of its histogram `kubelet_certificate_manager_server_rotation_seconds`
-//! (the age of each replaced certificate) is one.
-//!
-//! What we do: the same gauges ([`Snapshot::ttl_seconds`]) and error counters
-//! ([`Snapshot::renew_errors`]), under the `k8s_bootstrap_` prefix and with one name scheme
-//! for both certificates (`certificate_manager_{client,server}_...`), the counters' samples
-//! suffixed `_total` as OpenMetrics requires; and a counter of certificates installed,
-//! `certificate_manager_{client,server}_rotations` ([`Snapshot::rotations`]); no histogram.
-//! The clock is read at [`CertificateMetrics::encode`]. [`CertificateMetrics::not_ready_at`]
-//! answers `/readyz`.
+//! The certificate managers' metrics: [`CertificateMetrics`].
 
 use std::fmt::Write as _;
 use std::time::SystemTime;
@@ -44,8 +22,30 @@ pub const CLIENT_RENEW_ERRORS_METRIC: &str =
 pub const SERVER_RENEW_ERRORS_METRIC: &str =
     "k8s_bootstrap_certificate_manager_server_expiration_renew_errors";
 
-/// The metrics of a node's certificate managers (see the [module](self) docs), read from
-/// what each [`Manager`](super::Manager) publishes.
+/// The metrics of a node's certificate managers, read from what each
+/// [`Manager`](super::Manager) publishes, in the OpenMetrics text format (without the closing
+/// `# EOF`, so that they can be served beside others): the kubelet's TTL gauges and renewal
+/// error counters, and a count of rotations.
+///
+/// What the kubelet does (`cmd/kubelet/app/server.go` and `pkg/kubelet/certificate`): it
+/// registers a gauge function per certificate manager (the client one with
+/// `--rotate-certificates`, the serving one with `serverTLSBootstrap`), evaluated at each
+/// scrape: the seconds from now to the `notAfter` of the manager's current certificate,
+/// truncated toward zero (negative once it has expired), `+Inf` while the manager has none
+/// (`kubelet_certificate_manager_{client,server}_ttl_seconds`). It counts each failed rotation
+/// attempt (client-go's `CertificateRenewFailure`):
+/// `kubelet_certificate_manager_client_expiration_renew_errors` and
+/// `kubelet_server_expiration_renew_errors`. It has no count of rotations; for the serving
+/// certificate, the `_count` of its histogram `kubelet_certificate_manager_server_rotation_seconds`
+/// (the age of each replaced certificate) is one.
+///
+/// What we do: the same gauges ([`Snapshot::ttl_seconds`]) and error counters
+/// ([`Snapshot::renew_errors`]), under the `k8s_bootstrap_` prefix and with one name scheme
+/// for both certificates (`certificate_manager_{client,server}_...`), the counters' samples
+/// suffixed `_total` as OpenMetrics requires; and a counter of certificates installed,
+/// `certificate_manager_{client,server}_rotations` ([`Snapshot::rotations`]); no histogram.
+/// The clock is read at [`CertificateMetrics::encode`]. [`CertificateMetrics::not_ready_at`]
+/// answers `/readyz`.
 ///
 /// ```no_run
 /// # fn demo(client: k8s_bootstrap::node_certificates::Manager) {

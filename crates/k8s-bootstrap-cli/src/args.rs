@@ -266,13 +266,13 @@ pub(crate) struct NodeCertificatesArgs {
     pub(crate) address: Vec<std::net::IpAddr>,
     /// Where to serve /healthz, /readyz (200 once the certificate is present and unexpired)
     /// and /metrics (its TTL gauge, rotation and renewal-error counters), plain HTTP; `off` or
-    /// "" serves nothing. The default listens on loopback only, as the kubelet's healthz
-    /// endpoint does, since this runs on the node: give a node address to let Prometheus
-    /// scrape it. Port 10268 is next to the controllers' 10266 and the forward proxy's 10267,
-    /// and no Kubernetes component uses it.
-    #[arg(long, default_value = "127.0.0.1:10268", value_name = "ADDR:PORT|off",
-        value_parser = http_address)]
-    pub(crate) http_address: HttpAddress,
+    /// "" serves nothing. Default: 127.0.0.1:10268, or 127.0.0.1:10269 with --serving, so
+    /// that the node's two managers run side by side. Loopback only, as the kubelet's healthz
+    /// endpoint, since this runs on the node: give a node address to let Prometheus scrape
+    /// it. Ports 10268 and 10269 follow the controllers' 10266 and the forward proxy's 10267;
+    /// no Kubernetes component uses them.
+    #[arg(long, value_name = "ADDR:PORT|off", value_parser = http_address)]
+    pub(crate) http_address: Option<HttpAddress>,
     /// The API server and its CA for requests made with the current certificate (its
     /// credentials are not used; default: those of --bootstrap-kubeconfig). With --serving,
     /// its credentials (the node's client certificate, as in kubelet.conf) file every request:
@@ -284,6 +284,20 @@ pub(crate) struct NodeCertificatesArgs {
 /// `--http-address` of node-certificates: an address, or none (`off`, "").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HttpAddress(pub(crate) Option<std::net::SocketAddr>);
+
+impl NodeCertificatesArgs {
+    /// `--http-address`, or its default for the certificate kept: the client certificate's
+    /// manager on 127.0.0.1:10268, the serving certificate's on 127.0.0.1:10269.
+    pub(crate) fn http_address(&self) -> Option<std::net::SocketAddr> {
+        match self.http_address {
+            Some(HttpAddress(given)) => given,
+            None => {
+                let port = if self.serving { 10269 } else { 10268 };
+                Some(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+            }
+        }
+    }
+}
 
 fn http_address(value: &str) -> Result<HttpAddress, String> {
     if value.is_empty() || value == "off" {
@@ -1175,5 +1189,35 @@ mod tests {
         assert_eq!(err.exit_code(), 2);
         let err = Cli::try_parse_from(["k8s-bootstrap", "token", "delete"]).unwrap_err();
         assert_eq!(err.exit_code(), 2);
+    }
+
+    /// The client and the serving certificate's managers default to ports of their own, so
+    /// that both run on one node without flags; an address given, or `off`, is taken as is.
+    #[test]
+    fn node_certificates_http_address_defaults_by_certificate() {
+        let address = |extra: &[&str]| {
+            let mut argv = vec![
+                "k8s-bootstrap",
+                "node-certificates",
+                "--node-name",
+                "worker-1",
+                "--kubeconfig",
+                "kubelet.conf",
+            ];
+            argv.extend_from_slice(extra);
+            match Cli::try_parse_from(argv).unwrap().command {
+                Command::NodeCertificates(args) => args.http_address(),
+                _ => unreachable!("parsed as node-certificates"),
+            }
+        };
+        let local = |port| Some(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+        assert_eq!(address(&[]), local(10268));
+        assert_eq!(address(&["--serving"]), local(10269));
+        assert_eq!(
+            address(&["--serving", "--http-address", "0.0.0.0:9100"]),
+            Some("0.0.0.0:9100".parse().unwrap())
+        );
+        assert_eq!(address(&["--http-address", "off"]), None);
+        assert_eq!(address(&["--serving", "--http-address="]), None);
     }
 }

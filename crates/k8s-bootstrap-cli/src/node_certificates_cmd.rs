@@ -43,7 +43,7 @@ pub(crate) async fn run(args: &NodeCertificatesArgs) -> Result<(), CliError> {
         ));
     }
     // The HTTP address is bound before any certificate work, so that a busy port fails fast.
-    let listener = match args.http_address.0 {
+    let listener = match args.http_address() {
         Some(addr) => Some(
             tokio::net::TcpListener::bind(addr)
                 .await

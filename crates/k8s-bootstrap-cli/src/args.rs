@@ -1084,6 +1084,7 @@ fn positive_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// A cache lifetime: a Go duration, zero (nothing cached) or more.
+#[cfg(feature = "sidecar")]
 fn cache_ttl(s: &str) -> Result<Duration, String> {
     go_duration(s).map_err(|_| {
         "not a cache lifetime: a Go duration such as 10s or 1m0s, 0s to cache nothing".to_owned()

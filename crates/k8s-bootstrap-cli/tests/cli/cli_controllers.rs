@@ -22,10 +22,9 @@ const EXIT_WITHIN: Duration = Duration::from_secs(10);
 
 use loopback_apiserver::LoopbackApiServer;
 use serde_json::json;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::{Child, Command};
 
-use crate::support::{addr_field, eventually, eventually_some, sigterm};
+use crate::support::{addr_field, eventually, eventually_some, http_get, sigterm};
 
 const BIN: &str = env!("CARGO_BIN_EXE_k8s-bootstrap");
 
@@ -88,20 +87,6 @@ async fn exits_after_sigterm(child: &mut Child, kubeconfig: &Path, identity: &st
         }
         Err(_) => panic!("{identity} still runs {EXIT_WITHIN:?} after SIGTERM:\n{log}"),
     }
-}
-
-async fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-    stream
-        .write_all(
-            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
-        )
-        .await
-        .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.ok()?;
-    let status = response.get(9..12)?.parse().ok()?;
-    Some((status, response.split_once("\r\n\r\n")?.1.to_owned()))
 }
 
 /// Whether the metrics text has exactly this sample line (a `contains` would also match the

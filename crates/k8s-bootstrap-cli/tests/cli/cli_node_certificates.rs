@@ -249,21 +249,6 @@ fn sample<'a>(text: &'a str, name: &str) -> Option<&'a str> {
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
 }
 
-async fn http_get(addr: std::net::SocketAddr, path: &str) -> Option<(u16, String)> {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-    stream
-        .write_all(
-            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
-        )
-        .await
-        .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.ok()?;
-    let status = response.get(9..12)?.parse().ok()?;
-    Some((status, response.split_once("\r\n\r\n")?.1.to_owned()))
-}
-
 /// With certificates of seconds, /readyz turns 200 once the first certificate is installed,
 /// and at each rotation /metrics shows the rotation counter rise and the TTL gauge jump back
 /// up to the new certificate's lifetime.
@@ -271,7 +256,7 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> Option<(u16, String
 async fn node_certificates_serves_readiness_and_rotation_metrics() {
     use k8s_bootstrap::node_certificates::{CLIENT_ROTATIONS_METRIC, CLIENT_TTL_METRIC};
 
-    use crate::support::{addr_field, eventually, eventually_some, sigterm};
+    use crate::support::{addr_field, eventually, eventually_some, http_get, sigterm};
 
     let server = LoopbackApiServer::builder()
         .test_certificate_lifetime(Duration::from_secs(8))

@@ -24,7 +24,7 @@ if [ $# -gt 0 ]; then targets=("$@"); else
     addon_jwt_http1_response addon_jwt_http1_differential
     tls_bootstrap_csr_json tls_bootstrap_csr_yaml tls_bootstrap_certificate tls_bootstrap_request
     delegated_auth_token_review delegated_auth_access_review delegated_auth_oidc_discovery
-    delegated_auth_configmap
+    delegated_auth_configmap delegated_auth_bearer_header
     delegated_auth_request_info delegated_auth_rbac_objects delegated_auth_proxy_config
   )
 fi

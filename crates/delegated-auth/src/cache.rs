@@ -21,7 +21,7 @@ use sha2::{Digest as _, Sha256};
 use crate::access_review::{AccessReviewOutcome, Decision};
 use crate::attributes::{Attributes, Target};
 use crate::request_info::RequestInfo;
-use crate::token::BearerToken;
+use crate::token::BearerTokenRef;
 use crate::token_review::TokenReviewOutcome;
 use crate::user::UserInfo;
 
@@ -103,11 +103,12 @@ impl CacheConfig {
 pub struct TokenCacheKey([u8; 32]);
 
 impl TokenCacheKey {
-    /// The key of `token` reviewed for `audiences` (in that order).
+    /// The key of `token` (a [`BearerToken`](crate::BearerToken) or a [`BearerTokenRef`]) reviewed for
+    /// `audiences` (in that order).
     #[must_use]
-    pub fn new(token: &BearerToken, audiences: &[String]) -> TokenCacheKey {
+    pub fn new<'a>(token: impl Into<BearerTokenRef<'a>>, audiences: &[String]) -> TokenCacheKey {
         let mut h = Sha256::new();
-        let token = token.expose_secret().as_bytes();
+        let token = token.into().expose_secret().as_bytes();
         h.update((token.len() as u64).to_be_bytes());
         h.update(token);
         h.update((audiences.len() as u64).to_be_bytes());
@@ -183,6 +184,18 @@ impl TokenCache {
     #[must_use]
     pub fn get(&self, key: &TokenCacheKey, now: SystemTime) -> Option<&CachedToken> {
         self.store.get(key, now).map(|(_, v)| v)
+    }
+
+    /// Whether `key` was authenticated the last time it was reviewed: an authentication kept
+    /// for it, fresh or expired (an expired entry stays until the bounds evict it or
+    /// [`TokenCache::purge_expired`] drops it). A layer can renew such a token's review ahead
+    /// of tokens it has never seen.
+    #[must_use]
+    pub fn was_authenticated(&self, key: &TokenCacheKey) -> bool {
+        matches!(
+            self.store.map.get(key).map(|s| &s.value),
+            Some(CachedToken::Authenticated { .. })
+        )
     }
 
     /// Keeps `outcome` for `key` from `now`: an authentication for the allow TTL, a refusal
@@ -330,6 +343,19 @@ impl AccessCache {
         now: SystemTime,
     ) -> Option<&AccessReviewOutcome> {
         self.get_view(&View::of_request(user, request), now)
+    }
+
+    /// Whether `attributes` were allowed the last time they were reviewed: an allow kept for
+    /// them, fresh or expired (an expired entry stays until the bounds evict it or
+    /// [`AccessCache::purge_expired`] drops it).
+    #[must_use]
+    pub fn was_allowed(&self, attributes: &Attributes) -> bool {
+        let view = View::of(attributes);
+        let key = self.key(&view, self.user_hash(view.user));
+        matches!(
+            self.store.map.get(&key),
+            Some(slot) if View::of(&slot.value.0) == view && slot.value.1.is_allowed()
+        )
     }
 
     fn get_view(&self, view: &View<'_>, now: SystemTime) -> Option<&AccessReviewOutcome> {

@@ -32,7 +32,7 @@ pub use cache::{
 pub use error::Error;
 pub use requestheader::{FrontProxyAuthenticator, MAX_CONFIGURED_HEADERS, RequestHeaderConfig};
 pub use service_account::{MAX_DISCOVERY_BYTES, OidcDiscovery, ServiceAccountAuthenticator};
-pub use token::{BearerToken, MAX_TOKEN_BYTES};
+pub use token::{BearerToken, BearerTokenRef, MAX_TOKEN_BYTES};
 pub use token_review::{
     MAX_REVIEW_AUDIENCES, MAX_REVIEW_ERROR_BYTES, MAX_TOKEN_REVIEW_BYTES, TokenReview,
     TokenReviewOutcome,

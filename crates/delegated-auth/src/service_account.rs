@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use crate::bounded_json;
 use crate::error::Error;
-use crate::token::BearerToken;
+use crate::token::BearerTokenRef;
 use crate::user::UserInfo;
 
 /// The largest OIDC discovery document read, in bytes.
@@ -150,10 +150,14 @@ impl ServiceAccountAuthenticator {
     ///
     /// [`Error::Jwt`] when the token does not verify: signature, issuer, audience, expiry
     /// (with kube-apiserver's 60-second leeway), or the `kubernetes.io` claim.
-    pub fn authenticate(&self, token: &BearerToken, now: SystemTime) -> Result<UserInfo, Error> {
+    pub fn authenticate<'a>(
+        &self,
+        token: impl Into<BearerTokenRef<'a>>,
+        now: SystemTime,
+    ) -> Result<UserInfo, Error> {
         let sa = self
             .verifier
-            .verify(token.expose_secret(), now)
+            .verify(token.into().expose_secret(), now)
             .map_err(Error::Jwt)?;
         let mut user = UserInfo::new(sa.user_name()).with_groups(sa.groups());
         user.uid = sa.uid().map(str::to_owned);

@@ -467,7 +467,8 @@ pub(crate) struct ForwardProxyArgs {
     /// token-review: at most this many reviews (TokenReviews and SubjectAccessReviews
     /// together) per second on average; a request whose review would exceed it is answered
     /// 429 with Retry-After, while requests decided from the caches are never refused (off by
-    /// default).
+    /// default). Renewals of tokens and access the caches held allowed have a bucket of their
+    /// own at the same rate, so a flood of new tokens cannot throttle the users already served.
     #[arg(long, value_name = "PER_SECOND")]
     pub(crate) review_rate_limit: Option<NonZeroU32>,
     /// token-review: the most reviews at once after a quiet time, with --review-rate-limit

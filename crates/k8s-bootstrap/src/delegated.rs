@@ -109,8 +109,8 @@ use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
 use delegated_auth::{
-    ApiPrefixes, Attributes, BearerToken, CacheConfig, ClientCa, FrontProxyAuthenticator, PathRule,
-    RbacProxyConfig, RequestInfo, RequestPath, ServiceAccountAuthenticator, UserInfo,
+    ApiPrefixes, Attributes, BearerTokenRef, CacheConfig, ClientCa, FrontProxyAuthenticator,
+    PathRule, RbacProxyConfig, RequestInfo, RequestPath, ServiceAccountAuthenticator, UserInfo,
 };
 use http::{Request, Response};
 
@@ -295,8 +295,15 @@ impl DelegatedAuthLayer {
     /// a flood of new (say, invalid) tokens, what the API server sees stays bounded. A request
     /// whose review would exceed it is answered 429 (`TooManyRequests`, `Retry-After` and
     /// `details.retryAfterSeconds` as kube-apiserver sets them) and nothing is cached; requests
-    /// decided from the caches or offline never count and are never refused by it. The bucket
-    /// is refilled at the layer's [`clock`](DelegatedAuthLayer::clock). None by default.
+    /// decided from the caches or offline never count and are never refused by it.
+    ///
+    /// Renewals have a bucket of their own, of the same rate and burst: the review of a token
+    /// the token cache held authenticated, or of attributes the access cache held allowed,
+    /// once that entry has expired (and until the caches' bounds evict it). So a flood of
+    /// tokens never seen before cannot throttle the users already served when their entries
+    /// expire, and the API server sees at most twice `limit`, half of it for credentials it
+    /// accepted. The buckets are refilled at the layer's [`clock`](DelegatedAuthLayer::clock).
+    /// None by default.
     #[must_use]
     pub fn review_rate_limit(self, limit: ReviewRateLimit) -> DelegatedAuthLayer {
         self.rebuild(|s| s.config.rate_limit = Some(limit))
@@ -654,7 +661,7 @@ async fn authenticate_token(
     let Some(token) = bearer_token(headers) else {
         return Ok(None);
     };
-    if let Some(user) = shared.authenticators.offline_token_user(&token, clock) {
+    if let Some(user) = shared.authenticators.offline_token_user(token, clock) {
         return Ok(Some(Arc::new(user)));
     }
     if shared.authenticators.token_reviews == TokenReviews::Disabled {
@@ -679,15 +686,16 @@ fn failed<B>(shared: &Shared, failure: Failure) -> Verdict<B> {
     Verdict::Answer(response::internal_error(message))
 }
 
-/// The token of the one `Authorization: Bearer` header; `None` for none, two, another scheme
-/// or a token that cannot be one (too long, not visible ASCII).
-fn bearer_token(headers: &http::HeaderMap) -> Option<BearerToken> {
+/// The token of the one `Authorization: Bearer` header, borrowed (a copy is made only for a
+/// review); `None` for none, two, another scheme or a token that cannot be one (too long, not
+/// visible ASCII).
+fn bearer_token(headers: &http::HeaderMap) -> Option<BearerTokenRef<'_>> {
     let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
     let value = values.next()?;
     if values.next().is_some() {
         return None;
     }
-    BearerToken::from_authorization(value.as_bytes())
+    BearerTokenRef::from_authorization(value.as_bytes())
         .ok()
         .flatten()
 }

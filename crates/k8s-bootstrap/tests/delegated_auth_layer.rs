@@ -1297,6 +1297,66 @@ async fn a_flood_of_unique_invalid_tokens_is_held_to_the_rate_limit_and_cached_u
 }
 
 #[tokio::test]
+async fn a_served_users_renewal_is_not_throttled_by_a_flood_of_new_tokens() {
+    let cluster = Cluster::start().await;
+    let layer = cluster
+        .layer()
+        .await
+        .review_rate_limit(ReviewRateLimit::new(
+            NonZeroU32::new(1).unwrap(),
+            NonZeroU32::new(3).unwrap(),
+        ));
+    let metrics = layer.metrics();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let app = app(layer, Arc::clone(&calls));
+    let token = cluster.token("prometheus").await;
+    let never_seen = cluster.token("prometheus").await;
+    let reviews = || cluster.reviews(TOKEN_REVIEWS) + cluster.reviews(ACCESS_REVIEWS);
+    let drain = |app: Router| async move {
+        let mut refused = 0;
+        for i in 0.. {
+            let invalid = format!("flood-{i}");
+            match call(&app, "/metrics", Some(&invalid)).await.0 {
+                StatusCode::UNAUTHORIZED => refused += 1,
+                StatusCode::TOO_MANY_REQUESTS => return refused,
+                other => panic!("{other}"),
+            }
+        }
+        unreachable!()
+    };
+
+    // Served once: a TokenReview and a SubjectAccessReview, then the caches.
+    assert_eq!(call(&app, "/metrics", Some(&token)).await.0, StatusCode::OK);
+    assert_eq!(reviews(), 2);
+    // Both entries expire; the flood empties the bucket of new tokens meanwhile.
+    advance(11);
+    let refused = drain(app.clone()).await;
+    assert_eq!(refused, 3, "the burst of new tokens");
+    let before = reviews();
+    // The served user's token and access are renewed from their own bucket...
+    let (status, _, body) = call(&app, "/metrics", Some(&token)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(reviews(), before + 2);
+    // ... while a valid token never seen before waits for the flood's bucket, as the flood.
+    assert_eq!(
+        call(&app, "/metrics", Some(&never_seen)).await.0,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    // The renewal bucket is bounded too: three renewals at once at most, then 429 until it
+    // refills.
+    advance(11);
+    drain(app.clone()).await;
+    let (status, _, _) = call(&app, "/metrics", Some(&token)).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "2 of the renewal bucket's 3 (refilled)"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(metrics.snapshot().errored, 0);
+}
+
+#[tokio::test]
 async fn identity_headers_never_reach_the_addon_on_an_ignored_path_either() {
     let cluster = Cluster::start().await;
     let config = k8s_bootstrap::delegated_auth::RbacProxyConfig::new()

@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use delegated_auth::{
-    AccessReviewKind, ApiPrefixes, Attributes, AuthenticationConfigMap, BearerToken, Decision,
+    AccessReviewKind, ApiPrefixes, Attributes, AuthenticationConfigMap, BearerToken,
+    BearerTokenRef, Decision,
     Error, KubeletAuthz, OidcDiscovery, Policy, RbacObjects, RbacProxyConfig, RequestInfo,
     RequestPath, ResourceAttributes, TokenReview, TokenReviewOutcome, UserInfo, kubelet_attributes,
     read_access_review,
@@ -15,6 +16,44 @@ use delegated_auth::{
 use crate::hygiene::assert_hidden;
 use crate::input::split_at_first;
 use crate::outcome::Outcome;
+
+/// `BearerTokenRef::from_authorization` on the whole input as an `Authorization` header value,
+/// against Kubernetes' reading written out plainly (trim, split at spaces into at most three,
+/// `Bearer` in any case, then the token checked): the same token or the same refusal; the
+/// owned reading agrees; `Debug` never shows the token. Accepted: a bearer token.
+pub fn delegated_auth_bearer_header(data: &[u8]) -> Outcome {
+    let reference = {
+        let value = data.trim_ascii();
+        let mut parts = value.splitn(3, |b| *b == b' ');
+        match (parts.next(), parts.next()) {
+            (Some(scheme), Some(token))
+                if scheme.eq_ignore_ascii_case(b"bearer") && !token.is_empty() =>
+            {
+                let ok = token.len() <= delegated_auth::MAX_TOKEN_BYTES
+                    && token.iter().all(|b| (b'!'..=b'~').contains(b));
+                Some(ok.then_some(token))
+            }
+            _ => None,
+        }
+    };
+    let ours = BearerTokenRef::from_authorization(data);
+    let owned = BearerToken::from_authorization(data);
+    match (reference, ours, owned) {
+        (None, Ok(None), Ok(None)) => Outcome::Rejected,
+        (Some(None), Err(_), Err(_)) => Outcome::Rejected,
+        (Some(Some(want)), Ok(Some(token)), Ok(Some(owned))) => {
+            assert_eq!(token.expose_secret().as_bytes(), want);
+            assert_eq!(owned.expose_secret().as_bytes(), want);
+            assert_eq!(owned.borrow_token(), token);
+            let shown = format!("{token:?} {owned:?}");
+            assert!(!shown.contains(token.expose_secret()), "{shown}");
+            Outcome::Accepted
+        }
+        (reference, ours, owned) => {
+            panic!("reference {reference:?}, borrowed {ours:?}, owned {owned:?}")
+        }
+    }
+}
 
 /// The token every TokenReview answer is read for.
 const REVIEWED_TOKEN: &str = "FUZZ-reviewed-token.abcdef0123456789";

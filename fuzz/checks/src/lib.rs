@@ -36,7 +36,7 @@ pub use clusterinfo::{
     clusterinfo_pin,
 };
 pub use delegated_auth::{
-    delegated_auth_access_review, delegated_auth_configmap, delegated_auth_oidc_discovery,
+    delegated_auth_access_review, delegated_auth_bearer_header, delegated_auth_configmap, delegated_auth_oidc_discovery,
     delegated_auth_proxy_config, delegated_auth_rbac_objects, delegated_auth_request_info,
     delegated_auth_token_review,
 };

@@ -425,3 +425,43 @@ fn access_cache_is_bounded() {
     cache.purge_expired(now + Duration::from_secs(60));
     assert!(cache.is_empty());
 }
+
+/// What a layer renews ahead of new tokens: an authentication or an allow that was kept,
+/// fresh or expired, until it is evicted or purged; never a refusal or a denial.
+#[test]
+fn what_was_allowed_is_remembered_after_it_expires_until_evicted() {
+    let config = CacheConfig::default().with_max_entries(2);
+    let mut tokens = TokenCache::new(config);
+    tokens.insert(key("alice", &[]), user("alice"), t0());
+    tokens.insert(key("mallory", &[]), refused(), t0());
+    let later = t0() + DEFAULT_TOKEN_CACHE_TTL * 3;
+    assert!(tokens.get(&key("alice", &[]), later).is_none());
+    assert!(tokens.was_authenticated(&key("alice", &[])));
+    assert!(!tokens.was_authenticated(&key("mallory", &[])));
+    assert!(!tokens.was_authenticated(&key("bob", &[])));
+    // The same token reviewed for other audiences is another key.
+    assert!(!tokens.was_authenticated(&key("alice", &["api"])));
+    // A refusal on renewal replaces it.
+    tokens.insert(key("alice", &[]), refused(), later);
+    assert!(!tokens.was_authenticated(&key("alice", &[])));
+    // Evicted by newer entries, or purged: forgotten.
+    tokens.insert(key("bob", &[]), user("bob"), later);
+    tokens.insert(key("carol", &[]), user("carol"), later);
+    tokens.insert(key("dave", &[]), user("dave"), later);
+    assert!(!tokens.was_authenticated(&key("bob", &[])));
+    assert!(tokens.was_authenticated(&key("carol", &[])));
+    tokens.purge_expired(later + DEFAULT_TOKEN_CACHE_TTL * 3);
+    assert!(!tokens.was_authenticated(&key("carol", &[])));
+
+    let mut access = AccessCache::new(config);
+    let (get, list) = (attrs("alice", "get"), attrs("alice", "list"));
+    access.insert(&get, sar(r#"{"allowed":true}"#), t0());
+    access.insert(&list, sar(r#"{"allowed":false,"denied":true}"#), t0());
+    assert!(access.get(&get, later).is_none());
+    assert!(access.was_allowed(&get));
+    assert!(!access.was_allowed(&list));
+    assert!(!access.was_allowed(&attrs("bob", "get")));
+    assert!(!access.was_allowed(&attrs("alice", "delete")));
+    access.purge_expired(later);
+    assert!(!access.was_allowed(&get));
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use delegated_auth::{
-    BearerToken, ClientCa, FrontProxyAuthenticator, RequestHeaderConfig,
+    BearerTokenRef, ClientCa, FrontProxyAuthenticator, RequestHeaderConfig,
     ServiceAccountAuthenticator, UserInfo,
 };
 use http::HeaderMap;
@@ -106,7 +106,7 @@ impl Authenticators {
     /// token verifies (`clock` read only then).
     pub(super) fn offline_token_user(
         &self,
-        token: &BearerToken,
+        token: BearerTokenRef<'_>,
         clock: fn() -> SystemTime,
     ) -> Option<UserInfo> {
         match self.service_accounts.as_ref()?.authenticate(token, clock()) {

@@ -11,7 +11,8 @@ const NANOS_PER_REVIEW: u128 = 1_000_000_000;
 /// [`DelegatedAuthLayer`](super::DelegatedAuthLayer) may send: `per_second` on average, at most
 /// `burst` at once after a quiet time. A request whose review would exceed it is answered 429
 /// (`TooManyRequests`, with `Retry-After`), and nothing is cached; requests decided from the
-/// caches never count.
+/// caches never count. Renewals of what the caches held allowed have a bucket of their own of
+/// the same size ([`DelegatedAuthLayer::review_rate_limit`](super::DelegatedAuthLayer::review_rate_limit)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReviewRateLimit {
     per_second: NonZeroU32,

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, SystemTime};
 
 use delegated_auth::{
-    AccessCache, AccessKey, AccessReviewKind, AccessReviewOutcome, Attributes, BearerToken,
+    AccessCache, AccessKey, AccessReviewKind, AccessReviewOutcome, Attributes, BearerTokenRef,
     CacheConfig, CachedToken, MAX_ACCESS_REVIEW_BYTES, MAX_TOKEN_REVIEW_BYTES, RequestInfo,
     TokenCache, TokenCacheKey, TokenReview, TokenReviewOutcome, UserInfo, access_review_json,
     read_access_review,
@@ -50,7 +50,9 @@ pub(super) struct Reviewer {
     token_flights: Flights<TokenCacheKey, TokenResult>,
     access_flights: Flights<AccessKey, AccessResult>,
     slots: Semaphore,
-    bucket: Option<Mutex<TokenBucket>>,
+    /// The rate limit's two buckets: reviews of what the caches never held allowed, and
+    /// renewals of what they did (see [`Lane`]).
+    buckets: Option<[Mutex<TokenBucket>; 2]>,
     timeout: Duration,
     clock: fn() -> SystemTime,
     metrics: Arc<Metrics>,
@@ -86,7 +88,12 @@ impl Reviewer {
                     .max_concurrent_reviews
                     .clamp(1, Semaphore::MAX_PERMITS),
             ),
-            bucket: config.rate_limit.map(|l| Mutex::new(TokenBucket::new(l))),
+            buckets: config.rate_limit.map(|l| {
+                [
+                    Mutex::new(TokenBucket::new(l)),
+                    Mutex::new(TokenBucket::new(l)),
+                ]
+            }),
             timeout: config.timeout,
             clock: config.clock,
             metrics,
@@ -103,8 +110,8 @@ impl Reviewer {
 
     /// Who `token` belongs to: from the cache, or from a TokenReview (one per token and
     /// audiences in flight, whoever else asks meanwhile waits for its answer).
-    pub(super) async fn authenticate(&self, token: BearerToken) -> TokenResult {
-        let key = TokenCacheKey::new(&token, &self.audiences);
+    pub(super) async fn authenticate(&self, token: BearerTokenRef<'_>) -> TokenResult {
+        let key = TokenCacheKey::new(token, &self.audiences);
         if let Some(hit) = self.cached_identity(&key) {
             self.metrics.inc(Counter::TokenCacheHit);
             return Ok(hit);
@@ -170,14 +177,16 @@ impl Reviewer {
         }
     }
 
-    async fn review_token(&self, token: BearerToken, key: TokenCacheKey) -> TokenResult {
+    async fn review_token(&self, token: BearerTokenRef<'_>, key: TokenCacheKey) -> TokenResult {
         // The flight before this one may have filled the cache since this request missed it.
         if let Some(hit) = self.cached_identity(&key) {
             self.metrics.inc(Counter::TokenCacheHit);
             return Ok(hit);
         }
-        self.take_rate()?;
-        let review = TokenReview::new(token).with_audiences(self.audiences.iter().cloned());
+        let lane = Lane::of(read(&self.tokens).was_authenticated(&key));
+        self.take_rate(lane)?;
+        let review = TokenReview::new(token.to_bearer_token())
+            .with_audiences(self.audiences.iter().cloned());
         let mut body = review.to_json();
         let answer = self
             .post(
@@ -214,7 +223,8 @@ impl Reviewer {
             self.metrics.inc(Counter::AccessCacheHit);
             return Ok(Arc::new(hit.clone()));
         }
-        self.take_rate()?;
+        let lane = Lane::of(read(&self.access).was_allowed(attributes));
+        self.take_rate(lane)?;
         let body = access_review_json(AccessReviewKind::Subject, attributes).map_err(|error| {
             tracing::warn!(%error, "delegated authorization: no SubjectAccessReview");
             Failure::AccessReview
@@ -244,10 +254,15 @@ impl Reviewer {
         Ok(Arc::new(outcome))
     }
 
-    /// One review from the rate limit, if there is one.
-    fn take_rate(&self) -> Result<(), Failure> {
-        let Some(bucket) = &self.bucket else {
+    /// One review from `lane`'s bucket of the rate limit, if there is one.
+    fn take_rate(&self, lane: Lane) -> Result<(), Failure> {
+        let Some(buckets) = &self.buckets else {
             return Ok(());
+        };
+        let [new, renewal] = buckets;
+        let bucket = match lane {
+            Lane::New => new,
+            Lane::Renewal => renewal,
         };
         let now = self.now();
         let mut bucket = bucket.lock().unwrap_or_else(PoisonError::into_inner);
@@ -293,6 +308,24 @@ impl Reviewer {
                 None
             }
         }
+    }
+}
+
+/// Which of the rate limit's buckets a review is taken from. A flood of tokens never seen
+/// before empties the first; the renewal of a token or an access the caches held allowed (its
+/// entry expired, not yet evicted) takes from the second, so that the users already served
+/// keep being served while the flood is throttled. Only a review that allowed fills the
+/// caches with what makes a renewal, so the second bucket is spent only on credentials the
+/// API server accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lane {
+    New,
+    Renewal,
+}
+
+impl Lane {
+    fn of(known: bool) -> Lane {
+        if known { Lane::Renewal } else { Lane::New }
     }
 }
 

@@ -1444,15 +1444,20 @@ fn reviews_answered(server: &loopback_apiserver::LoopbackApiServer) -> (u64, u64
 }
 
 /// A flood of unique invalid bearer tokens (a new one per request) on `connections` kept
-/// connections to `addr` for `seconds`, each request sent once the previous response was read:
-/// the responses counted by status.
+/// connections to `addr` for `seconds`, each request sent once the previous response was read,
+/// and with `rate` no sooner than its turn at that many requests a second in all: the
+/// responses counted by status.
 fn flood_unique_tokens(
     addr: SocketAddr,
     connections: usize,
     seconds: u64,
+    rate: Option<u64>,
 ) -> std::collections::BTreeMap<u16, u64> {
     use std::io::{Read, Write};
-    let deadline = std::time::Instant::now() + Duration::from_secs(seconds);
+    let start = std::time::Instant::now();
+    let deadline = start + Duration::from_secs(seconds);
+    // Each connection's interval between requests at `rate` in all.
+    let interval = rate.map(|r| Duration::from_secs_f64(connections as f64 / r.max(1) as f64));
     let threads: Vec<_> = (0..connections)
         .map(|c| {
             std::thread::spawn(move || {
@@ -1460,7 +1465,16 @@ fn flood_unique_tokens(
                 let mut stream: Option<std::net::TcpStream> = None;
                 let mut buf = Vec::with_capacity(4096);
                 let mut n = 0u64;
+                // The connections' turns spread over one interval.
+                let mut next = interval.map(|i| start + i.mul_f64(c as f64 / connections as f64));
                 while std::time::Instant::now() < deadline {
+                    if let (Some(at), Some(i)) = (next.as_mut(), interval) {
+                        let now = std::time::Instant::now();
+                        if *at > now {
+                            std::thread::sleep(*at - now);
+                        }
+                        *at += i;
+                    }
                     if stream.is_none() {
                         let s = std::net::TcpStream::connect(addr).unwrap();
                         s.set_nodelay(true).unwrap();
@@ -1529,6 +1543,144 @@ fn flood_unique_tokens(
         }
     }
     total
+}
+
+/// One flood of unique invalid tokens against a proxy of its own with the review rate limit,
+/// valid requests at 1,000 req/s beside it: its table.
+fn flood_run(
+    jwt: &Jwt<'_>,
+    server: &loopback_apiserver::LoopbackApiServer,
+    token: &str,
+    review_args: &dyn Fn(&[String]) -> Vec<String>,
+    (rate, burst): (u64, u64),
+    seconds: u64,
+    flood_rate: Option<u64>,
+) {
+    let limit = [
+        format!("--review-rate-limit={rate}"),
+        format!("--review-burst={burst}"),
+    ];
+    let (mut limited, limited_addr, limited_metrics) =
+        start_proxy_with(jwt.binary, None, &review_args(&limit));
+    let (status, _) = probe(
+        limited_addr,
+        "/whoami",
+        &[("Authorization", &format!("Bearer {token}"))],
+    );
+    assert_eq!(status, 200, "the rate-limited proxy: the bound account");
+    // A short calm spell at the valid rate, so that the proxy is at work.
+    let warm = stats(oha(
+        &format!("http://{limited_addr}/"),
+        token,
+        8,
+        Some(1000),
+        1,
+    ));
+    assert!(warm.ok > 0);
+    let sent_before = (
+        metric(limited_metrics, "delegated_token_reviews"),
+        metric(limited_metrics, "delegated_access_reviews"),
+    );
+    let answered_before = reviews_answered(server);
+    let started = std::time::Instant::now();
+    let cpu_before = tree_cpu_ns(limited.id());
+    let valid = oha(
+        &format!("http://{limited_addr}/"),
+        token,
+        8,
+        Some(1000),
+        seconds,
+    );
+    // Resident memory once the flood has run 2 s (its connections open, its buffers grown),
+    // then at the end.
+    let pid = limited.id();
+    let rss_start = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(2));
+        rss_kib(pid)
+    });
+    let flood = flood_unique_tokens(limited_addr, 16, seconds, flood_rate);
+    let valid = stats_cpu(valid, limited.id(), cpu_before);
+    let elapsed = started.elapsed().as_secs_f64();
+    let sent_after = (
+        metric(limited_metrics, "delegated_token_reviews"),
+        metric(limited_metrics, "delegated_access_reviews"),
+    );
+    let answered_after = reviews_answered(server);
+    let rss_start = rss_start.join().unwrap();
+    let rss_end = rss_kib(limited.id());
+    stop(&mut limited);
+
+    let sent = (sent_after.0 - sent_before.0) + (sent_after.1 - sent_before.1);
+    let answered = (answered_after.0 - answered_before.0) + (answered_after.1 - answered_before.1);
+    // New tokens take from one bucket; the valid token's renewals (a TokenReview and a
+    // SubjectAccessReview each time its 10 s entries expire) from the other.
+    let renewals = 2.0 * (elapsed / 10.0).ceil();
+    let bound = burst as f64 + rate as f64 * elapsed + renewals;
+    let flood_total: u64 = flood.values().sum();
+    let flood_codes = flood
+        .iter()
+        .map(|(s, n)| format!("{s}: {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let valid_other = valid.served - valid.ok;
+    let shape = flood_rate.map_or_else(
+        || "as fast as it goes".to_owned(),
+        |r| format!("at {r} req/s"),
+    );
+    println!();
+    println!(
+        "Flood of unique invalid tokens ({shape}, 16 kept connections, plain HTTP) at --review-rate-limit={rate} --review-burst={burst}, valid token at 1,000 req/s on 8 connections, {elapsed:.1} s:"
+    );
+    println!();
+    println!("| what | value |");
+    println!("| --- | --- |");
+    println!(
+        "| flood requests answered | {flood_total} ({:.0}/s; by status: {flood_codes}) |",
+        flood_total as f64 / elapsed
+    );
+    println!(
+        "| reviews sent, the proxy's /metrics (TokenReviews + SubjectAccessReviews) | {sent} ({} + {}) |",
+        sent_after.0 - sent_before.0,
+        sent_after.1 - sent_before.1
+    );
+    println!(
+        "| reviews answered, the double's count | {answered} ({} + {}) |",
+        answered_after.0 - answered_before.0,
+        answered_after.1 - answered_before.1
+    );
+    println!(
+        "| bound: burst + rate × elapsed, plus the valid token's renewals | {bound:.0} ({}) |",
+        if (sent as f64) <= bound && (answered as f64) <= bound {
+            "within"
+        } else {
+            "EXCEEDED"
+        }
+    );
+    println!(
+        "| valid requests: req/s, p50 / p99 | {:.0}, {} / {} (target p50 under 0.2 ms: {}) |",
+        valid.rps,
+        ms(valid.p50),
+        ms(valid.p99),
+        if valid.p50 < 0.0002 { "met" } else { "not met" }
+    );
+    println!(
+        "| valid requests: 200 / other | {} / {valid_other} |",
+        valid.ok
+    );
+    println!(
+        "| the proxy's CPU per request (valid and flood) | {} |",
+        valid.cpu_us.map_or_else(
+            || "-".to_owned(),
+            |c| format!(
+                "{:.1} µs",
+                c * valid.served as f64 / (valid.served + flood_total) as f64
+            )
+        )
+    );
+    println!(
+        "| the proxy's resident memory, 2 s into the flood / end | {rss_start} / {rss_end} KiB ({:+.1} %) |",
+        (rss_end as f64 / rss_start.max(1) as f64 - 1.0) * 100.0
+    );
 }
 
 /// The delegated modes beside the JWT mode: see the header of this file.
@@ -1725,65 +1877,6 @@ fn delegated(jwt: &Jwt<'_>) {
     stop(&mut review_tls);
     stop(&mut jwt_tls);
 
-    // The flood: a proxy of its own, with the review rate limit.
-    let limit = [
-        format!("--review-rate-limit={rate}"),
-        format!("--review-burst={burst}"),
-    ];
-    let (mut limited, limited_addr, limited_metrics) =
-        start_proxy_with(jwt.binary, None, &review_args(&limit));
-    let (status, _) = probe(
-        limited_addr,
-        "/whoami",
-        &[("Authorization", &format!("Bearer {token}"))],
-    );
-    assert_eq!(status, 200, "the rate-limited proxy: the bound account");
-    // A short calm spell at the valid rate, so the start sample is of a proxy at work.
-    let warm = stats(oha(
-        &format!("http://{limited_addr}/"),
-        &token,
-        8,
-        Some(1000),
-        1,
-    ));
-    assert!(warm.ok > 0);
-    let rss_start = rss_kib(limited.id());
-    let sent_before = (
-        metric(limited_metrics, "delegated_token_reviews"),
-        metric(limited_metrics, "delegated_access_reviews"),
-    );
-    let answered_before = reviews_answered(&server);
-    let started = std::time::Instant::now();
-    let cpu_before = tree_cpu_ns(limited.id());
-    let valid = oha(
-        &format!("http://{limited_addr}/"),
-        &token,
-        8,
-        Some(1000),
-        seconds,
-    );
-    let flood = flood_unique_tokens(limited_addr, 16, seconds);
-    let valid = stats_cpu(valid, limited.id(), cpu_before);
-    let elapsed = started.elapsed().as_secs_f64();
-    let sent_after = (
-        metric(limited_metrics, "delegated_token_reviews"),
-        metric(limited_metrics, "delegated_access_reviews"),
-    );
-    let answered_after = reviews_answered(&server);
-    let rss_end = rss_kib(limited.id());
-    stop(&mut limited);
-
-    let sent = (sent_after.0 - sent_before.0) + (sent_after.1 - sent_before.1);
-    let answered = (answered_after.0 - answered_before.0) + (answered_after.1 - answered_before.1);
-    let bound = burst as f64 + rate as f64 * elapsed;
-    let flood_total: u64 = flood.values().sum();
-    let flood_codes = flood
-        .iter()
-        .map(|(s, n)| format!("{s}: {n}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let valid_other = valid.served - valid.ok;
-
     println!(
         "forward_proxy_load: delegated modes, the proxy built with --features {}; {seconds} s per run, {rounds} rounds",
         jwt.features
@@ -1792,60 +1885,20 @@ fn delegated(jwt: &Jwt<'_>) {
     println!(
         "(the double answered {reviews_before_flood} TokenReviews and {access_before_flood} SubjectAccessReviews during the cached-path runs: the caches' 10 s lifetimes)"
     );
-    println!();
-    println!(
-        "Flood of unique invalid tokens (16 kept connections, plain HTTP) at --review-rate-limit={rate} --review-burst={burst}, valid token at 1,000 req/s on 8 connections, {elapsed:.1} s:"
-    );
-    println!();
-    println!("| what | value |");
-    println!("| --- | --- |");
-    println!(
-        "| flood requests answered | {flood_total} ({:.0}/s; by status: {flood_codes}) |",
-        flood_total as f64 / elapsed
-    );
-    println!(
-        "| reviews sent, the proxy's /metrics (TokenReviews + SubjectAccessReviews) | {sent} ({} + {}) |",
-        sent_after.0 - sent_before.0,
-        sent_after.1 - sent_before.1
-    );
-    println!(
-        "| reviews answered, the double's count | {answered} ({} + {}) |",
-        answered_after.0 - answered_before.0,
-        answered_after.1 - answered_before.1
-    );
-    println!(
-        "| bound: burst + rate × elapsed | {bound:.0} ({}) |",
-        if (sent as f64) <= bound && (answered as f64) <= bound {
-            "within"
-        } else {
-            "EXCEEDED"
-        }
-    );
-    println!(
-        "| valid requests: req/s, p50 / p99 | {:.0}, {} / {} (target p50 under 0.2 ms: {}) |",
-        valid.rps,
-        ms(valid.p50),
-        ms(valid.p99),
-        if valid.p50 < 0.0002 { "met" } else { "not met" }
-    );
-    println!(
-        "| valid requests: 200 / other (429 once their cache entries expire) | {} / {valid_other} |",
-        valid.ok
-    );
-    println!(
-        "| the proxy's CPU per request (valid and flood) | {} |",
-        valid.cpu_us.map_or_else(
-            || "-".to_owned(),
-            |c| format!(
-                "{:.1} µs",
-                c * valid.served as f64 / (valid.served + flood_total) as f64
-            )
-        )
-    );
-    println!(
-        "| the proxy's resident memory, start / end | {rss_start} / {rss_end} KiB ({:+.1} %) |",
-        (rss_end as f64 / rss_start.max(1) as f64 - 1.0) * 100.0
-    );
+    // The floods: as fast as 16 connections go (both cores saturated by the flood, its client
+    // and the proxy), then at a fixed rate.
+    let flood_rate = env("FLOOD_RATE", 8000);
+    for rate_of_flood in [None, Some(flood_rate)] {
+        flood_run(
+            jwt,
+            &server,
+            &token,
+            &review_args,
+            (rate, burst),
+            seconds,
+            rate_of_flood,
+        );
+    }
     drop(server);
     drop(runtime);
 }

@@ -93,7 +93,7 @@
 //! ```
 
 mod authn;
-mod metrics;
+pub(crate) mod metrics;
 mod rate_limit;
 mod response;
 mod review;

@@ -71,7 +71,7 @@ impl Metrics {
 
 /// The counters the layer increments.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Counter {
+pub(crate) enum Counter {
     TokenReview,
     AccessReview,
     TokenCacheHit,
@@ -85,7 +85,7 @@ pub(super) enum Counter {
 }
 
 impl Metrics {
-    pub(super) fn inc(&self, counter: Counter) {
+    pub(crate) fn inc(&self, counter: Counter) {
         let c = match counter {
             Counter::TokenReview => &self.token_reviews,
             Counter::AccessReview => &self.access_reviews,

@@ -174,11 +174,58 @@ impl Collector for DelegatedCollector {
                 "Requests answered 500 because a review failed",
                 s.errored,
             ),
+            (
+                "delegated_throttled_requests",
+                "Requests answered 429 because their review would exceed --review-rate-limit",
+                s.throttled,
+            ),
         ] {
             let counter = ConstCounter::new(value);
             let metric = encoder.encode_descriptor(name, help, None, counter.metric_type())?;
             counter.encode(metric)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::ProxyMetrics;
+    use crate::delegated::Metrics;
+    use crate::delegated::metrics::Counter;
+
+    /// Every counter of the delegated layer is published, each with its own value.
+    #[test]
+    fn every_delegated_counter_is_published() {
+        let layer = Arc::new(Metrics::default());
+        let counters = [
+            (Counter::TokenReview, "delegated_token_reviews"),
+            (Counter::AccessReview, "delegated_access_reviews"),
+            (Counter::TokenCacheHit, "delegated_token_cache_hits"),
+            (Counter::AccessCacheHit, "delegated_access_cache_hits"),
+            (Counter::Coalesced, "delegated_coalesced_reviews"),
+            (Counter::Allowed, "delegated_allowed_requests"),
+            (
+                Counter::Unauthenticated,
+                "delegated_unauthenticated_requests",
+            ),
+            (Counter::Denied, "delegated_denied_requests"),
+            (Counter::Errored, "delegated_errored_requests"),
+            (Counter::Throttled, "delegated_throttled_requests"),
+        ];
+        for (n, (counter, _)) in counters.iter().enumerate() {
+            for _ in 0..=n {
+                layer.inc(*counter);
+            }
+        }
+        let mut metrics = ProxyMetrics::new();
+        metrics.register_delegated(layer);
+        let text = metrics.encode();
+        for (n, (_, name)) in counters.iter().enumerate() {
+            let line = format!("k8s_bootstrap_forward_proxy_{name}_total {}\n", n + 1);
+            assert!(text.contains(&line), "{line} in {text}");
+        }
     }
 }

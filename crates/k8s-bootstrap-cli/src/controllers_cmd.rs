@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
+use k8s_bootstrap::controllers::TlsServing;
 use k8s_bootstrap::controllers::{
     self, Enabled, LeaderElection, Metrics, MetricsCertificate, Options,
 };
 use k8s_bootstrap::delegated::DelegatedAuthLayer;
-use k8s_bootstrap::forward_proxy::TlsServing;
 use k8s_bootstrap::tls_bootstrap::{DnsCheck, ServingPolicy};
 
 use crate::args::ControllersArgs;

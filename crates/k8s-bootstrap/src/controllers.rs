@@ -45,6 +45,7 @@ mod secure_metrics;
 mod serving_approver;
 mod signer;
 
+pub use crate::tls_serving::{ServingError, TlsFile, TlsServing, TlsVersion};
 pub use cleaner::token_cleaner;
 pub use http::serve_http;
 pub use metrics::Metrics;
@@ -82,7 +83,7 @@ pub enum Error {
     ServingCertificate {
         /// Which file and why.
         #[source]
-        source: crate::forward_proxy::Error,
+        source: ServingError,
     },
     /// [`serve_https`]'s self-signed certificate cannot be made.
     #[error("cannot make the self-signed metrics certificate: {0}")]

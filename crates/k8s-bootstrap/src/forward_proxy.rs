@@ -26,8 +26,7 @@
 //! refused.
 //!
 //! The modules: [`Config`] and its [`Error`] (`config`), [`Server`] binding and serving
-//! (`server`), the client connections and their threads (`connections`), TLS serving and the
-//! certificate reload (`tls`), the add-on side
+//! (`server`), the client connections and their threads (`connections`), the add-on side
 //! (`upstream`), the key file and its reload (`keys`), the pod's labels and the Services that
 //! select it (`labels`), and the metrics (`metrics`).
 
@@ -38,18 +37,15 @@ mod keys;
 mod labels;
 pub(crate) mod metrics;
 mod server;
-pub(crate) mod tls;
 mod upstream;
 
 pub use crate::ClientCertificates;
+pub use crate::tls_serving::{TlsFile, TlsServing, TlsVersion};
 pub use authentication::{
     AuthHeaders, Authentication, DEFAULT_GROUPS_HEADER, DEFAULT_GROUPS_SEPARATOR,
     DEFAULT_USER_HEADER, Delegated,
 };
-pub use config::{
-    Config, Error, KeyReloadFailure, KeySource, Serving, TlsFile, TlsServing, TlsVersion,
-    available_cpus,
-};
+pub use config::{Config, Error, KeyReloadFailure, KeySource, Serving, available_cpus};
 pub use labels::{ServiceAudiences, read_pod_labels};
 pub use server::{Server, serve};
 

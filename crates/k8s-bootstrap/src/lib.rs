@@ -49,9 +49,9 @@ pub use kube;
 #[cfg(any(feature = "tls-bootstrap", feature = "controllers"))]
 pub use tls_bootstrap;
 
-#[cfg(any(feature = "forward-proxy", feature = "delegated-auth"))]
+#[cfg(any(feature = "tls-serving", feature = "delegated-auth"))]
 mod client_certificates;
-#[cfg(any(feature = "forward-proxy", feature = "delegated-auth"))]
+#[cfg(any(feature = "tls-serving", feature = "delegated-auth"))]
 pub use client_certificates::ClientCertificates;
 
 #[cfg(feature = "accept")]
@@ -84,9 +84,20 @@ pub mod node_certificates;
 pub mod sidecar;
 #[cfg(any(
     feature = "discovery",
-    feature = "forward-proxy",
+    feature = "tls-serving",
     feature = "tls-bootstrap"
 ))]
+#[cfg_attr(
+    not(any(
+        feature = "discovery",
+        feature = "tls-bootstrap",
+        feature = "forward-proxy",
+        feature = "controllers"
+    )),
+    allow(dead_code)
+)]
 mod tls;
+#[cfg(feature = "tls-serving")]
+pub mod tls_serving;
 #[cfg(feature = "token")]
 pub mod token;

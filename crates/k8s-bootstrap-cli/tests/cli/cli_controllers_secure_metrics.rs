@@ -144,6 +144,30 @@ async fn metrics_answer_only_an_account_rbac_allows_and_probes_stay_open() {
     // Nothing is served in plain HTTP on that address.
     assert_eq!(plain_get(addr, "/metrics").await, None);
     assert_eq!(plain_get(addr, "/healthz").await, None);
+    // Those two failed handshakes are counted, and the certificate's expiry published, on
+    // /metrics beside the controllers' own.
+    let (status, body) = call(&prometheus, "GET", "/metrics").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("k8s_bootstrap_metrics_tls_handshake_errors_total 2\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("k8s_bootstrap_metrics_serving_certificate_files_failing 0\n"),
+        "{body}"
+    );
+    let expiry: u64 = body
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("k8s_bootstrap_metrics_serving_certificate_expiry_timestamp_seconds ")
+        })
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the expiry gauge in {body}"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(expiry > now, "{expiry} {now}");
 
     drop(child);
     let log = log_of(&setup, "secure");
@@ -156,6 +180,10 @@ async fn metrics_answer_only_an_account_rbac_allows_and_probes_stay_open() {
         "{serving}"
     );
     assert!(serving.contains(&cert.display().to_string()), "{serving}");
+    assert!(
+        log.contains("controllers: serving certificate loaded"),
+        "{log}"
+    );
     assert!(!log.contains(&token), "the token is never logged");
 }
 

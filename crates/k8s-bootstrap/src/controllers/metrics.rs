@@ -6,6 +6,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+
+use crate::tls_serving::TlsMetrics;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -39,6 +41,11 @@ pub(crate) const APPROVER: ControllerLabel = ControllerLabel {
 /// | `k8s_bootstrap_kubelet_serving_approved_total` | counter | kubelet-serving requests approved |
 /// | `k8s_bootstrap_kubelet_serving_denied_total` | counter | kubelet-serving requests denied |
 /// | `k8s_bootstrap_leader` | gauge | 1 while this process leads (or runs without leader election) |
+/// | `k8s_bootstrap_metrics_tls_handshake_errors_total` | counter | [`serve_https`](super::serve_https): client connections closed because their TLS handshake failed or timed out |
+/// | `k8s_bootstrap_metrics_serving_certificate_reloads_total` | counter | [`serve_https`](super::serve_https): certificate and key files loaded after a change |
+/// | `k8s_bootstrap_metrics_serving_certificate_reload_errors_total` | counter | [`serve_https`](super::serve_https): changed files that could not be loaded (the pair before stays) |
+/// | `k8s_bootstrap_metrics_serving_certificate_files_failing` | gauge | [`serve_https`](super::serve_https): 1 while the changed files cannot be loaded |
+/// | `k8s_bootstrap_metrics_serving_certificate_expiry_timestamp_seconds` | gauge | [`serve_https`](super::serve_https): when the certificate in use expires (0 in plain HTTP) |
 ///
 /// It also holds the readiness the `/readyz` endpoint reports ([`Metrics::is_ready`]).
 pub struct Metrics {
@@ -66,6 +73,8 @@ pub struct Metrics {
     pub(crate) deleted_tokens: Counter,
     pub(crate) serving_approved: Counter,
     pub(crate) serving_denied: Counter,
+    /// [`serve_https`](super::serve_https)'s TLS counters (`k8s_bootstrap_metrics_...`).
+    pub(crate) tls: TlsMetrics,
 }
 
 fn latency_histogram() -> Histogram {
@@ -136,8 +145,10 @@ impl Metrics {
             "kubelet-serving requests denied",
             serving_denied.clone(),
         );
+        let tls = TlsMetrics::register(registry.sub_registry_with_prefix("metrics"));
         Metrics {
             registry,
+            tls,
             signer_synced: AtomicBool::new(false),
             cleaner_synced: AtomicBool::new(false),
             expect_signer: AtomicBool::new(true),

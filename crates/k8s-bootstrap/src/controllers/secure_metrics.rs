@@ -12,10 +12,8 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use crate::delegated::DelegatedAuthLayer;
-use crate::forward_proxy::TlsServing;
-use crate::forward_proxy::metrics::ProxyMetrics;
-use crate::forward_proxy::tls::{Handshake, ServingCertificate, Stream};
 use crate::health::Livez;
+use crate::tls_serving::{Handshake, ServingCertificate, Stream, TlsServing};
 
 use super::{Error, Metrics};
 
@@ -82,10 +80,8 @@ pub async fn serve_https(
             (tls, Some(dir))
         }
     };
-    // The TLS counters of the forward proxy's serving code; the controllers' own metrics
-    // are what /metrics shows.
     let (certificate, handshake, stamp) =
-        ServingCertificate::load(&tls, Arc::new(ProxyMetrics::new()))
+        ServingCertificate::load(&tls, "controllers", metrics.tls.clone())
             .map_err(|source| Error::ServingCertificate { source })?;
     let listener = TcpListener::bind(addr)
         .await

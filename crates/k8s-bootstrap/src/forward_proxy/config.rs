@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::addon_jwt::Algorithm;
+use crate::tls_serving::{ServingError, TlsFile, TlsServing};
 
 #[cfg(doc)]
 use super::{AuthHeaders, ClientCertificates, Server, SidecarLayer};
@@ -43,130 +44,6 @@ pub enum Serving {
     /// Plain HTTP: bearer tokens cross the network in clear text, so only behind something
     /// that encrypts (a mesh, a TLS terminator in the same pod) or on loopback.
     PlainHttp,
-}
-
-/// The lowest TLS version a client may use (TLS 1.0 and 1.1 are never offered).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum TlsVersion {
-    /// TLS 1.2 and 1.3 (kube-rbac-proxy's `VersionTLS12`, the default).
-    #[default]
-    Tls12,
-    /// TLS 1.3 only (`VersionTLS13`).
-    Tls13,
-}
-
-/// Which of [`TlsServing`]'s files an error is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TlsFile {
-    /// [`TlsServing::cert_file`].
-    Certificate,
-    /// [`TlsServing::key_file`].
-    PrivateKey,
-    /// [`TlsServing::client_ca_file`].
-    ClientCa,
-    /// [`TlsServing::requestheader_client_ca_file`].
-    RequestHeaderClientCa,
-}
-
-impl std::fmt::Display for TlsFile {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            TlsFile::Certificate => "the serving certificate",
-            TlsFile::PrivateKey => "the serving key",
-            TlsFile::ClientCa => "the client CA",
-            TlsFile::RequestHeaderClientCa => "the requestheader client CA",
-        })
-    }
-}
-
-/// TLS serving: the certificate chain and its key from PEM files (both re-read every
-/// [`Config::reload_interval`] and swapped in, for new handshakes, when their contents
-/// change and the new pair matches), TLS 1.2 at least with rustls' default cipher suites
-/// (all AEAD with forward secrecy), and optionally client certificates.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TlsServing {
-    /// The certificate chain, PEM (`CERTIFICATE` blocks, the server's first).
-    pub cert_file: PathBuf,
-    /// Its private key, PEM (PKCS#8, PKCS#1 or SEC1).
-    pub key_file: PathBuf,
-    /// CA certificates (PEM) that client certificates are verified against (read once, at
-    /// start). A client without a certificate is still served (its token decides); one with a
-    /// certificate that does not verify is refused in the handshake. The verified chain is in
-    /// each request's extensions as [`ClientCertificates`]. `None` (the default): no client
-    /// certificate is asked for.
-    pub client_ca_file: Option<PathBuf>,
-    /// The front proxy's CA certificates (PEM, kube-apiserver's
-    /// `--requestheader-client-ca-file`), read once at start: client certificates are verified
-    /// against these as well as against [`TlsServing::client_ca_file`], so that both the
-    /// front proxy and other clients can present theirs. Which CA a chain verifies against,
-    /// and so what it may claim, is for the request's authenticators to decide (the
-    /// delegated mode's [`DelegatedAuthLayer::front_proxy`](crate::delegated::DelegatedAuthLayer::front_proxy)).
-    /// `None` (the default): only the client CA.
-    pub requestheader_client_ca_file: Option<PathBuf>,
-    /// The lowest TLS version accepted (default TLS 1.2).
-    pub min_version: TlsVersion,
-    /// The TLS 1.2 cipher suites to offer, by IANA name (`TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256`),
-    /// out of those the crypto provider implements; empty (the default): all of them. As in
-    /// Go, TLS 1.3's suites are not configurable: their names are accepted and change nothing.
-    pub cipher_suites: Vec<String>,
-    /// The longest a client may take to complete its handshake before the connection is
-    /// closed (default 10 s).
-    pub handshake_timeout: Duration,
-}
-
-impl TlsServing {
-    /// TLS with the certificate chain in `cert_file` and its key in `key_file`, the other
-    /// settings at their defaults.
-    #[must_use]
-    pub fn new(cert_file: impl Into<PathBuf>, key_file: impl Into<PathBuf>) -> TlsServing {
-        TlsServing {
-            cert_file: cert_file.into(),
-            key_file: key_file.into(),
-            client_ca_file: None,
-            requestheader_client_ca_file: None,
-            min_version: TlsVersion::Tls12,
-            cipher_suites: Vec::new(),
-            handshake_timeout: Duration::from_secs(10),
-        }
-    }
-
-    /// Sets [`TlsServing::client_ca_file`].
-    #[must_use]
-    pub fn client_ca_file(mut self, path: impl Into<PathBuf>) -> TlsServing {
-        self.client_ca_file = Some(path.into());
-        self
-    }
-
-    /// Sets [`TlsServing::requestheader_client_ca_file`].
-    #[must_use]
-    pub fn requestheader_client_ca_file(mut self, path: impl Into<PathBuf>) -> TlsServing {
-        self.requestheader_client_ca_file = Some(path.into());
-        self
-    }
-
-    /// Sets [`TlsServing::min_version`].
-    #[must_use]
-    pub fn min_version(mut self, version: TlsVersion) -> TlsServing {
-        self.min_version = version;
-        self
-    }
-
-    /// Sets [`TlsServing::cipher_suites`].
-    #[must_use]
-    pub fn cipher_suites(mut self, names: Vec<String>) -> TlsServing {
-        self.cipher_suites = names;
-        self
-    }
-
-    /// Sets [`TlsServing::handshake_timeout`].
-    #[must_use]
-    pub fn handshake_timeout(mut self, timeout: Duration) -> TlsServing {
-        self.handshake_timeout = timeout;
-        self
-    }
 }
 
 /// The forward proxy's settings; [`Config::new`] (add-on JWTs) and [`Config::delegated`]
@@ -516,6 +393,23 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+}
+
+impl From<ServingError> for Error {
+    fn from(error: ServingError) -> Error {
+        match error {
+            ServingError::ReadTlsFile { file, path, source } => {
+                Error::ReadTlsFile { file, path, source }
+            }
+            ServingError::TlsFileContents { file, path, reason } => {
+                Error::TlsFileContents { file, path, reason }
+            }
+            ServingError::KeyMismatch { cert, key } => Error::KeyMismatch { cert, key },
+            ServingError::CipherSuite { name } => Error::CipherSuite { name },
+            ServingError::NoCryptoProvider => Error::NoCryptoProvider,
+            ServingError::Tls(e) => Error::Tls(e),
+        }
+    }
 }
 
 /// The CPUs this process may run on: [`std::thread::available_parallelism`], which counts

@@ -26,8 +26,8 @@ use super::Config;
 use super::Error;
 use super::authentication::Handover;
 use super::metrics::ProxyMetrics;
-use super::tls::{Handshake, Stream};
 use super::upstream::{Link, Upstream, refusal, status};
+use crate::tls_serving::{Handshake, Stream};
 
 /// What decides whether a request goes on to the add-on.
 #[derive(Clone)]

@@ -13,6 +13,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use crate::addon_jwt::Rejection;
 use crate::delegated::Metrics;
 use crate::sidecar::DecisionObserver;
+use crate::tls_serving::TlsMetrics;
 
 /// The proxy's metrics.
 pub(crate) struct ProxyMetrics {
@@ -23,11 +24,8 @@ pub(crate) struct ProxyMetrics {
     pub(super) key_reloads: Counter,
     pub(super) key_reload_errors: Counter,
     pub(super) key_file_failing: Gauge,
-    pub(super) tls_handshake_errors: Counter,
-    pub(super) certificate_reloads: Counter,
-    pub(super) certificate_reload_errors: Counter,
-    pub(super) certificate_files_failing: Gauge,
-    pub(super) certificate_expiry: Gauge,
+    /// TLS serving's (kept under the proxy's prefix).
+    pub(super) tls: TlsMetrics,
 }
 
 impl ProxyMetrics {
@@ -52,43 +50,16 @@ impl ProxyMetrics {
             "key_reload_errors",
             "Changed key files that could not be loaded (see --key-reload-failure)",
         );
-        let tls_handshake_errors = counter(
-            "tls_handshake_errors",
-            "Client connections closed because their TLS handshake failed or timed out",
-        );
-        let certificate_reloads = counter(
-            "serving_certificate_reloads",
-            "Serving certificate and key files loaded after a change",
-        );
-        let certificate_reload_errors = counter(
-            "serving_certificate_reload_errors",
-            "Changed serving certificate or key files that could not be loaded (the pair loaded before stays)",
-        );
         let key_file_failing = Gauge::default();
         registry.register(
             "key_file_failing",
             "1 while the key file, changed, cannot be loaded",
             key_file_failing.clone(),
         );
-        let certificate_files_failing = Gauge::default();
-        registry.register(
-            "serving_certificate_files_failing",
-            "1 while the serving certificate or key file, changed, cannot be loaded",
-            certificate_files_failing.clone(),
-        );
-        let certificate_expiry = Gauge::default();
-        registry.register(
-            "serving_certificate_expiry_timestamp_seconds",
-            "When the serving certificate in use expires (notAfter, Unix time; 0 in plain HTTP)",
-            certificate_expiry.clone(),
-        );
+        let tls = TlsMetrics::register(&mut registry);
         ProxyMetrics {
             registry,
-            tls_handshake_errors,
-            certificate_reloads,
-            certificate_reload_errors,
-            certificate_files_failing,
-            certificate_expiry,
+            tls,
             forwarded,
             rejected,
             upstream_errors,

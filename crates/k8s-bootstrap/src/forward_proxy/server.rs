@@ -17,11 +17,9 @@ use super::connections::{Connections, Guard, auto_max_connections, stopped};
 use super::keys::{BuildConfig, BuildState, Inputs, KeyStamp};
 use super::labels::ServiceAudiences;
 use super::metrics::ProxyMetrics;
-use super::tls::{Handshake, PairStamp, ServingCertificate};
 use super::upstream::Upstream;
-use super::{
-    AuthHeaders, Authentication, Config, Error, KeySource, Serving, TlsVersion, available_cpus,
-};
+use super::{AuthHeaders, Authentication, Config, Error, KeySource, Serving, available_cpus};
+use crate::tls_serving::{Handshake, PairStamp, ServingCertificate, TlsVersion};
 
 /// Runs the forward proxy with `config` until `shutdown` completes, then finishes the
 /// requests in flight (each within its request timeout) and returns.
@@ -107,7 +105,7 @@ impl Server {
         let (certificate, handshake) = match config.serving.as_ref().ok_or(Error::NoServing)? {
             Serving::Tls(tls) => {
                 let (certificate, handshake, stamp) =
-                    ServingCertificate::load(tls, metrics.clone())?;
+                    ServingCertificate::load(tls, "forward-proxy", metrics.tls.clone())?;
                 (Some((certificate, stamp)), Some(handshake))
             }
             Serving::PlainHttp => (None, None),

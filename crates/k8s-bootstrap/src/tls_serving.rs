@@ -1,10 +1,18 @@
-//! TLS serving: the certificate and key read from their files, swapped for new handshakes
-//! when their contents change, the rustls server configuration around them, and the
-//! handshake of each client connection.
+//! TLS serving, shared by the forward proxy (`forward_proxy::Config::tls`) and the
+//! controllers' secure metrics (`controllers::serve_https`): its settings ([`TlsServing`])
+//! and why they could not be used ([`ServingError`]). Inside, the certificate and key read
+//! from their files and swapped for new handshakes when their contents change, the rustls
+//! server configuration around them, each client connection's handshake, and their
+//! counters. The `tls-serving` feature alone gives only these types: `forward-proxy` and
+//! `controllers` serve with them.
+#![cfg_attr(
+    not(any(feature = "forward-proxy", feature = "controllers")),
+    allow(dead_code)
+)]
 
 use std::io::Read as _;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -12,6 +20,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -22,9 +32,235 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use zeroize::Zeroizing;
 
-use super::metrics::ProxyMetrics;
-use super::{Error, TlsFile, TlsServing, TlsVersion};
 use crate::ClientCertificates;
+
+/// The lowest TLS version a client may use (TLS 1.0 and 1.1 are never offered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum TlsVersion {
+    /// TLS 1.2 and 1.3 (kube-rbac-proxy's `VersionTLS12`, the default).
+    #[default]
+    Tls12,
+    /// TLS 1.3 only (`VersionTLS13`).
+    Tls13,
+}
+
+/// Which of [`TlsServing`]'s files an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TlsFile {
+    /// [`TlsServing::cert_file`].
+    Certificate,
+    /// [`TlsServing::key_file`].
+    PrivateKey,
+    /// [`TlsServing::client_ca_file`].
+    ClientCa,
+    /// [`TlsServing::requestheader_client_ca_file`].
+    RequestHeaderClientCa,
+}
+
+impl std::fmt::Display for TlsFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TlsFile::Certificate => "the serving certificate",
+            TlsFile::PrivateKey => "the serving key",
+            TlsFile::ClientCa => "the client CA",
+            TlsFile::RequestHeaderClientCa => "the requestheader client CA",
+        })
+    }
+}
+
+/// TLS serving: the certificate chain and its key from PEM files (both re-read now and then,
+/// the forward proxy's `Config::reload_interval`, and swapped in, for new handshakes, when
+/// their contents change and the new pair matches), TLS 1.2 at least with rustls' default
+/// cipher suites (all AEAD with forward secrecy), and optionally client certificates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TlsServing {
+    /// The certificate chain, PEM (`CERTIFICATE` blocks, the server's first).
+    pub cert_file: PathBuf,
+    /// Its private key, PEM (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: PathBuf,
+    /// CA certificates (PEM) that client certificates are verified against (read once, at
+    /// start). A client without a certificate is still served (its token decides); one with a
+    /// certificate that does not verify is refused in the handshake. The verified chain is in
+    /// each request's extensions as [`ClientCertificates`]. `None` (the default): no client
+    /// certificate is asked for.
+    pub client_ca_file: Option<PathBuf>,
+    /// The front proxy's CA certificates (PEM, kube-apiserver's
+    /// `--requestheader-client-ca-file`), read once at start: client certificates are verified
+    /// against these as well as against [`TlsServing::client_ca_file`], so that both the
+    /// front proxy and other clients can present theirs. Which CA a chain verifies against,
+    /// and so what it may claim, is for the request's authenticators to decide (the
+    /// delegated mode's `DelegatedAuthLayer::front_proxy`).
+    /// `None` (the default): only the client CA.
+    pub requestheader_client_ca_file: Option<PathBuf>,
+    /// The lowest TLS version accepted (default TLS 1.2).
+    pub min_version: TlsVersion,
+    /// The TLS 1.2 cipher suites to offer, by IANA name (`TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256`),
+    /// out of those the crypto provider implements; empty (the default): all of them. As in
+    /// Go, TLS 1.3's suites are not configurable: their names are accepted and change nothing.
+    pub cipher_suites: Vec<String>,
+    /// The longest a client may take to complete its handshake before the connection is
+    /// closed (default 10 s).
+    pub handshake_timeout: Duration,
+}
+
+impl TlsServing {
+    /// TLS with the certificate chain in `cert_file` and its key in `key_file`, the other
+    /// settings at their defaults.
+    #[must_use]
+    pub fn new(cert_file: impl Into<PathBuf>, key_file: impl Into<PathBuf>) -> TlsServing {
+        TlsServing {
+            cert_file: cert_file.into(),
+            key_file: key_file.into(),
+            client_ca_file: None,
+            requestheader_client_ca_file: None,
+            min_version: TlsVersion::Tls12,
+            cipher_suites: Vec::new(),
+            handshake_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// Sets [`TlsServing::client_ca_file`].
+    #[must_use]
+    pub fn client_ca_file(mut self, path: impl Into<PathBuf>) -> TlsServing {
+        self.client_ca_file = Some(path.into());
+        self
+    }
+
+    /// Sets [`TlsServing::requestheader_client_ca_file`].
+    #[must_use]
+    pub fn requestheader_client_ca_file(mut self, path: impl Into<PathBuf>) -> TlsServing {
+        self.requestheader_client_ca_file = Some(path.into());
+        self
+    }
+
+    /// Sets [`TlsServing::min_version`].
+    #[must_use]
+    pub fn min_version(mut self, version: TlsVersion) -> TlsServing {
+        self.min_version = version;
+        self
+    }
+
+    /// Sets [`TlsServing::cipher_suites`].
+    #[must_use]
+    pub fn cipher_suites(mut self, names: Vec<String>) -> TlsServing {
+        self.cipher_suites = names;
+        self
+    }
+
+    /// Sets [`TlsServing::handshake_timeout`].
+    #[must_use]
+    pub fn handshake_timeout(mut self, timeout: Duration) -> TlsServing {
+        self.handshake_timeout = timeout;
+        self
+    }
+}
+
+/// Why the serving certificate, its key or a client CA could not be loaded, or the TLS
+/// settings used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServingError {
+    /// A file of [`TlsServing`] could not be read (or is larger than 1 MiB).
+    #[error("reading {file} {}: {source}", .path.display())]
+    ReadTlsFile {
+        /// Which file.
+        file: TlsFile,
+        /// Its path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file of [`TlsServing`] does not hold what it should.
+    #[error("{file} {}: {reason}", .path.display())]
+    TlsFileContents {
+        /// Which file.
+        file: TlsFile,
+        /// Its path.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The private key is not the certificate's.
+    #[error("the serving key {} does not match the certificate {}", .key.display(), .cert.display())]
+    KeyMismatch {
+        /// [`TlsServing::cert_file`].
+        cert: PathBuf,
+        /// [`TlsServing::key_file`].
+        key: PathBuf,
+    },
+    /// A name of [`TlsServing::cipher_suites`] is unknown or names a suite the crypto provider
+    /// does not implement (rustls implements only AEAD suites with forward secrecy).
+    #[error("cipher suite {name:?} is unknown or not supported")]
+    CipherSuite {
+        /// The name (at most 64 characters of it).
+        name: String,
+    },
+    /// No rustls crypto provider: the `ring` or `aws-lc-rs` feature is off and none is
+    /// installed as the process default.
+    #[error("no rustls crypto provider (enable `ring` or `aws-lc-rs`)")]
+    NoCryptoProvider,
+    /// rustls refused the TLS settings (no cipher suite left for the versions allowed, say).
+    #[error("the TLS settings: {0}")]
+    Tls(#[source] rustls::Error),
+}
+
+/// The TLS serving counters and gauges, registered in the server's registry (under its
+/// prefix): handshake failures, certificate reloads and their failures, whether the files
+/// are failing, and when the certificate in use expires.
+#[derive(Clone, Debug)]
+pub(crate) struct TlsMetrics {
+    handshake_errors: Counter,
+    reloads: Counter,
+    reload_errors: Counter,
+    files_failing: Gauge,
+    expiry: Gauge,
+}
+
+impl TlsMetrics {
+    /// The metrics, registered in `registry`.
+    pub(crate) fn register(registry: &mut Registry) -> TlsMetrics {
+        let mut counter = |name: &str, help: &str| {
+            let c = Counter::default();
+            registry.register(name, help, c.clone());
+            c
+        };
+        let handshake_errors = counter(
+            "tls_handshake_errors",
+            "Client connections closed because their TLS handshake failed or timed out",
+        );
+        let reloads = counter(
+            "serving_certificate_reloads",
+            "Serving certificate and key files loaded after a change",
+        );
+        let reload_errors = counter(
+            "serving_certificate_reload_errors",
+            "Changed serving certificate or key files that could not be loaded (the pair loaded before stays)",
+        );
+        let files_failing = Gauge::default();
+        registry.register(
+            "serving_certificate_files_failing",
+            "1 while the serving certificate or key file, changed, cannot be loaded",
+            files_failing.clone(),
+        );
+        let expiry = Gauge::default();
+        registry.register(
+            "serving_certificate_expiry_timestamp_seconds",
+            "When the serving certificate in use expires (notAfter, Unix time; 0 in plain HTTP)",
+            expiry.clone(),
+        );
+        TlsMetrics {
+            handshake_errors,
+            reloads,
+            reload_errors,
+            files_failing,
+            expiry,
+        }
+    }
+}
 
 /// The largest certificate, key or CA file read.
 const MAX_TLS_FILE_BYTES: u64 = 1024 * 1024;
@@ -38,9 +274,11 @@ pub(crate) type PairStamp = Option<[u8; 32]>;
 /// changed, cannot be loaded.
 pub(crate) struct ServingCertificate {
     tls: TlsServing,
+    /// Who serves, for the logs (`forward-proxy`, `controllers`).
+    component: &'static str,
     provider: Arc<CryptoProvider>,
     resolver: Arc<Resolver>,
-    metrics: Arc<ProxyMetrics>,
+    metrics: TlsMetrics,
     failing: std::sync::Mutex<Option<String>>,
 }
 
@@ -59,13 +297,14 @@ impl ServingCertificate {
     /// the files' stamp taken before they were read.
     pub(crate) fn load(
         tls: &TlsServing,
-        metrics: Arc<ProxyMetrics>,
-    ) -> Result<(Arc<ServingCertificate>, Handshake, PairStamp), Error> {
-        let provider = crate::tls::provider().ok_or(Error::NoCryptoProvider)?;
+        component: &'static str,
+        metrics: TlsMetrics,
+    ) -> Result<(Arc<ServingCertificate>, Handshake, PairStamp), ServingError> {
+        let provider = crate::tls::provider().ok_or(ServingError::NoCryptoProvider)?;
         let provider = Arc::new(with_suites(provider, &tls.cipher_suites)?);
         let stamp = pair_stamp(tls);
         let (first, summary) = load_pair(tls, &provider)?;
-        log_loaded(tls, &summary, "forward-proxy: serving certificate loaded");
+        log_loaded(tls, &summary, component, "serving certificate loaded");
         set_expiry(&metrics, &summary);
         let resolver = Arc::new(Resolver(ArcSwap::from(first)));
         let versions: &[&'static rustls::SupportedProtocolVersion] = match tls.min_version {
@@ -74,7 +313,7 @@ impl ServingCertificate {
         };
         let builder = ServerConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(versions)
-            .map_err(Error::Tls)?;
+            .map_err(ServingError::Tls)?;
         // One store of both bundles: a chain to either CA passes the handshake; which CA it
         // chains to, and so what it may claim, the request's authenticators decide.
         let mut roots = RootCertStore::empty();
@@ -98,7 +337,7 @@ impl ServingCertificate {
                     WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
                         .allow_unauthenticated()
                         .build()
-                        .map_err(|_| Error::TlsFileContents {
+                        .map_err(|_| ServingError::TlsFileContents {
                             file,
                             path,
                             reason: "no usable CA certificate",
@@ -112,10 +351,12 @@ impl ServingCertificate {
         let handshake = Handshake {
             acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
             timeout: tls.handshake_timeout,
-            errors: metrics.tls_handshake_errors.clone(),
+            errors: metrics.handshake_errors.clone(),
+            component,
         };
         let serving = Arc::new(ServingCertificate {
             tls: tls.clone(),
+            component,
             provider,
             resolver,
             metrics,
@@ -151,24 +392,26 @@ impl ServingCertificate {
             Ok((pair, summary)) => {
                 self.resolver.0.store(pair);
                 *failing = None;
-                self.metrics.certificate_reloads.inc();
-                self.metrics.certificate_files_failing.set(0);
+                self.metrics.reloads.inc();
+                self.metrics.files_failing.set(0);
                 set_expiry(&self.metrics, &summary);
                 log_loaded(
                     &self.tls,
                     &summary,
-                    "forward-proxy: serving certificate reloaded",
+                    self.component,
+                    "serving certificate reloaded",
                 );
             }
             Err(e) => {
                 let e = e.to_string();
-                self.metrics.certificate_reload_errors.inc();
-                self.metrics.certificate_files_failing.set(1);
+                self.metrics.reload_errors.inc();
+                self.metrics.files_failing.set(1);
                 tracing::warn!(
                     cert = %self.tls.cert_file.display(),
                     key = %self.tls.key_file.display(),
                     error = %e,
-                    "forward-proxy: the serving certificate cannot be loaded; the one loaded before stays"
+                    "{}: the serving certificate cannot be loaded; the one loaded before stays",
+                    self.component
                 );
                 *failing = Some(e);
             }
@@ -176,7 +419,8 @@ impl ServingCertificate {
     }
 
     /// For `/readyz`: why the certificate in use is older than its files, if it is.
-    pub(super) fn readiness_note(&self) -> Option<String> {
+    #[cfg_attr(not(feature = "forward-proxy"), allow(dead_code))]
+    pub(crate) fn readiness_note(&self) -> Option<String> {
         let failing = self
             .failing
             .lock()
@@ -195,6 +439,7 @@ pub(crate) struct Handshake {
     acceptor: tokio_rustls::TlsAcceptor,
     timeout: Duration,
     errors: Counter,
+    component: &'static str,
 }
 
 impl Handshake {
@@ -218,12 +463,12 @@ impl Handshake {
             }
             Ok(Err(e)) => {
                 self.errors.inc();
-                tracing::debug!(%peer, error = %e, "forward-proxy: TLS handshake failed");
+                tracing::debug!(%peer, error = %e, "{}: TLS handshake failed", self.component);
                 None
             }
             Err(_) => {
                 self.errors.inc();
-                tracing::debug!(%peer, timeout = ?self.timeout, "forward-proxy: TLS handshake timed out");
+                tracing::debug!(%peer, timeout = ?self.timeout, "{}: TLS handshake timed out", self.component);
                 None
             }
         }
@@ -232,6 +477,7 @@ impl Handshake {
 
 /// A client connection, plain or TLS.
 pub(crate) enum Stream {
+    #[cfg_attr(not(feature = "forward-proxy"), allow(dead_code))]
     Plain(TcpStream),
     Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
 }
@@ -296,7 +542,10 @@ impl AsyncWrite for Stream {
 
 /// `provider` offering only the TLS 1.2 suites named in `names` (and all its TLS 1.3 suites);
 /// all of them when `names` is empty.
-fn with_suites(mut provider: CryptoProvider, names: &[String]) -> Result<CryptoProvider, Error> {
+fn with_suites(
+    mut provider: CryptoProvider,
+    names: &[String],
+) -> Result<CryptoProvider, ServingError> {
     if names.is_empty() {
         return Ok(provider);
     }
@@ -311,7 +560,7 @@ fn with_suites(mut provider: CryptoProvider, names: &[String]) -> Result<CryptoP
                     .as_str()
                     .is_some_and(|n| suite_name_matches(n, name))
             })
-            .ok_or_else(|| Error::CipherSuite {
+            .ok_or_else(|| ServingError::CipherSuite {
                 name: name.chars().take(64).collect(),
             })?;
         if found.tls13().is_none()
@@ -345,7 +594,7 @@ fn suite_name_matches(ours: &str, given: &str) -> bool {
 }
 
 /// Reads `path`, at most [`MAX_TLS_FILE_BYTES`].
-fn read_tls_file(file: TlsFile, path: &Path) -> Result<Zeroizing<Vec<u8>>, Error> {
+fn read_tls_file(file: TlsFile, path: &Path) -> Result<Zeroizing<Vec<u8>>, ServingError> {
     let read = || -> std::io::Result<Zeroizing<Vec<u8>>> {
         let mut bytes = Zeroizing::new(Vec::new());
         std::fs::File::open(path)?
@@ -356,7 +605,7 @@ fn read_tls_file(file: TlsFile, path: &Path) -> Result<Zeroizing<Vec<u8>>, Error
         }
         Ok(bytes)
     };
-    read().map_err(|source| Error::ReadTlsFile {
+    read().map_err(|source| ServingError::ReadTlsFile {
         file,
         path: path.to_owned(),
         source,
@@ -379,8 +628,8 @@ fn pair_stamp(tls: &TlsServing) -> PairStamp {
 fn load_pair(
     tls: &TlsServing,
     provider: &CryptoProvider,
-) -> Result<(Arc<CertifiedKey>, tls_bootstrap::CertificateSummary), Error> {
-    let contents = |file, reason| Error::TlsFileContents {
+) -> Result<(Arc<CertifiedKey>, tls_bootstrap::CertificateSummary), ServingError> {
+    let contents = |file, reason| ServingError::TlsFileContents {
         file,
         path: match file {
             TlsFile::PrivateKey => tls.key_file.clone(),
@@ -409,7 +658,7 @@ fn load_pair(
         .load_private_key(key)
         .map_err(|_| contents(TlsFile::PrivateKey, "a key the crypto provider cannot use"))?;
     let pair = CertifiedKey::new(chain, key);
-    pair.keys_match().map_err(|_| Error::KeyMismatch {
+    pair.keys_match().map_err(|_| ServingError::KeyMismatch {
         cert: tls.cert_file.clone(),
         key: tls.key_file.clone(),
     })?;
@@ -417,8 +666,8 @@ fn load_pair(
 }
 
 /// The CA certificates of `file` that client certificates are verified against.
-fn client_roots(file: TlsFile, path: &Path) -> Result<RootCertStore, Error> {
-    let contents = |reason| Error::TlsFileContents {
+fn client_roots(file: TlsFile, path: &Path) -> Result<RootCertStore, ServingError> {
+    let contents = |reason| ServingError::TlsFileContents {
         file,
         path: path.to_owned(),
         reason,
@@ -437,24 +686,27 @@ fn client_roots(file: TlsFile, path: &Path) -> Result<RootCertStore, Error> {
     Ok(roots)
 }
 
-fn log_loaded(tls: &TlsServing, summary: &tls_bootstrap::CertificateSummary, message: &str) {
+fn log_loaded(
+    tls: &TlsServing,
+    summary: &tls_bootstrap::CertificateSummary,
+    component: &str,
+    message: &str,
+) {
     tracing::info!(
         cert = %tls.cert_file.display(),
         key = %tls.key_file.display(),
         subject = summary.subject(),
         not_after = tls_bootstrap::rfc3339(summary.not_after()),
-        "{message}"
+        "{component}: {message}"
     );
 }
 
-fn set_expiry(metrics: &ProxyMetrics, summary: &tls_bootstrap::CertificateSummary) {
+fn set_expiry(metrics: &TlsMetrics, summary: &tls_bootstrap::CertificateSummary) {
     let secs = summary
         .not_after()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    metrics
-        .certificate_expiry
-        .set(i64::try_from(secs).unwrap_or(i64::MAX));
+    metrics.expiry.set(i64::try_from(secs).unwrap_or(i64::MAX));
 }
 
 #[cfg(test)]
@@ -518,7 +770,7 @@ mod tests {
         for refused in ["TLS_RSA_WITH_AES_128_CBC_SHA", "NOT_A_SUITE"] {
             assert!(matches!(
                 with_suites(provider.clone(), &[refused.to_owned()]),
-                Err(Error::CipherSuite { name }) if name == refused
+                Err(ServingError::CipherSuite { name }) if name == refused
             ));
         }
     }

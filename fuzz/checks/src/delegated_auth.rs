@@ -7,10 +7,9 @@ use std::sync::Arc;
 
 use delegated_auth::{
     AccessReviewKind, ApiPrefixes, Attributes, AuthenticationConfigMap, BearerToken,
-    BearerTokenRef, Decision,
-    Error, KubeletAuthz, OidcDiscovery, Policy, RbacObjects, RbacProxyConfig, RequestInfo,
-    RequestPath, ResourceAttributes, TokenReview, TokenReviewOutcome, UserInfo, kubelet_attributes,
-    read_access_review,
+    BearerTokenRef, Decision, Error, KubeletAuthz, OidcDiscovery, Policy, RbacObjects,
+    RbacProxyConfig, RequestInfo, RequestPath, ResourceAttributes, TokenReview, TokenReviewOutcome,
+    UserInfo, kubelet_attributes, read_access_review,
 };
 
 use crate::hygiene::assert_hidden;

@@ -36,9 +36,9 @@ pub use clusterinfo::{
     clusterinfo_pin,
 };
 pub use delegated_auth::{
-    delegated_auth_access_review, delegated_auth_bearer_header, delegated_auth_configmap, delegated_auth_oidc_discovery,
-    delegated_auth_proxy_config, delegated_auth_rbac_objects, delegated_auth_request_info,
-    delegated_auth_token_review,
+    delegated_auth_access_review, delegated_auth_bearer_header, delegated_auth_configmap,
+    delegated_auth_oidc_discovery, delegated_auth_proxy_config, delegated_auth_rbac_objects,
+    delegated_auth_request_info, delegated_auth_token_review,
 };
 pub use exec_credential::{
     exec_credential_authenticator, exec_credential_cache_entry, exec_credential_exec_info,

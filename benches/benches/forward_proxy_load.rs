@@ -1445,8 +1445,8 @@ fn reviews_answered(server: &loopback_apiserver::LoopbackApiServer) -> (u64, u64
 
 /// A flood of unique invalid bearer tokens (a new one per request) on `connections` kept
 /// connections to `addr` for `seconds`, each request sent once the previous response was read,
-/// and with `rate` no sooner than its turn at that many requests a second in all: the
-/// responses counted by status.
+/// and with `rate` no sooner than its turn at that many requests a second in all (none at all
+/// for a rate of 0: the baseline): the responses counted by status.
 fn flood_unique_tokens(
     addr: SocketAddr,
     connections: usize,
@@ -1454,6 +1454,10 @@ fn flood_unique_tokens(
     rate: Option<u64>,
 ) -> std::collections::BTreeMap<u16, u64> {
     use std::io::{Read, Write};
+    if rate == Some(0) {
+        std::thread::sleep(Duration::from_secs(seconds));
+        return std::collections::BTreeMap::new();
+    }
     let start = std::time::Instant::now();
     let deadline = start + Duration::from_secs(seconds);
     // Each connection's interval between requests at `rate` in all.
@@ -1623,10 +1627,11 @@ fn flood_run(
         .collect::<Vec<_>>()
         .join(", ");
     let valid_other = valid.served - valid.ok;
-    let shape = flood_rate.map_or_else(
-        || "as fast as it goes".to_owned(),
-        |r| format!("at {r} req/s"),
-    );
+    let shape = match flood_rate {
+        Some(0) => "none: the baseline".to_owned(),
+        Some(r) => format!("at {r} req/s"),
+        None => "as fast as it goes".to_owned(),
+    };
     println!();
     println!(
         "Flood of unique invalid tokens ({shape}, 16 kept connections, plain HTTP) at --review-rate-limit={rate} --review-burst={burst}, valid token at 1,000 req/s on 8 connections, {elapsed:.1} s:"
@@ -1885,10 +1890,10 @@ fn delegated(jwt: &Jwt<'_>) {
     println!(
         "(the double answered {reviews_before_flood} TokenReviews and {access_before_flood} SubjectAccessReviews during the cached-path runs: the caches' 10 s lifetimes)"
     );
-    // The floods: as fast as 16 connections go (both cores saturated by the flood, its client
-    // and the proxy), then at a fixed rate.
+    // No flood (the valid requests' baseline), then the floods: as fast as 16 connections go
+    // (both cores saturated by the flood, its client and the proxy), then at a fixed rate.
     let flood_rate = env("FLOOD_RATE", 8000);
-    for rate_of_flood in [None, Some(flood_rate)] {
+    for rate_of_flood in [Some(0), None, Some(flood_rate)] {
         flood_run(
             jwt,
             &server,

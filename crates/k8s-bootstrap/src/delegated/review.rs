@@ -132,6 +132,15 @@ impl Reviewer {
         result
     }
 
+    /// The user the token cache holds for `token`, if it holds one (fresh and authenticated);
+    /// counts nothing.
+    pub(super) fn cached_user(&self, token: BearerTokenRef<'_>) -> Option<Arc<UserInfo>> {
+        match self.cached_identity(&TokenCacheKey::new(token, &self.audiences))? {
+            Identity::User(user) => Some(user),
+            Identity::Unauthenticated => None,
+        }
+    }
+
     /// Whether the access cache holds an allow for what `request` asks for `user`: the hit
     /// path, without building the attributes or copying the kept outcome. A denial or a miss
     /// goes through [`Reviewer::authorize`], which answers with the reason.

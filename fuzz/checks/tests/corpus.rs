@@ -59,7 +59,7 @@ replay! {
     tls_bootstrap_csr_yaml: 3 files, 2 accepted;
     tls_bootstrap_certificate: 4 files, 2 accepted;
     delegated_auth_token_review: 6 files, 2 accepted;
-    delegated_auth_bearer_header: 8 files, 3 accepted;
+    delegated_auth_bearer_header: 9 files, 4 accepted;
     delegated_auth_access_review: 5 files, 1 accepted;
     delegated_auth_oidc_discovery: 3 files, 1 accepted;
     delegated_auth_configmap: 3 files, 2 accepted;

@@ -11,8 +11,8 @@ use k8s_bootstrap::delegated_auth::{
     CacheConfig, ClientCa, FrontProxyAuthenticator, RbacProxyConfig, RequestHeaderConfig,
 };
 use k8s_bootstrap::forward_proxy::{
-    self, AuthHeaders, Config, Delegated, KeySource, ServiceAudiences, TlsFile, TlsServing,
-    TlsVersion,
+    self, AuthHeaders, Config, Delegated, KeySource, ServiceAudiences, ServingError, TlsFile,
+    TlsServing, TlsVersion,
 };
 
 use crate::args::{
@@ -689,23 +689,25 @@ fn proxy_error(e: &forward_proxy::Error, args: &ForwardProxyArgs) -> CliError {
             format!("{flag} {addr}: {source}")
         }
         // Which flag named the file; the path and the OS's reason follow.
-        forward_proxy::Error::ReadTlsFile { file, path, source } => {
+        forward_proxy::Error::Serving(ServingError::ReadTlsFile { file, path, source }) => {
             format!("{} {}: {source}", tls_flag(*file), path.display())
         }
-        forward_proxy::Error::TlsFileContents { file, path, reason } => {
+        forward_proxy::Error::Serving(ServingError::TlsFileContents { file, path, reason }) => {
             format!("{} {}: {reason}", tls_flag(*file), path.display())
         }
-        forward_proxy::Error::KeyMismatch { cert, key } => format!(
+        forward_proxy::Error::Serving(ServingError::KeyMismatch { cert, key }) => format!(
             "--tls-private-key-file {} is not the key of --tls-cert-file {}",
             key.display(),
             cert.display()
         ),
-        forward_proxy::Error::CipherSuite { name } => {
+        forward_proxy::Error::Serving(ServingError::CipherSuite { name }) => {
             format!(
                 "--tls-cipher-suites: {name:?} is unknown or not supported (AEAD suites with forward secrecy only)"
             )
         }
-        forward_proxy::Error::Tls(e) => format!("--tls-min-version/--tls-cipher-suites: {e}"),
+        forward_proxy::Error::Serving(ServingError::Tls(e)) => {
+            format!("--tls-min-version/--tls-cipher-suites: {e}")
+        }
         forward_proxy::Error::Threads(source) => {
             format!("--connection-threads {}: {source}", args.connection_threads)
         }

@@ -532,7 +532,7 @@ enum Verdict<B> {
 /// The decision for the common case the caches settle: a bearer token the token cache holds
 /// authenticated, asking for what the access cache holds allowed, with request attributes and
 /// no certificate authenticator configured: the user, the request let through as [`allow`]
-/// does. `None` for every other request, which [`decide`] then takes from the start (nothing
+/// lets it. `None` for every other request, which [`decide`] then takes from the start (nothing
 /// here changed the request or counted anything).
 fn decide_cached(shared: &Shared, request: &mut http::request::Parts) -> Option<VerifiedUser> {
     let Authorization::Request(prefixes) = &shared.authorization else {
@@ -562,10 +562,7 @@ fn decide_cached(shared: &Shared, request: &mut http::request::Parts) -> Option<
     let metrics = shared.reviewer.metrics();
     metrics.inc(Counter::TokenCacheHit);
     authenticators.remove_identity_headers(&mut request.headers);
-    match allow::<()>(metrics, request, user) {
-        Verdict::Forward(user) => user,
-        Verdict::Answer(_) => None,
-    }
+    Some(let_through(metrics, request, user))
 }
 
 async fn decide<B>(shared: &Shared, request: &mut http::request::Parts) -> Verdict<B> {
@@ -691,10 +688,19 @@ fn allow<B>(
     request: &mut http::request::Parts,
     user: Arc<UserInfo>,
 ) -> Verdict<B> {
+    Verdict::Forward(Some(let_through(metrics, request, user)))
+}
+
+/// What [`allow`] does, for [`decide_cached`], which needs no [`Verdict`].
+fn let_through(
+    metrics: &Metrics,
+    request: &mut http::request::Parts,
+    user: Arc<UserInfo>,
+) -> VerifiedUser {
     metrics.inc(Counter::Allowed);
     // As kube-apiserver, once authenticated: the credential stays here.
     request.headers.remove(http::header::AUTHORIZATION);
-    Verdict::Forward(Some(VerifiedUser(user)))
+    VerifiedUser(user)
 }
 
 /// The user of the request's bearer token: verified offline, else reviewed (when enabled);

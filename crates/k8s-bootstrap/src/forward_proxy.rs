@@ -40,7 +40,7 @@ mod server;
 mod upstream;
 
 pub use crate::ClientCertificates;
-pub use crate::tls_serving::{TlsFile, TlsServing, TlsVersion};
+pub use crate::tls_serving::{ServingError, TlsFile, TlsServing, TlsVersion};
 pub use authentication::{
     AuthHeaders, Authentication, DEFAULT_GROUPS_HEADER, DEFAULT_GROUPS_SEPARATOR,
     DEFAULT_USER_HEADER, Delegated,

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::addon_jwt::Algorithm;
-use crate::tls_serving::{ServingError, TlsFile, TlsServing};
+use crate::tls_serving::{ServingError, TlsServing};
 
 #[cfg(doc)]
 use super::{AuthHeaders, ClientCertificates, Server, SidecarLayer};
@@ -308,49 +308,10 @@ pub enum Error {
     /// [`Config::serving`] is `None`: neither TLS nor plain HTTP was chosen.
     #[error("neither TLS serving nor plain HTTP is configured")]
     NoServing,
-    /// A file of [`TlsServing`] could not be read (or is larger than 1 MiB).
-    #[error("reading {file} {}: {source}", .path.display())]
-    ReadTlsFile {
-        /// Which file.
-        file: TlsFile,
-        /// Its path.
-        path: PathBuf,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A file of [`TlsServing`] does not hold what it should.
-    #[error("{file} {}: {reason}", .path.display())]
-    TlsFileContents {
-        /// Which file.
-        file: TlsFile,
-        /// Its path.
-        path: PathBuf,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
-    /// The private key is not the certificate's.
-    #[error("the serving key {} does not match the certificate {}", .key.display(), .cert.display())]
-    KeyMismatch {
-        /// [`TlsServing::cert_file`].
-        cert: PathBuf,
-        /// [`TlsServing::key_file`].
-        key: PathBuf,
-    },
-    /// A name of [`TlsServing::cipher_suites`] is unknown or names a suite the crypto provider
-    /// does not implement (rustls implements only AEAD suites with forward secrecy).
-    #[error("cipher suite {name:?} is unknown or not supported")]
-    CipherSuite {
-        /// The name (at most 64 characters of it).
-        name: String,
-    },
-    /// No rustls crypto provider: the `ring` or `aws-lc-rs` feature is off and none is
-    /// installed as the process default.
-    #[error("no rustls crypto provider (enable `ring` or `aws-lc-rs`)")]
-    NoCryptoProvider,
-    /// rustls refused the TLS settings (no cipher suite left for the versions allowed, say).
-    #[error("the TLS settings: {0}")]
-    Tls(#[source] rustls::Error),
+    /// The serving certificate, its key, a client CA or the TLS settings of [`TlsServing`]
+    /// could not be used (its message is the cause's).
+    #[error(transparent)]
+    Serving(#[from] ServingError),
     /// No audience is accepted: none given, none discovered.
     #[error("no audience to accept (none given, none discovered)")]
     NoAudience,
@@ -393,23 +354,6 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-}
-
-impl From<ServingError> for Error {
-    fn from(error: ServingError) -> Error {
-        match error {
-            ServingError::ReadTlsFile { file, path, source } => {
-                Error::ReadTlsFile { file, path, source }
-            }
-            ServingError::TlsFileContents { file, path, reason } => {
-                Error::TlsFileContents { file, path, reason }
-            }
-            ServingError::KeyMismatch { cert, key } => Error::KeyMismatch { cert, key },
-            ServingError::CipherSuite { name } => Error::CipherSuite { name },
-            ServingError::NoCryptoProvider => Error::NoCryptoProvider,
-            ServingError::Tls(e) => Error::Tls(e),
-        }
-    }
 }
 
 /// The CPUs this process may run on: [`std::thread::available_parallelism`], which counts

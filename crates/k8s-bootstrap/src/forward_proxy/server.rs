@@ -89,9 +89,8 @@ impl Server {
     ///
     /// # Errors
     ///
-    /// [`Error::NoServing`] (no [`Config::serving`]); [`Error::NoCryptoProvider`],
-    /// [`Error::CipherSuite`], [`Error::ReadTlsFile`], [`Error::TlsFileContents`],
-    /// [`Error::KeyMismatch`] or [`Error::Tls`] for TLS; [`Error::ListServices`],
+    /// [`Error::NoServing`] (no [`Config::serving`]); [`Error::Serving`] for TLS;
+    /// [`Error::ListServices`],
     /// [`Error::ReadKeys`], [`Error::Keys`], [`Error::NoAudience`] in the add-on JWT mode,
     /// [`Error::NotDelegated`] in the delegated mode; [`Error::StripHeaders`],
     /// [`Error::Forward`] or [`Error::Listen`]: the first step that failed.

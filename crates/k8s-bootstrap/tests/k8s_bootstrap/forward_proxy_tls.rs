@@ -18,7 +18,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use k8s_bootstrap::addon_jwt::{Algorithm, Audience, Issuer, Minter, SigningKey};
-use k8s_bootstrap::forward_proxy::{self, Config, KeySource, Server, TlsServing, TlsVersion};
+use k8s_bootstrap::forward_proxy::{
+    self, Config, KeySource, Server, ServingError, TlsServing, TlsVersion,
+};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, SanType,
 };
@@ -563,7 +565,7 @@ async fn start_up_errors_name_the_file() {
     .await
     .unwrap_err();
     assert!(
-        matches!(&err, forward_proxy::Error::ReadTlsFile { file: forward_proxy::TlsFile::Certificate, path, source }
+        matches!(&err, forward_proxy::Error::Serving(ServingError::ReadTlsFile { file: forward_proxy::TlsFile::Certificate, path, source })
             if *path == missing && source.kind() == std::io::ErrorKind::NotFound),
         "{err:?}"
     );
@@ -580,10 +582,10 @@ async fn start_up_errors_name_the_file() {
     assert!(
         matches!(
             &err,
-            forward_proxy::Error::TlsFileContents {
+            forward_proxy::Error::Serving(ServingError::TlsFileContents {
                 file: forward_proxy::TlsFile::PrivateKey,
                 ..
-            }
+            })
         ),
         "{err:?}"
     );
@@ -597,7 +599,10 @@ async fn start_up_errors_name_the_file() {
     .await
     .unwrap_err();
     assert!(
-        matches!(&err, forward_proxy::Error::KeyMismatch { .. }),
+        matches!(
+            &err,
+            forward_proxy::Error::Serving(ServingError::KeyMismatch { .. })
+        ),
         "{err:?}"
     );
     assert!(!format!("{err:?}").contains("PRIVATE KEY"));
@@ -609,7 +614,7 @@ async fn start_up_errors_name_the_file() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, forward_proxy::Error::CipherSuite { name } if name == "TLS_RSA_WITH_AES_128_CBC_SHA"),
+        matches!(&err, forward_proxy::Error::Serving(ServingError::CipherSuite { name }) if name == "TLS_RSA_WITH_AES_128_CBC_SHA"),
         "{err:?}"
     );
     // The file checks come before the port is bound, and the pair that loads binds.

@@ -1487,6 +1487,29 @@ async fn duplicate_hosts_connect_absolute_targets_and_length_lists() {
         .collect();
     assert_eq!(hosts, ["target.example:8080"], "{head}");
 
+    // A client's own `Host` goes on as it came, once; an HTTP/1.0 request without one gets
+    // the add-on's address.
+    let hosts_seen = |head: &str| -> Vec<String> {
+        head.lines()
+            .filter_map(|l| l.strip_prefix("host: "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let (status, _) = ask(format!(
+        "GET /length HTTP/1.1\r\nHost: public.example\r\nAuthorization: {bearer}\r\n\r\n"
+    ))
+    .await;
+    assert_eq!(status, 200);
+    let head = seen.lock().unwrap().last().unwrap().head.clone();
+    assert_eq!(hosts_seen(&head), ["public.example"], "{head}");
+    let (status, _) = ask(format!(
+        "GET /length HTTP/1.0\r\nAuthorization: {bearer}\r\n\r\n"
+    ))
+    .await;
+    assert_eq!(status, 200);
+    let head = seen.lock().unwrap().last().unwrap().head.clone();
+    assert_eq!(hosts_seen(&head), [addon.to_string()], "{head}");
+
     let mut stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
     let request =
         format!("GET /length-list HTTP/1.1\r\nHost: addon\r\nAuthorization: {bearer}\r\n\r\n");

@@ -1421,6 +1421,13 @@ async fn pipelined_users_each_get_their_own_response() {
     stop().await;
 }
 
+/// The `Host` lines of a request head the add-on received.
+fn hosts_of(head: &str) -> Vec<&str> {
+    head.lines()
+        .filter_map(|l| l.strip_prefix("host: "))
+        .collect()
+}
+
 /// What the proxy answers itself, forwarding nothing: 400 to a request with two `Host` lines
 /// (RFC 9112 §3.2) and 405 to `CONNECT` (it tunnels nothing). An absolute-form target's
 /// authority is the add-on's `Host` (RFC 9112 §3.2.2), and a `Content-Length` list of one
@@ -1481,34 +1488,24 @@ async fn duplicate_hosts_connect_absolute_targets_and_length_lists() {
     assert_eq!((status, body.as_str()), (200, "hi"));
     let head = seen.lock().unwrap().last().unwrap().head.clone();
     assert!(head.starts_with("POST /echo?x=1 HTTP/1.1\r\n"), "{head}");
-    let hosts: Vec<&str> = head
-        .lines()
-        .filter_map(|l| l.strip_prefix("host: "))
-        .collect();
-    assert_eq!(hosts, ["target.example:8080"], "{head}");
+    assert_eq!(hosts_of(&head), ["target.example:8080"], "{head}");
 
     // A client's own `Host` goes on as it came, once; an HTTP/1.0 request without one gets
     // the add-on's address.
-    let hosts_seen = |head: &str| -> Vec<String> {
-        head.lines()
-            .filter_map(|l| l.strip_prefix("host: "))
-            .map(str::to_owned)
-            .collect()
-    };
     let (status, _) = ask(format!(
         "GET /length HTTP/1.1\r\nHost: public.example\r\nAuthorization: {bearer}\r\n\r\n"
     ))
     .await;
     assert_eq!(status, 200);
     let head = seen.lock().unwrap().last().unwrap().head.clone();
-    assert_eq!(hosts_seen(&head), ["public.example"], "{head}");
+    assert_eq!(hosts_of(&head), ["public.example"], "{head}");
     let (status, _) = ask(format!(
         "GET /length HTTP/1.0\r\nAuthorization: {bearer}\r\n\r\n"
     ))
     .await;
     assert_eq!(status, 200);
     let head = seen.lock().unwrap().last().unwrap().head.clone();
-    assert_eq!(hosts_seen(&head), [addon.to_string()], "{head}");
+    assert_eq!(hosts_of(&head), [addon.to_string()], "{head}");
 
     let mut stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
     let request =

@@ -90,10 +90,10 @@ impl Server {
     /// # Errors
     ///
     /// [`Error::NoServing`] (no [`Config::serving`]); [`Error::Serving`] for TLS;
-    /// [`Error::ListServices`],
-    /// [`Error::ReadKeys`], [`Error::Keys`], [`Error::NoAudience`] in the add-on JWT mode,
-    /// [`Error::NotDelegated`] in the delegated mode; [`Error::StripHeaders`],
-    /// [`Error::Forward`] or [`Error::Listen`]: the first step that failed.
+    /// [`Error::ListServices`], [`Error::ReadKeys`], [`Error::Keys`], [`Error::NoAudience`] in
+    /// the add-on JWT mode, [`Error::NotDelegated`] in the delegated mode;
+    /// [`Error::StripHeaders`], [`Error::Forward`] or [`Error::Listen`]: the first step that
+    /// failed.
     pub async fn bind(config: Config) -> Result<Server, Error> {
         let mut metrics = ProxyMetrics::new();
         if let Authentication::Delegated(delegated) = &config.authentication {
